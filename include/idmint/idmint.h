@@ -1,0 +1,13 @@
+/* SPDX-License-Identifier: MIT */
+/* idmint: the whole public API in one include. */
+#ifndef IDMINT_IDMINT_H
+#define IDMINT_IDMINT_H
+
+#include "version.h"
+#include "error.h"
+#include "clock.h"
+#include "text.h"
+#include "layout.h"
+#include "snowflake.h"
+
+#endif /* IDMINT_IDMINT_H */

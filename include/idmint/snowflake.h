@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The Snowflake generator: mints 64-bit ids for one set of node values (one
+ * worker) on one layout.
+ *
+ * Its whole mutable state is one 64-bit word, (tick << seq_bits) | seq, moved
+ * forward with compare-and-swap: the next state is
+ *     max(now_tick << seq_bits, last + 1),
+ * so ids from one generator strictly increase and none repeats. When that
+ * state runs ahead of the wall clock, the policies below decide.
+ *
+ * Clock regression (the wall clock is behind the last tick minted):
+ *   IDM_BACKWARDS_REFUSE   fail with IDM_ECLOCKBACK, mint nothing.
+ *   IDM_BACKWARDS_WAIT     sleep until the clock catches up, if that takes at
+ *                          most max_wait_ms; otherwise IDM_ECLOCKBACK at once.
+ *   IDM_BACKWARDS_LOGICAL  (default) keep minting from the last tick, running
+ *                          ahead of the wall clock by at most max_drift_ms;
+ *                          beyond that IDM_ECLOCKBACK.
+ * Minting resumes by itself once the clock passes the last tick.
+ *
+ * Sequence exhaustion (all 2^seq_bits ids of the current tick are taken):
+ *   IDM_EXHAUST_WAIT       (default) sleep until the next tick, in all at
+ *                          most max_wait_ms; a clock that does not advance
+ *                          gets IDM_EEXHAUSTED. The sequence never wraps
+ *                          within a tick.
+ *   IDM_EXHAUST_BORROW     mint from the next tick at once while that runs at
+ *                          most max_drift_ms ahead of the clock; past that,
+ *                          wait as above.
+ *
+ * Which case applies: the generator remembers the highest wall-clock tick it
+ * has minted on. A reading below that is a regression; a state ahead of a
+ * reading that is not below it (the tick is full, or earlier calls borrowed or
+ * ran on logical time) is exhaustion.
+ *
+ * Time is read before the state is read; a call that finds the state ahead of
+ * its reading reads the clock once more before applying a policy (another
+ * thread may simply have read the clock a moment later). Waits are bounded by
+ * the sum of the sleeps asked for. Ids never carry a tick past the time field
+ * (IDM_ETIMEOVER) nor before the epoch (IDM_EEPOCH).
+ *
+ * State file (optional): the generator persists a high-water mark, a Unix ms
+ * at or past every tick it may have minted, ahead of use (state_lookahead_ms
+ * at a time: one atomic, fsync'd rewrite per lookahead period, not per id),
+ * and on open never mints at or below the stored mark. A clean close stores
+ * the exact last tick, so a restart need not wait out the lookahead. The file
+ * is locked (flock) while open: a second generator on the same file gets
+ * IDM_EBUSY. If the file cannot be written, minting stops at the last stored
+ * mark (IDM_EIO) rather than run past it.
+ *
+ * Thread-safety: idm_snowflake_next, _next_batch and _stats may be called from
+ * any number of threads at once on one generator. _open and _close must not
+ * race with any other call on the same generator.
+ */
+#ifndef IDMINT_SNOWFLAKE_H
+#define IDMINT_SNOWFLAKE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "clock.h"
+#include "export.h"
+#include "layout.h"
+
+typedef enum idm_backwards_policy {
+    IDM_BACKWARDS_LOGICAL = 0,
+    IDM_BACKWARDS_REFUSE = 1,
+    IDM_BACKWARDS_WAIT = 2
+} idm_backwards_policy;
+
+typedef enum idm_exhaust_policy {
+    IDM_EXHAUST_WAIT = 0,
+    IDM_EXHAUST_BORROW = 1
+} idm_exhaust_policy;
+
+/* How a generator is built. Call idm_snowflake_opts_init first: fields may
+ * be added in later versions and get their defaults there. */
+typedef struct idm_snowflake_opts {
+    const idm_layout *layout;      /* required; the generator keeps a copy */
+    uint64_t node[IDM_LAYOUT_MAX_FIELDS]; /* node values by field index */
+    uint32_t node_set;             /* bit i set: node[i] was given; every
+                                      node field must be given */
+    const idm_clock *clock;        /* NULL: idm_clock_system() */
+    idm_backwards_policy backwards;
+    idm_exhaust_policy exhaust;
+    int64_t max_drift_ms;          /* < 0: auto, max(10, tick) */
+    int64_t max_wait_ms;           /* < 0: auto, 5 + one tick */
+    const char *state_path;        /* NULL: no state file */
+    bool state_fresh;              /* a missing or corrupt state file starts
+                                      from the clock instead of failing */
+    int64_t state_lookahead_ms;    /* default 1000; at least one tick */
+} idm_snowflake_opts;
+
+typedef struct idm_snowflake idm_snowflake;
+
+typedef struct idm_snowflake_stats {
+    uint64_t refused_backwards;  /* calls failed with IDM_ECLOCKBACK */
+    uint64_t refused_exhausted;  /* calls failed with IDM_EEXHAUSTED */
+    uint64_t waits;              /* sleeps taken by the wait policies */
+    uint64_t ahead_mints;        /* mints ahead of the wall clock (logical
+                                    time or borrowed ticks) */
+    int64_t max_backwards_ms;    /* largest regression seen */
+    int64_t last_backwards_ms;   /* most recent regression (0 if none) */
+    idm_unix_ms last_unix_ms;    /* time of the last tick minted */
+    idm_unix_ms state_mark_ms;   /* mark stored in the state file, or 0 */
+    uint64_t state_writes;       /* state file rewrites */
+    int state_error;             /* last state file error, 0 if none */
+} idm_snowflake_stats;
+
+/* Defaults: logical time, wait on exhaustion, auto bounds, no state file. */
+IDM_EXTERN void idm_snowflake_opts_init(idm_snowflake_opts *opts);
+
+/* Set a node value by name ("worker", 7), checked against opts->layout. */
+IDM_EXTERN int idm_snowflake_opts_node(idm_snowflake_opts *opts,
+                                       const char *name, uint64_t value);
+
+/*
+ * Build a generator. Fails with IDM_ENODE if a node field has no value,
+ * IDM_EEPOCH if the clock is before the epoch (a dead RTC) or the epoch is
+ * in the future, IDM_ETIMEOVER if the time field is already exhausted,
+ * IDM_ENOENT / IDM_ECORRUPT / IDM_EIO / IDM_EBUSY for the state file, and
+ * IDM_ECLOCKBACK if the clock is behind the state file's mark by more than
+ * the backwards policy allows (a restart with the clock set back).
+ */
+IDM_EXTERN int idm_snowflake_open(idm_snowflake **out,
+                                  const idm_snowflake_opts *opts);
+
+/* Store the exact high-water mark (if there is a state file), release the
+ * lock and free. Returns the error of that last write, if any; the generator
+ * is freed either way. NULL is a no-op. */
+IDM_EXTERN int idm_snowflake_close(idm_snowflake *g);
+
+/* Mint one id into *id. On failure *id is untouched and no state moved. */
+IDM_EXTERN int idm_snowflake_next(idm_snowflake *g, uint64_t *id);
+
+/*
+ * Mint n consecutive states with one compare-and-swap into ids[0..n-1],
+ * strictly increasing. All or nothing: on failure nothing is minted. A batch
+ * that would run ahead of the clock is treated as exhaustion (wait or
+ * borrow), so n larger than max_wait_ms worth of ticks fails with
+ * IDM_EEXHAUSTED; n == 0 is IDM_EINVAL.
+ */
+IDM_EXTERN int idm_snowflake_next_batch(idm_snowflake *g, uint64_t *ids,
+                                        size_t n);
+
+IDM_EXTERN const idm_layout *idm_snowflake_layout(const idm_snowflake *g);
+
+/* A snapshot of the counters (each read atomically; not one instant). */
+IDM_EXTERN void idm_snowflake_stats_get(const idm_snowflake *g,
+                                        idm_snowflake_stats *out);
+
+#endif /* IDMINT_SNOWFLAKE_H */

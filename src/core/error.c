@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Error codes, names and messages from the one table in error.h, and the
+ * per-thread detail line a failing call leaves behind.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "internal.h"
+
+static _Thread_local char detail[256];
+
+const char *idm_strerror(int err)
+{
+    switch (err) {
+    case 0:
+        return "success";
+#define XX(name, code, msg)                                                   \
+    case IDM_##name:                                                          \
+        return msg;
+        IDM_ERRNO_MAP(XX)
+#undef XX
+    default:
+        return "unknown error";
+    }
+}
+
+const char *idm_err_name(int err)
+{
+    switch (err) {
+    case 0:
+        return "IDM_OK";
+#define XX(name, code, msg)                                                   \
+    case IDM_##name:                                                          \
+        return "IDM_" #name;
+        IDM_ERRNO_MAP(XX)
+#undef XX
+    default:
+        return "IDM_UNKNOWN";
+    }
+}
+
+const char *idm_error_detail(void)
+{
+    return detail;
+}
+
+int idm__fail(int err, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(detail, sizeof detail, fmt, ap);
+    va_end(ap);
+    return err;
+}
+
+void idm__clear_detail(void)
+{
+    detail[0] = '\0';
+}

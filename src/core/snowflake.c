@@ -1,0 +1,497 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The Snowflake generator. The hot path (mint) is one wall-clock read, one
+ * load and one compare-and-swap of the state word, plus compares against
+ * values that change rarely. It takes no lock, makes no system call (the
+ * clock is a vDSO read), and allocates nothing. Sleeping, refusing and
+ * writing the state file are slow paths reached only when the state runs
+ * ahead of the clock or past the stored mark.
+ *
+ * What it does not do: decide worker ids (leases do) or guess at clock
+ * health (the clock watch does, off this path).
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "layout_internal.h"
+#include "state.h"
+
+#define CACHELINE 64
+
+struct idm_snowflake {
+    /* Written on every mint: the state word and the highest wall tick a
+     * successful mint has seen, on one line of their own. */
+    _Alignas(CACHELINE) _Atomic uint64_t state;
+    _Atomic uint64_t max_wall_tick;
+
+    /* Read on every mint, written only by the state-file slow path. */
+    _Alignas(CACHELINE) _Atomic uint64_t limit_tick;
+    idm_wall_ns (*wall_ns)(void *ctx); /* NULL: the system clock, inlined */
+    void *clock_ctx;
+    const idm_clock *clock;
+    int64_t epoch_ns;
+    int64_t tick_ns;
+    uint64_t max_tick;
+    uint64_t max_state;
+    uint64_t seq_mask;
+    uint64_t node_bits;
+    unsigned sb; /* sequence bits: the state's tick sits above them */
+    unsigned time_shift;
+    unsigned seq_shift;
+    idm_backwards_policy backwards;
+    idm_exhaust_policy exhaust;
+    int64_t max_drift_ns;
+    int64_t max_wait_ns;
+
+    /* Counters, touched only on slow paths. */
+    _Alignas(CACHELINE) _Atomic uint64_t refused_backwards;
+    _Atomic uint64_t refused_exhausted;
+    _Atomic uint64_t waits;
+    _Atomic uint64_t ahead_mints;
+    _Atomic int64_t max_backwards_ms;
+    _Atomic int64_t last_backwards_ms;
+    _Atomic int64_t state_mark_ms;
+    _Atomic uint64_t state_writes;
+    _Atomic int state_error;
+
+    /* State file (slow path, under the mutex). */
+    pthread_mutex_t state_mu;
+    bool has_state;
+    idm__state st;
+    int64_t lookahead_ms;
+
+    idm_layout *layout;
+};
+
+void idm_snowflake_opts_init(idm_snowflake_opts *opts)
+{
+    memset(opts, 0, sizeof *opts);
+    opts->backwards = IDM_BACKWARDS_LOGICAL;
+    opts->exhaust = IDM_EXHAUST_WAIT;
+    opts->max_drift_ms = -1;
+    opts->max_wait_ms = -1;
+    opts->state_lookahead_ms = 1000;
+}
+
+int idm_snowflake_opts_node(idm_snowflake_opts *opts, const char *name, uint64_t value)
+{
+    int idx;
+    idm_field_info fi;
+    idm__clear_detail();
+    if (opts == NULL || opts->layout == NULL || name == NULL)
+        return idm__fail(IDM_EINVAL, "node: set the layout before node values");
+    idx = idm_layout_field_index(opts->layout, name);
+    if (idx < 0)
+        return idx;
+    idm_layout_field(opts->layout, (size_t)idx, &fi);
+    if (fi.kind != IDM_FIELD_NODE)
+        return idm__fail(IDM_EINVAL, "node: '%s' is not a node field", name);
+    if (value > fi.max)
+        return idm__fail(IDM_ERANGE, "node: %s=%llu exceeds %llu (%u bits)", name,
+                         (unsigned long long)value, (unsigned long long)fi.max, fi.bits);
+    opts->node[idx] = value;
+    opts->node_set |= UINT32_C(1) << idx;
+    return 0;
+}
+
+static inline idm_wall_ns read_wall(const idm_snowflake *g)
+{
+    return IDM__LIKELY(g->wall_ns == NULL) ? idm__sys_wall_ns() : g->wall_ns(g->clock_ctx);
+}
+
+/* The tick a wall time falls in; t must be at or after the epoch. */
+static inline uint64_t tick_of(const idm_snowflake *g, int64_t since_epoch_ns)
+{
+    /* Dividing by a constant compiles to a multiply: the common 1 ms tick
+     * should not pay for a hardware division on every id. */
+    if (g->tick_ns == IDM__NS_PER_MS)
+        return (uint64_t)(since_epoch_ns / IDM__NS_PER_MS);
+    return (uint64_t)(since_epoch_ns / g->tick_ns);
+}
+
+static inline int64_t tick_start_ns(const idm_snowflake *g, uint64_t tick)
+{
+    return g->epoch_ns + (int64_t)tick * g->tick_ns;
+}
+
+static inline int64_t tick_start_ms(const idm_snowflake *g, uint64_t tick)
+{
+    return tick_start_ns(g, tick) / IDM__NS_PER_MS;
+}
+
+static inline uint64_t compose(const idm_snowflake *g, uint64_t s)
+{
+    return ((s >> g->sb) << g->time_shift) | ((s & g->seq_mask) << g->seq_shift) | g->node_bits;
+}
+
+static void note_backwards(idm_snowflake *g, int64_t ms)
+{
+    int64_t prev = atomic_load_explicit(&g->max_backwards_ms, memory_order_relaxed);
+    atomic_store_explicit(&g->last_backwards_ms, ms, memory_order_relaxed);
+    while (ms > prev &&
+           !atomic_compare_exchange_weak_explicit(&g->max_backwards_ms, &prev, ms,
+                                                  memory_order_relaxed, memory_order_relaxed))
+        ;
+}
+
+/* Store a new mark covering at least tick. Called with the state mutex not
+ * held; takes it. */
+static int persist_mark(idm_snowflake *g, uint64_t tick)
+{
+    int rc = 0;
+    pthread_mutex_lock(&g->state_mu);
+    if (tick > atomic_load_explicit(&g->limit_tick, memory_order_acquire)) {
+        int64_t mark = tick_start_ms(g, tick) + g->lookahead_ms;
+        rc = idm__state_write(&g->st, mark);
+        if (rc == 0) {
+            uint64_t limit = tick_of(g, mark * IDM__NS_PER_MS - g->epoch_ns);
+            atomic_store_explicit(&g->state_mark_ms, mark, memory_order_relaxed);
+            atomic_fetch_add_explicit(&g->state_writes, 1, memory_order_relaxed);
+            atomic_store_explicit(&g->state_error, 0, memory_order_relaxed);
+            atomic_store_explicit(&g->limit_tick, limit, memory_order_release);
+        } else {
+            atomic_store_explicit(&g->state_error, rc, memory_order_relaxed);
+        }
+    }
+    pthread_mutex_unlock(&g->state_mu);
+    return rc;
+}
+
+/* What a call may do when its states would run ahead of the clock. */
+enum ahead_action { AHEAD_REFUSE_BACK, AHEAD_REFUSE_EXHAUSTED, AHEAD_MINT, AHEAD_MINT_AND_WAIT };
+
+static enum ahead_action decide_ahead(idm_snowflake *g, uint64_t now_tick, int64_t now_ns,
+                                      int64_t need_ns, int64_t *back_ms)
+{
+    uint64_t wall_tick = atomic_load_explicit(&g->max_wall_tick, memory_order_relaxed);
+    if (now_tick < wall_tick) {
+        /* Regression: the clock reads below a tick already minted on. */
+        *back_ms = (tick_start_ns(g, wall_tick) - now_ns) / IDM__NS_PER_MS;
+        note_backwards(g, *back_ms);
+        if (g->backwards == IDM_BACKWARDS_LOGICAL && need_ns <= g->max_drift_ns)
+            return AHEAD_MINT;
+        if (g->backwards == IDM_BACKWARDS_WAIT && need_ns <= g->max_wait_ns)
+            return AHEAD_MINT_AND_WAIT;
+        return AHEAD_REFUSE_BACK;
+    }
+    /* Exhaustion: the tick is full, or earlier mints ran ahead. */
+    if (g->exhaust == IDM_EXHAUST_BORROW && need_ns <= g->max_drift_ns)
+        return AHEAD_MINT;
+    if (need_ns <= g->max_wait_ns)
+        return AHEAD_MINT_AND_WAIT;
+    return AHEAD_REFUSE_EXHAUSTED;
+}
+
+/*
+ * Reserve n consecutive states; the first goes to *first_out. The whole policy
+ * lives here so next and next_batch cannot disagree.
+ *
+ * Waiting reserves first and sleeps after: the states are taken with the CAS,
+ * then handed out only once the clock has reached the tick of the last one.
+ * (Sleeping first and retrying would let a batch spanning several ticks chase
+ * the clock forever.) If the clock does not get there within max_wait_ms, the
+ * call fails and the reserved states are a gap: never handed out, never
+ * reused.
+ */
+static int mint(idm_snowflake *g, uint64_t n, uint64_t *first_out)
+{
+    int64_t now_ns = read_wall(g);
+    bool fresh = false; /* now_ns was read after the state was first seen */
+
+    for (;;) {
+        int64_t since = now_ns - g->epoch_ns;
+        uint64_t now_tick, old, first, end, end_tick;
+        enum ahead_action act = AHEAD_MINT;
+        int64_t need_ns = 0, back_ms = 0;
+
+        if (IDM__UNLIKELY(since < 0))
+            return idm__fail(IDM_EEPOCH, "snowflake: the clock reads %lld ms, before the epoch %lld",
+                             (long long)idm__floordiv(now_ns, IDM__NS_PER_MS),
+                             (long long)(g->epoch_ns / IDM__NS_PER_MS));
+        now_tick = tick_of(g, since);
+        if (IDM__UNLIKELY(now_tick > g->max_tick))
+            return idm__fail(IDM_ETIMEOVER, "snowflake: the time field ran out at %lld ms",
+                             (long long)tick_start_ms(g, g->max_tick + 1));
+        old = atomic_load_explicit(&g->state, memory_order_relaxed);
+    retry:
+        first = old + 1 > now_tick << g->sb ? old + 1 : now_tick << g->sb;
+        if (IDM__UNLIKELY(old >= g->max_state || n - 1 > g->max_state - first))
+            return idm__fail(IDM_ETIMEOVER, "snowflake: the time field ran out at %lld ms",
+                             (long long)tick_start_ms(g, g->max_tick + 1));
+        end = first + (n - 1);
+        end_tick = end >> g->sb;
+
+        if (IDM__UNLIKELY(end_tick > now_tick)) {
+            if (!fresh) {
+                /* Another thread may just have read the clock a little later
+                 * than we did. Look again before calling this a policy case. */
+                now_ns = read_wall(g);
+                fresh = true;
+                continue;
+            }
+            need_ns = tick_start_ns(g, end_tick) - now_ns;
+            act = decide_ahead(g, now_tick, now_ns, need_ns, &back_ms);
+            if (act == AHEAD_REFUSE_BACK) {
+                atomic_fetch_add_explicit(&g->refused_backwards, 1, memory_order_relaxed);
+                return idm__fail(IDM_ECLOCKBACK,
+                                 "snowflake: the clock is %lld ms behind the last tick minted",
+                                 (long long)back_ms);
+            }
+            if (act == AHEAD_REFUSE_EXHAUSTED) {
+                atomic_fetch_add_explicit(&g->refused_exhausted, 1, memory_order_relaxed);
+                return idm__fail(IDM_EEXHAUSTED,
+                                 "snowflake: %llu ids would run %lld us ahead of the clock, past "
+                                 "the %lld us wait bound",
+                                 (unsigned long long)n, (long long)(need_ns / 1000),
+                                 (long long)(g->max_wait_ns / 1000));
+            }
+        }
+
+        if (IDM__UNLIKELY(end_tick > atomic_load_explicit(&g->limit_tick, memory_order_acquire))) {
+            int rc = persist_mark(g, end_tick);
+            if (rc != 0)
+                return rc;
+            continue;
+        }
+
+        if (!atomic_compare_exchange_weak_explicit(&g->state, &old, end, memory_order_relaxed,
+                                                   memory_order_relaxed))
+            goto retry;
+
+        {
+            uint64_t seen = atomic_load_explicit(&g->max_wall_tick, memory_order_relaxed);
+            while (now_tick > seen &&
+                   !atomic_compare_exchange_weak_explicit(&g->max_wall_tick, &seen, now_tick,
+                                                          memory_order_relaxed,
+                                                          memory_order_relaxed))
+                ;
+        }
+        if (IDM__UNLIKELY(act == AHEAD_MINT))
+            atomic_fetch_add_explicit(&g->ahead_mints, end_tick > now_tick, memory_order_relaxed);
+        if (IDM__UNLIKELY(act == AHEAD_MINT_AND_WAIT)) {
+            int64_t target = tick_start_ns(g, end_tick), waited = 0;
+            while (now_ns < target) {
+                int64_t step = target - now_ns;
+                if (waited >= g->max_wait_ns) {
+                    atomic_fetch_add_explicit(&g->refused_exhausted, 1, memory_order_relaxed);
+                    return idm__fail(IDM_EEXHAUSTED,
+                                     "snowflake: the clock did not reach the reserved tick within "
+                                     "%lld us; those ids are skipped",
+                                     (long long)(g->max_wait_ns / 1000));
+                }
+                if (step > g->max_wait_ns - waited)
+                    step = g->max_wait_ns - waited;
+                atomic_fetch_add_explicit(&g->waits, 1, memory_order_relaxed);
+                g->clock->sleep_ns(g->clock_ctx, step);
+                waited += step;
+                now_ns = read_wall(g);
+            }
+        }
+        *first_out = first;
+        return 0;
+    }
+}
+
+int idm_snowflake_next(idm_snowflake *g, uint64_t *id)
+{
+    uint64_t s;
+    int rc = mint(g, 1, &s);
+    if (IDM__LIKELY(rc == 0))
+        *id = compose(g, s);
+    return rc;
+}
+
+int idm_snowflake_next_batch(idm_snowflake *g, uint64_t *ids, size_t n)
+{
+    uint64_t s;
+    int rc;
+    if (n == 0 || ids == NULL)
+        return idm__fail(IDM_EINVAL, "snowflake: a batch needs n >= 1 and room for it");
+    rc = mint(g, (uint64_t)n, &s);
+    if (rc != 0)
+        return rc;
+    for (size_t i = 0; i < n; i++)
+        ids[i] = compose(g, s + i);
+    return 0;
+}
+
+const idm_layout *idm_snowflake_layout(const idm_snowflake *g)
+{
+    return g->layout;
+}
+
+void idm_snowflake_stats_get(const idm_snowflake *g, idm_snowflake_stats *out)
+{
+    /* The atomics are read-only here; C11 atomic loads take non-const. */
+    idm_snowflake *m = (idm_snowflake *)(uintptr_t)g;
+    uint64_t s = atomic_load(&m->state);
+    memset(out, 0, sizeof *out);
+    out->refused_backwards = atomic_load(&m->refused_backwards);
+    out->refused_exhausted = atomic_load(&m->refused_exhausted);
+    out->waits = atomic_load(&m->waits);
+    out->ahead_mints = atomic_load(&m->ahead_mints);
+    out->max_backwards_ms = atomic_load(&m->max_backwards_ms);
+    out->last_backwards_ms = atomic_load(&m->last_backwards_ms);
+    out->last_unix_ms = tick_start_ms(g, s >> g->sb);
+    out->state_mark_ms = atomic_load(&m->state_mark_ms);
+    out->state_writes = atomic_load(&m->state_writes);
+    out->state_error = atomic_load(&m->state_error);
+}
+
+static void destroy(idm_snowflake *g)
+{
+    if (g->has_state)
+        idm__state_close(&g->st);
+    pthread_mutex_destroy(&g->state_mu);
+    idm_layout_free(g->layout);
+    free(g);
+}
+
+int idm_snowflake_open(idm_snowflake **out, const idm_snowflake_opts *opts)
+{
+    idm_snowflake *g;
+    const idm_layout *l;
+    int64_t now_ns, tick_ms;
+    uint64_t now_tick;
+    int rc;
+
+    idm__clear_detail();
+    if (out == NULL || opts == NULL || opts->layout == NULL)
+        return idm__fail(IDM_EINVAL, "snowflake: no options or no layout");
+    l = opts->layout;
+    for (unsigned i = 0; i < l->nfields; i++) {
+        if (l->f[i].kind != IDM_FIELD_NODE)
+            continue;
+        if (!(opts->node_set & (UINT32_C(1) << i)))
+            return idm__fail(IDM_ENODE, "snowflake: node field '%s' has no value", l->f[i].name);
+        if (opts->node[i] > l->f[i].max)
+            return idm__fail(IDM_ERANGE, "snowflake: %s=%llu exceeds %llu", l->f[i].name,
+                             (unsigned long long)opts->node[i], (unsigned long long)l->f[i].max);
+    }
+    if (opts->backwards != IDM_BACKWARDS_LOGICAL && opts->backwards != IDM_BACKWARDS_REFUSE &&
+        opts->backwards != IDM_BACKWARDS_WAIT)
+        return idm__fail(IDM_EINVAL, "snowflake: unknown backwards policy %d", (int)opts->backwards);
+    if (opts->exhaust != IDM_EXHAUST_WAIT && opts->exhaust != IDM_EXHAUST_BORROW)
+        return idm__fail(IDM_EINVAL, "snowflake: unknown exhaustion policy %d", (int)opts->exhaust);
+    tick_ms = l->tick_ms;
+    if (opts->state_path != NULL && opts->state_lookahead_ms < tick_ms)
+        return idm__fail(IDM_EINVAL, "snowflake: state lookahead %lld ms is shorter than a tick",
+                         (long long)opts->state_lookahead_ms);
+
+    g = aligned_alloc(CACHELINE, (sizeof *g + CACHELINE - 1) / CACHELINE * CACHELINE);
+    if (g == NULL)
+        return IDM_ENOMEM;
+    memset(g, 0, sizeof *g);
+    if (idm_layout_dup(&g->layout, l) != 0) {
+        free(g);
+        return IDM_ENOMEM;
+    }
+    pthread_mutex_init(&g->state_mu, NULL);
+    g->clock = opts->clock != NULL ? opts->clock : idm_clock_system();
+    g->wall_ns = g->clock == idm_clock_system() ? NULL : g->clock->wall_ns;
+    g->clock_ctx = g->clock->ctx;
+    g->epoch_ns = l->epoch * IDM__NS_PER_MS;
+    g->tick_ns = tick_ms * IDM__NS_PER_MS;
+    g->sb = l->seq_bits;
+    g->time_shift = l->time_shift;
+    g->seq_shift = l->seq_shift;
+    g->seq_mask = l->f[l->seq_index].max;
+    g->max_tick = l->max_tick;
+    g->max_state = (l->max_tick << l->seq_bits) | g->seq_mask;
+    for (unsigned i = 0; i < l->nfields; i++)
+        if (l->f[i].kind == IDM_FIELD_NODE)
+            g->node_bits |= opts->node[i] << l->f[i].shift;
+    g->backwards = opts->backwards;
+    g->exhaust = opts->exhaust;
+    g->max_drift_ns = (opts->max_drift_ms >= 0 ? opts->max_drift_ms : (tick_ms > 10 ? tick_ms : 10)) *
+                      IDM__NS_PER_MS;
+    g->max_wait_ns = (opts->max_wait_ms >= 0 ? opts->max_wait_ms : 5 + tick_ms) * IDM__NS_PER_MS;
+    g->lookahead_ms = opts->state_lookahead_ms;
+    atomic_init(&g->limit_tick, UINT64_MAX);
+
+    now_ns = read_wall(g);
+    if (now_ns < g->epoch_ns) {
+        destroy(g);
+        return idm__fail(IDM_EEPOCH,
+                         "snowflake: the clock reads %lld ms, before the layout's epoch %lld "
+                         "(a clock that lost its time, or an epoch in the future)",
+                         (long long)idm__floordiv(now_ns, IDM__NS_PER_MS), (long long)l->epoch);
+    }
+    now_tick = tick_of(g, now_ns - g->epoch_ns);
+    if (now_tick > g->max_tick) {
+        destroy(g);
+        return idm__fail(IDM_ETIMEOVER, "snowflake: the layout's time field ran out at %lld ms",
+                         (long long)l->time_end);
+    }
+    atomic_init(&g->state, 0);
+    atomic_init(&g->max_wall_tick, now_tick);
+
+    if (opts->state_path != NULL) {
+        idm_unix_ms mark = 0;
+        bool found = false;
+        rc = idm__state_open(&g->st, opts->state_path, opts->state_fresh, &mark, &found);
+        if (rc != 0) {
+            destroy(g);
+            return rc;
+        }
+        g->has_state = true;
+        if (found && mark >= l->epoch) {
+            int64_t mark_ns = mark * IDM__NS_PER_MS;
+            uint64_t mark_tick = tick_of(g, mark_ns - g->epoch_ns);
+            if (mark_tick >= g->max_tick) {
+                destroy(g);
+                return idm__fail(IDM_ETIMEOVER, "snowflake: the state file's mark %lld ms is at "
+                                                "the end of the layout's time", (long long)mark);
+            }
+            if (now_ns < mark_ns) {
+                /* Restarted with the clock behind what an earlier run may
+                 * have minted: the backwards policy decides, as it would
+                 * for a step back while running. */
+                int64_t need_ns = tick_start_ns(g, mark_tick + 1) - now_ns;
+                int64_t back_ms = (mark_ns - now_ns) / IDM__NS_PER_MS;
+                note_backwards(g, back_ms);
+                if (g->backwards == IDM_BACKWARDS_WAIT && need_ns <= g->max_wait_ns) {
+                    g->clock->sleep_ns(g->clock_ctx, need_ns);
+                } else if (g->backwards != IDM_BACKWARDS_LOGICAL || need_ns > g->max_drift_ns) {
+                    destroy(g);
+                    return idm__fail(IDM_ECLOCKBACK,
+                                     "snowflake: the clock is %lld ms behind the mark in %s; "
+                                     "refusing to start until it passes",
+                                     (long long)back_ms, opts->state_path);
+                }
+                atomic_store(&g->max_wall_tick, mark_tick);
+            }
+            /* Next state: the first sequence of the tick after the mark. */
+            atomic_store(&g->state, (mark_tick << g->sb) | g->seq_mask);
+            atomic_store(&g->state_mark_ms, mark);
+        }
+        atomic_store(&g->limit_tick, 0);
+        rc = persist_mark(g, (uint64_t)(atomic_load(&g->state) >> g->sb) > now_tick
+                                 ? atomic_load(&g->state) >> g->sb
+                                 : now_tick);
+        if (rc != 0) {
+            destroy(g);
+            return rc;
+        }
+    }
+    *out = g;
+    return 0;
+}
+
+int idm_snowflake_close(idm_snowflake *g)
+{
+    int rc = 0;
+    if (g == NULL)
+        return 0;
+    if (g->has_state) {
+        /* The exact mark: every id minted has a time at or below the start
+         * of the last tick, so a restart need not wait out the lookahead. */
+        uint64_t last_tick = atomic_load(&g->state) >> g->sb;
+        rc = idm__state_write(&g->st, tick_start_ms(g, last_tick));
+    }
+    destroy(g);
+    return rc;
+}

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The generator's state file: one line holding a high-water mark, replaced
+ * atomically (write a temp file, fsync, rename, fsync the directory) and
+ * guarded by an flock on a lock file beside it. Internal to the library.
+ *
+ * Format: "idmint-state 1 <mark_unix_ms> <crc>\n", <crc> being 8 lower-case
+ * hex digits of the CRC-32 (IEEE) of the bytes before the final space. Every
+ * id minted by the generator that wrote it has a time at or below the mark.
+ */
+#ifndef IDM_STATE_H
+#define IDM_STATE_H
+
+#include <stdbool.h>
+#include <idmint/clock.h>
+
+/* Fault injection for tests: if set, called before each system call of a
+ * state-file write with the call's name ("open", "write", "fsync", "rename",
+ * "fsyncdir"); a nonzero return is taken as that call's errno and the call
+ * fails. Not thread-safe to change while generators write. */
+extern int (*idm__state_fault)(const char *op);
+
+typedef struct idm__state {
+    char *path;
+    char *tmp_path;
+    char *lock_path;
+    int lock_fd;
+} idm__state;
+
+/*
+ * Lock and read the file at path. On success *found tells whether a valid
+ * mark was read into *mark. A missing or corrupt file is IDM_ENOENT or
+ * IDM_ECORRUPT unless fresh is set, in which case *found is false. A lock
+ * held by another open generator is IDM_EBUSY.
+ */
+int idm__state_open(idm__state *s, const char *path, bool fresh, idm_unix_ms *mark,
+                    bool *found);
+/* Replace the stored mark atomically and durably. IDM_EIO on any failure,
+ * in which case the file still holds its previous mark. */
+int idm__state_write(idm__state *s, idm_unix_ms mark);
+/* Release the lock and free the paths. */
+void idm__state_close(idm__state *s);
+
+#endif /* IDM_STATE_H */
