@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# The shared library exports exactly the symbols listed in
+# tests/data/exported-symbols.txt: a new public function is a deliberate
+# change to that list, and nothing internal leaks out.
+set -euo pipefail
+lib=$1
+want=$(dirname "$0")/data/exported-symbols.txt
+got=$(nm -D --defined-only "$lib" | awk '$2 ~ /^[TDRB]$/ {print $3}' | sed 's/@.*//' | sort -u)
+if diff -u <(grep -v '^#' "$want" | sort -u) <(printf '%s\n' "$got"); then
+  echo "1 passed, 0 failed"
+else
+  echo "exported symbols differ from $want (- listed, + exported)" >&2
+  echo "0 passed, 1 failed"
+  exit 1
+fi
