@@ -1,0 +1,43 @@
+# SPDX-License-Identifier: MIT
+# The commands people type. CMake does the building and ctest the testing;
+# this file only strings them together.
+#
+#   make run     install what is missing, build, mint and decode a few ids
+#   make test    install what is missing, build, run every test: plain,
+#                under ASan+UBSan, and under TSan
+#   make bench   build optimised and run the benchmarks (never fails on speed)
+#   make install build and install the library, headers, idmint.pc, CLI, man
+
+BUILD    ?= build
+JOBS     ?= $(shell nproc 2>/dev/null || echo 2)
+PREFIX   ?= /usr/local
+CMAKE_FLAGS ?=
+
+.PHONY: all deps build run test test-plain test-asan test-tsan bench install clean
+
+all: build
+
+deps:
+	@bash scripts/deps.sh
+
+build: deps
+	@cmake -S . -B $(BUILD) -DCMAKE_INSTALL_PREFIX=$(PREFIX) $(CMAKE_FLAGS) >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS)
+
+run: build
+	@bash scripts/demo.sh $(BUILD)/idmint
+
+test: deps
+	@bash scripts/test.sh $(JOBS)
+
+bench: deps
+	@bash scripts/deps.sh bench
+	@cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DIDM_TESTS=OFF >/dev/null
+	@cmake --build build-release -j $(JOBS)
+	@bash bench/run.sh build-release
+
+install: build
+	@cmake --install $(BUILD)
+
+clean:
+	rm -rf $(BUILD) build-asan build-tsan build-release
