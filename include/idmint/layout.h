@@ -13,8 +13,8 @@
  * Text form, used by the CLI, config files and the service:
  *     time:41@1ms,datacenter:5,worker:5,seq:12
  * Fields are "name:bits", separated by commas, high bit first. The time field
- * is named "time" and carries its tick after "@" ("1ms", "10ms", "1s"; from
- * 1 ms to 60 s); the sequence field is named "seq"; every other name is a node
+ * comes first (so ids sort by time), is named "time" and carries its tick
+ * after "@" ("1ms", "10ms", "1s"; from 1 ms to 60 s); the sequence field is named "seq"; every other name is a node
  * field ([a-z][a-z0-9_]*, at most 31 bytes). The epoch is given separately.
  *
  * Presets follow each system's published code:
@@ -106,8 +106,8 @@ IDM_EXTERN idm_unix_ms idm_layout_time_end(const idm_layout *l);
 /*
  * True if the layout uses bit 63, so that ids read as signed 64-bit integers
  * (Java long, PostgreSQL bigint) turn negative. *from (if not NULL) gets the
- * first Unix ms whose ids do; for a layout whose top field is not time, that
- * can be the epoch itself.
+ * first Unix ms whose ids do: the time field is always the top field, so
+ * that is when its top bit first sets.
  */
 IDM_EXTERN bool idm_layout_sign_bit(const idm_layout *l, idm_unix_ms *from);
 

@@ -12,17 +12,19 @@
  * Clock regression (the wall clock is behind the last tick minted):
  *   IDM_BACKWARDS_REFUSE   fail with IDM_ECLOCKBACK, mint nothing.
  *   IDM_BACKWARDS_WAIT     sleep until the clock catches up, if that takes at
- *                          most max_wait_ms; otherwise IDM_ECLOCKBACK at once.
+ *                          most max_wait_ms; otherwise IDM_ECLOCKBACK at once
+ *                          (or after the bound, if the clock stalls meanwhile).
  *   IDM_BACKWARDS_LOGICAL  (default) keep minting from the last tick, running
  *                          ahead of the wall clock by at most max_drift_ms;
  *                          beyond that IDM_ECLOCKBACK.
  * Minting resumes by itself once the clock passes the last tick.
  *
  * Sequence exhaustion (all 2^seq_bits ids of the current tick are taken):
- *   IDM_EXHAUST_WAIT       (default) sleep until the next tick, in all at
- *                          most max_wait_ms; a clock that does not advance
- *                          gets IDM_EEXHAUSTED. The sequence never wraps
- *                          within a tick.
+ *   IDM_EXHAUST_WAIT       (default) reserve the next tick's states, sleep
+ *                          until the clock reaches it (at most max_wait_ms),
+ *                          then hand them out; a clock that does not get
+ *                          there gets IDM_EEXHAUSTED and the states are given
+ *                          back. The sequence never wraps within a tick.
  *   IDM_EXHAUST_BORROW     mint from the next tick at once while that runs at
  *                          most max_drift_ms ahead of the clock; past that,
  *                          wait as above.
@@ -43,8 +45,9 @@
  * at a time: one atomic, fsync'd rewrite per lookahead period, not per id),
  * and on open never mints at or below the stored mark. A clean close stores
  * the exact last tick, so a restart need not wait out the lookahead. The file
- * is locked (flock) while open: a second generator on the same file gets
- * IDM_EBUSY. If the file cannot be written, minting stops at the last stored
+ * is locked (flock on "<state_path>.lock") while open: a second generator on
+ * the same file gets IDM_EBUSY. Rewrites go through "<state_path>.tmp",
+ * renamed over the file, so a crash leaves the old mark or the new one. If the file cannot be written, minting stops at the last stored
  * mark (IDM_EIO) rather than run past it.
  *
  * Thread-safety: idm_snowflake_next, _next_batch and _stats may be called from
@@ -87,7 +90,7 @@ typedef struct idm_snowflake_opts {
     const char *state_path;        /* NULL: no state file */
     bool state_fresh;              /* a missing or corrupt state file starts
                                       from the clock instead of failing */
-    int64_t state_lookahead_ms;    /* default 1000; at least one tick */
+    int64_t state_lookahead_ms;    /* default 1000; one tick to one day */
 } idm_snowflake_opts;
 
 typedef struct idm_snowflake idm_snowflake;
@@ -129,7 +132,12 @@ IDM_EXTERN int idm_snowflake_open(idm_snowflake **out,
  * is freed either way. NULL is a no-op. */
 IDM_EXTERN int idm_snowflake_close(idm_snowflake *g);
 
-/* Mint one id into *id. On failure *id is untouched and no state moved. */
+/*
+ * Mint one id into *id. On failure *id is untouched and no id is handed out.
+ * The state does not move either, with one exception: a wait that times out
+ * while another thread mints on the same generator leaves the states it had
+ * reserved as a gap (skipped, never reused).
+ */
 IDM_EXTERN int idm_snowflake_next(idm_snowflake *g, uint64_t *id);
 
 /*

@@ -462,7 +462,7 @@ int idm_layout_parse_node(const idm_layout *l, const char *assign, uint64_t *nod
     char name[IDM_FIELD_NAME_MAX + 1];
     size_t nlen;
     uint64_t v;
-    int idx;
+    int idx, rc;
 
     idm__clear_detail();
     if (l == NULL || assign == NULL || node == NULL || set == NULL)
@@ -482,7 +482,10 @@ int idm_layout_parse_node(const idm_layout *l, const char *assign, uint64_t *nod
         return idm__fail(IDM_EINVAL, "node: the layout has no field '%s'", name);
     if (l->f[idx].kind != IDM_FIELD_NODE)
         return idm__fail(IDM_EINVAL, "node: '%s' is not a node field", name);
-    if (idm_u64_parse(eq + 1, &v) != 0)
+    rc = idm_u64_parse(eq + 1, &v);
+    if (rc == IDM_ERANGE)
+        return idm__fail(IDM_ERANGE, "node: %s value '%.40s' exceeds 64 bits", name, eq + 1);
+    if (rc != 0)
         return idm__fail(IDM_EPARSE, "node: %s value '%.40s' is not an unsigned number", name, eq + 1);
     if (v > l->f[idx].max)
         return idm__fail(IDM_ERANGE, "node: %s=%llu exceeds %llu (%u bits)", name,

@@ -34,6 +34,8 @@ struct idm_snowflake {
     const idm_clock *clock;
     int64_t epoch_ns;
     int64_t tick_ns;
+    int64_t epoch_ms;
+    int64_t tick_ms;
     uint64_t max_tick;
     uint64_t max_state;
     uint64_t seq_mask;
@@ -112,14 +114,25 @@ static inline uint64_t tick_of(const idm_snowflake *g, int64_t since_epoch_ns)
     return (uint64_t)(since_epoch_ns / g->tick_ns);
 }
 
-static inline int64_t tick_start_ns(const idm_snowflake *g, uint64_t tick)
-{
-    return g->epoch_ns + (int64_t)tick * g->tick_ns;
-}
-
+/* The start of a tick in Unix ms. The layout guarantees this fits for every
+ * tick up to max_tick + 1; the same in nanoseconds would not (int64 ns end in
+ * 2262), so everything that may meet a far tick works in ms. */
 static inline int64_t tick_start_ms(const idm_snowflake *g, uint64_t tick)
 {
-    return tick_start_ns(g, tick) / IDM__NS_PER_MS;
+    return g->epoch_ms + (int64_t)tick * g->tick_ms;
+}
+
+/* How far the start of end_tick is ahead of the wall time now_ns, which
+ * falls in now_tick < end_tick. Saturates rather than overflow: anything
+ * that large is past every bound anyway. */
+static inline int64_t ahead_ns(const idm_snowflake *g, uint64_t end_tick, uint64_t now_tick,
+                               int64_t now_ns)
+{
+    uint64_t dt = end_tick - now_tick;
+    int64_t into = now_ns - g->epoch_ns - (int64_t)now_tick * g->tick_ns;
+    if (dt > (uint64_t)(INT64_MAX / 4) / (uint64_t)g->tick_ns)
+        return INT64_MAX / 4;
+    return (int64_t)dt * g->tick_ns - into;
 }
 
 static inline uint64_t compose(const idm_snowflake *g, uint64_t s)
@@ -147,7 +160,7 @@ static int persist_mark(idm_snowflake *g, uint64_t tick)
         int64_t mark = tick_start_ms(g, tick) + g->lookahead_ms;
         rc = idm__state_write(&g->st, mark);
         if (rc == 0) {
-            uint64_t limit = tick_of(g, mark * IDM__NS_PER_MS - g->epoch_ns);
+            uint64_t limit = (uint64_t)((mark - g->epoch_ms) / g->tick_ms);
             atomic_store_explicit(&g->state_mark_ms, mark, memory_order_relaxed);
             atomic_fetch_add_explicit(&g->state_writes, 1, memory_order_relaxed);
             atomic_store_explicit(&g->state_error, 0, memory_order_relaxed);
@@ -169,7 +182,9 @@ static enum ahead_action decide_ahead(idm_snowflake *g, uint64_t now_tick, int64
     uint64_t wall_tick = atomic_load_explicit(&g->max_wall_tick, memory_order_relaxed);
     if (now_tick < wall_tick) {
         /* Regression: the clock reads below a tick already minted on. */
-        *back_ms = (tick_start_ns(g, wall_tick) - now_ns) / IDM__NS_PER_MS;
+        *back_ms = tick_start_ms(g, wall_tick) - idm__floordiv(now_ns, IDM__NS_PER_MS);
+        if (*back_ms < 1)
+            *back_ms = 1;
         note_backwards(g, *back_ms);
         if (g->backwards == IDM_BACKWARDS_LOGICAL && need_ns <= g->max_drift_ns)
             return AHEAD_MINT;
@@ -186,6 +201,34 @@ static enum ahead_action decide_ahead(idm_snowflake *g, uint64_t now_tick, int64
 }
 
 /*
+ * A reservation whose wait ran out: put the state word back so that the
+ * failed call moved nothing. The CAS from end back to old succeeds only if
+ * the word still holds end, i.e. no later reservation stands, and the word is
+ * never below a state that was handed out, so no handed-out state can be
+ * issued again. If another thread reserved meanwhile, the states stay a gap:
+ * skipped, never reused.
+ */
+static int give_back(idm_snowflake *g, uint64_t end, uint64_t old, bool regression,
+                     int64_t now_ns, int64_t target_ns)
+{
+    atomic_compare_exchange_strong_explicit(&g->state, &end, old, memory_order_relaxed,
+                                            memory_order_relaxed);
+    if (regression) {
+        atomic_fetch_add_explicit(&g->refused_backwards, 1, memory_order_relaxed);
+        return idm__fail(IDM_ECLOCKBACK,
+                         "snowflake: the clock stayed %lld us behind the last tick minted for "
+                         "the whole %lld us wait bound",
+                         (long long)((target_ns - now_ns) / 1000),
+                         (long long)(g->max_wait_ns / 1000));
+    }
+    atomic_fetch_add_explicit(&g->refused_exhausted, 1, memory_order_relaxed);
+    return idm__fail(IDM_EEXHAUSTED,
+                     "snowflake: the clock did not reach the next tick within the %lld us wait "
+                     "bound",
+                     (long long)(g->max_wait_ns / 1000));
+}
+
+/*
  * Reserve n consecutive states; the first goes to *first_out. The whole policy
  * lives here so next and next_batch cannot disagree.
  *
@@ -193,8 +236,7 @@ static enum ahead_action decide_ahead(idm_snowflake *g, uint64_t now_tick, int64
  * then handed out only once the clock has reached the tick of the last one.
  * (Sleeping first and retrying would let a batch spanning several ticks chase
  * the clock forever.) If the clock does not get there within max_wait_ms, the
- * call fails and the reserved states are a gap: never handed out, never
- * reused.
+ * call fails and gives the states back (see give_back).
  */
 static int mint(idm_snowflake *g, uint64_t n, uint64_t *first_out)
 {
@@ -232,7 +274,7 @@ static int mint(idm_snowflake *g, uint64_t n, uint64_t *first_out)
                 fresh = true;
                 continue;
             }
-            need_ns = tick_start_ns(g, end_tick) - now_ns;
+            need_ns = ahead_ns(g, end_tick, now_tick, now_ns);
             act = decide_ahead(g, now_tick, now_ns, need_ns, &back_ms);
             if (act == AHEAD_REFUSE_BACK) {
                 atomic_fetch_add_explicit(&g->refused_backwards, 1, memory_order_relaxed);
@@ -272,16 +314,11 @@ static int mint(idm_snowflake *g, uint64_t n, uint64_t *first_out)
         if (IDM__UNLIKELY(act == AHEAD_MINT))
             atomic_fetch_add_explicit(&g->ahead_mints, end_tick > now_tick, memory_order_relaxed);
         if (IDM__UNLIKELY(act == AHEAD_MINT_AND_WAIT)) {
-            int64_t target = tick_start_ns(g, end_tick), waited = 0;
+            int64_t target = now_ns + need_ns, waited = 0;
             while (now_ns < target) {
                 int64_t step = target - now_ns;
-                if (waited >= g->max_wait_ns) {
-                    atomic_fetch_add_explicit(&g->refused_exhausted, 1, memory_order_relaxed);
-                    return idm__fail(IDM_EEXHAUSTED,
-                                     "snowflake: the clock did not reach the reserved tick within "
-                                     "%lld us; those ids are skipped",
-                                     (long long)(g->max_wait_ns / 1000));
-                }
+                if (waited >= g->max_wait_ns)
+                    return give_back(g, end, old, back_ms > 0, now_ns, target);
                 if (step > g->max_wait_ns - waited)
                     step = g->max_wait_ns - waited;
                 atomic_fetch_add_explicit(&g->waits, 1, memory_order_relaxed);
@@ -377,8 +414,10 @@ int idm_snowflake_open(idm_snowflake **out, const idm_snowflake_opts *opts)
     if (opts->exhaust != IDM_EXHAUST_WAIT && opts->exhaust != IDM_EXHAUST_BORROW)
         return idm__fail(IDM_EINVAL, "snowflake: unknown exhaustion policy %d", (int)opts->exhaust);
     tick_ms = l->tick_ms;
-    if (opts->state_path != NULL && opts->state_lookahead_ms < tick_ms)
-        return idm__fail(IDM_EINVAL, "snowflake: state lookahead %lld ms is shorter than a tick",
+    if (opts->state_path != NULL &&
+        (opts->state_lookahead_ms < tick_ms || opts->state_lookahead_ms > 86400000))
+        return idm__fail(IDM_EINVAL,
+                         "snowflake: state lookahead %lld ms is outside one tick to one day",
                          (long long)opts->state_lookahead_ms);
 
     g = aligned_alloc(CACHELINE, (sizeof *g + CACHELINE - 1) / CACHELINE * CACHELINE);
@@ -393,7 +432,8 @@ int idm_snowflake_open(idm_snowflake **out, const idm_snowflake_opts *opts)
     g->clock = opts->clock != NULL ? opts->clock : idm_clock_system();
     g->wall_ns = g->clock == idm_clock_system() ? NULL : g->clock->wall_ns;
     g->clock_ctx = g->clock->ctx;
-    g->epoch_ns = l->epoch * IDM__NS_PER_MS;
+    g->epoch_ms = l->epoch;
+    g->tick_ms = tick_ms;
     g->tick_ns = tick_ms * IDM__NS_PER_MS;
     g->sb = l->seq_bits;
     g->time_shift = l->time_shift;
@@ -413,6 +453,9 @@ int idm_snowflake_open(idm_snowflake **out, const idm_snowflake_opts *opts)
     atomic_init(&g->limit_tick, UINT64_MAX);
 
     now_ns = read_wall(g);
+    /* The wall clock in int64 ns ends in 2262: an epoch past that is always
+     * in the future. */
+    g->epoch_ns = l->epoch <= INT64_MAX / IDM__NS_PER_MS ? l->epoch * IDM__NS_PER_MS : INT64_MAX;
     if (now_ns < g->epoch_ns) {
         destroy(g);
         return idm__fail(IDM_EEPOCH,
@@ -439,19 +482,20 @@ int idm_snowflake_open(idm_snowflake **out, const idm_snowflake_opts *opts)
         }
         g->has_state = true;
         if (found && mark >= l->epoch) {
-            int64_t mark_ns = mark * IDM__NS_PER_MS;
-            uint64_t mark_tick = tick_of(g, mark_ns - g->epoch_ns);
-            if (mark_tick >= g->max_tick) {
+            idm_unix_ms now_ms = idm__floordiv(now_ns, IDM__NS_PER_MS);
+            uint64_t mark_tick;
+            if (mark >= l->time_end - tick_ms) {
                 destroy(g);
                 return idm__fail(IDM_ETIMEOVER, "snowflake: the state file's mark %lld ms is at "
                                                 "the end of the layout's time", (long long)mark);
             }
-            if (now_ns < mark_ns) {
+            mark_tick = (uint64_t)((mark - l->epoch) / tick_ms);
+            if (now_ms < mark) {
                 /* Restarted with the clock behind what an earlier run may
                  * have minted: the backwards policy decides, as it would
                  * for a step back while running. */
-                int64_t need_ns = tick_start_ns(g, mark_tick + 1) - now_ns;
-                int64_t back_ms = (mark_ns - now_ns) / IDM__NS_PER_MS;
+                int64_t need_ns = ahead_ns(g, mark_tick + 1, now_tick, now_ns);
+                int64_t back_ms = mark - now_ms;
                 note_backwards(g, back_ms);
                 if (g->backwards == IDM_BACKWARDS_WAIT && need_ns <= g->max_wait_ns) {
                     g->clock->sleep_ns(g->clock_ctx, need_ns);

@@ -108,6 +108,10 @@ int idm_time_format(idm_unix_ms t, char *buf, size_t len)
     idm__clear_detail();
     if (buf == NULL || len < IDM_TIME_TEXT_MAX)
         return idm__fail(IDM_EINVAL, "time buffer smaller than %d bytes", IDM_TIME_TEXT_MAX);
+    /* Check the range first: the arithmetic below would overflow for
+     * values near INT64_MIN. */
+    if (t < INT64_C(-62167219200000) || t > INT64_C(253402300799999))
+        return idm__fail(IDM_ERANGE, "time %lld ms is outside years 0000-9999", (long long)t);
     days = idm__floordiv(t, 86400000);
     ms_of_day = t - days * 86400000;
     civil_from_days(days, &y, &m, &d);
