@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The idmint command-line program: declarations shared by its files. The
+ * program uses libidmint through its public header only; these helpers parse
+ * options, report errors in one format and format values, nothing more.
+ */
+#ifndef IDMINT_CLI_H
+#define IDMINT_CLI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <idmint/idmint.h>
+
+/* Exit statuses. */
+#define CLI_OK 0
+#define CLI_FAIL 1  /* runtime failure: clock, state file, output */
+#define CLI_USAGE 2 /* bad usage or bad input */
+
+/* Room for a decimal or hex 64-bit value with its NUL. */
+#define CLI_U64_TEXT_MAX 24
+
+#if defined(__GNUC__)
+#define CLI_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define CLI_PRINTF(f, a)
+#endif
+
+/* ---- option parsing (opts.c) ---- */
+
+/* One option a subcommand takes. */
+typedef struct cli_opt {
+    const char *name;  /* long name, without the leading "--" */
+    char short_name;   /* 0 if none */
+    bool has_arg;      /* takes a value: "--name V", "--name=V", "-x V", "-xV" */
+    int id;            /* returned by cli_next_opt */
+} cli_opt;
+
+/* cli_next_opt results besides an option id (ids must be >= 0). */
+#define CLI_OPT_END (-1)   /* no arguments left */
+#define CLI_OPT_POS (-2)   /* a positional argument, in *value */
+#define CLI_OPT_ERROR (-3) /* bad option; message already printed */
+
+/*
+ * An option parser over argv[1..argc-1] (argv[0] is the subcommand name).
+ * Options and positional arguments may come in any order; "--" ends the
+ * options; "-" and words that start with "-" and a digit (negative numbers)
+ * are positional, so that the commands can report them as bad values.
+ */
+typedef struct cli_parser {
+    const char *cmd;
+    const cli_opt *opts; /* ends with an entry whose name is NULL */
+    int argc;
+    char **argv;
+    int next;
+    bool only_positional;
+} cli_parser;
+
+void cli_parser_init(cli_parser *p, const char *cmd, const cli_opt *opts,
+                     int argc, char **argv);
+/* The next option's id (value in *value when it takes one), CLI_OPT_POS,
+ * CLI_OPT_END or CLI_OPT_ERROR. */
+int cli_next_opt(cli_parser *p, const char **value);
+
+/* ---- messages (opts.c) ---- */
+
+/* Print "idmint: CMD: MESSAGE" as one line on stderr (control characters in
+ * the message are escaped so it stays one line). cmd may be NULL. */
+void cli_error(const char *cmd, const char *fmt, ...) CLI_PRINTF(2, 3);
+/* The same, ending with ": <idm_strerror(rc)>" and " (<detail>)" when the
+ * library left a detail line. */
+void cli_lib_error(const char *cmd, int rc, const char *fmt, ...)
+    CLI_PRINTF(3, 4);
+
+/* ---- layouts (opts.c) ---- */
+
+/* The common layout options: --layout NAME|TEXT and --epoch T. */
+typedef struct cli_layout_args {
+    const char *spec;  /* NULL: "twitter" */
+    const char *epoch; /* NULL: the preset's */
+} cli_layout_args;
+
+#define CLI_DEFAULT_LAYOUT "twitter"
+
+/* Build the layout the arguments name. On failure prints the message and
+ * returns CLI_USAGE. */
+int cli_build_layout(const char *cmd, const cli_layout_args *args,
+                     idm_layout **out);
+/* True if name is one of the library's presets. */
+bool cli_is_preset(const char *name);
+/* A name for the layout in messages: the preset name or the text form.
+ * May clear the library's detail line: call it before a fallible call whose
+ * detail is to be printed. */
+void cli_layout_label(const idm_layout *l, char *buf, size_t len);
+
+/* ---- formatting (opts.c) ---- */
+
+/* Decimal digits of v; returns the length. buf: CLI_U64_TEXT_MAX bytes. */
+size_t cli_u64_dec(uint64_t v, char *buf);
+/* "0x" and 16 lowercase hex digits; returns the length (18). */
+size_t cli_u64_hex(uint64_t v, char *buf);
+/* ISO-8601 text of t, or false if the library cannot format it (a year
+ * past 9999). buf: IDM_TIME_TEXT_MAX bytes. */
+bool cli_time_text(idm_unix_ms t, char *buf);
+
+/*
+ * One decoded id, in text ("<id> time=... unix_ms=... field=v ...") or JSON
+ * ({"id":"...","time":"...","unix_ms":...,"field":v,...}) form, with a
+ * newline, into out. Fields follow the layout's order after the time.
+ */
+void cli_print_decoded(FILE *out, const idm_layout *l, uint64_t id,
+                       const idm_decoded *d, bool json);
+
+/* ---- state files (state.c) ---- */
+
+/*
+ * The default state file for generators of layout l with node values node
+ * (by field index): see idmint(1), FILES. Creates its directory (mode 0700)
+ * if missing. Returns a malloc'd path, or NULL after printing why.
+ */
+char *cli_default_state_path(const char *cmd, const idm_layout *l,
+                             const uint64_t *node);
+
+/* Open a generator, retrying for up to two seconds while another process
+ * holds its state file. Sets opts->state_fresh when the file is missing. */
+int cli_open_generator(idm_snowflake **out, idm_snowflake_opts *opts);
+
+/* ---- subcommands: each gets argv[0] = its own name ---- */
+
+int cli_cmd_next(int argc, char **argv);
+int cli_cmd_decode(int argc, char **argv);
+int cli_cmd_range(int argc, char **argv);
+int cli_cmd_layout(int argc, char **argv);
+
+/* Help lines for the --layout and --epoch options every subcommand that
+ * builds a layout shares. */
+#define CLI_HELP_LAYOUT                                                        \
+    "      --layout NAME|TEXT preset name or text form (default twitter)\n"   \
+    "      --epoch T          epoch, unix ms or ISO-8601 (needed for a text\n" \
+    "                         form; overrides a preset's)\n"
+
+#endif /* IDMINT_CLI_H */

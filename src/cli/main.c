@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * idmint: entry point of the command-line program. Handles the global
+ * options (--help, --version) and hands the rest to a subcommand.
+ */
+#include "cli.h"
+
+#include <string.h>
+
+typedef struct command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} command;
+
+static const command commands[] = {
+    {"next", cli_cmd_next, "mint new ids"},
+    {"decode", cli_cmd_decode, "split ids into their time and fields"},
+    {"range", cli_cmd_range, "the smallest and largest id of a time window"},
+    {"layout", cli_cmd_layout, "describe a layout, or list the presets"},
+    {NULL, NULL, NULL},
+};
+
+static void usage(FILE *out)
+{
+    fputs("usage: idmint [--version] [--help] COMMAND [ARGS]\n"
+          "\n"
+          "Mint and inspect unique 64-bit Snowflake-style ids.\n"
+          "\n"
+          "commands:\n", out);
+    for (const command *c = commands; c->name != NULL; c++)
+        fprintf(out, "  %-8s %s\n", c->name, c->summary);
+    fputs("\n"
+          "Run 'idmint COMMAND --help' for a command's options; see idmint(1).\n"
+          "Exit status: 0 success, 1 runtime failure, 2 bad usage or input.\n",
+          out);
+}
+
+static const command *find_command(const char *name)
+{
+    for (const command *c = commands; c->name != NULL; c++) {
+        if (strcmp(c->name, name) == 0)
+            return c;
+    }
+    return NULL;
+}
+
+static int finish(const char *cmd, int status)
+{
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        if (status == CLI_OK)
+            cli_error(cmd, "cannot write the output");
+        return status == CLI_OK ? CLI_FAIL : status;
+    }
+    return status;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        cli_error(NULL, "missing command (try 'idmint --help')");
+        return CLI_USAGE;
+    }
+    const char *first = argv[1];
+    if (strcmp(first, "--help") == 0 || strcmp(first, "-h") == 0) {
+        if (argc > 2) {
+            cli_error(NULL, "unexpected argument '%s' after %s", argv[2],
+                      first);
+            return CLI_USAGE;
+        }
+        usage(stdout);
+        return finish(NULL, CLI_OK);
+    }
+    if (strcmp(first, "--version") == 0 || strcmp(first, "-V") == 0) {
+        if (argc > 2) {
+            cli_error(NULL, "unexpected argument '%s' after %s", argv[2],
+                      first);
+            return CLI_USAGE;
+        }
+        printf("idmint %s\n", idm_version());
+        return finish(NULL, CLI_OK);
+    }
+    if (strcmp(first, "help") == 0) {
+        /* "idmint help [COMMAND]" is "idmint [COMMAND] --help". */
+        if (argc == 2) {
+            usage(stdout);
+            return finish(NULL, CLI_OK);
+        }
+        const command *c = find_command(argv[2]);
+        if (c == NULL || argc > 3) {
+            if (c == NULL)
+                cli_error(NULL, "unknown command '%s' (try 'idmint --help')",
+                          argv[2]);
+            else
+                cli_error(NULL, "unexpected argument '%s'", argv[3]);
+            return CLI_USAGE;
+        }
+        char *help_argv[] = {argv[2], (char *)"--help", NULL};
+        return finish(c->name, c->run(2, help_argv));
+    }
+    if (first[0] == '-') {
+        cli_error(NULL, "unknown option '%s' (try 'idmint --help')", first);
+        return CLI_USAGE;
+    }
+    const command *c = find_command(first);
+    if (c == NULL) {
+        cli_error(NULL, "unknown command '%s' (try 'idmint --help')", first);
+        return CLI_USAGE;
+    }
+    return finish(c->name, c->run(argc - 1, argv + 1));
+}
