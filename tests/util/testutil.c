@@ -127,3 +127,34 @@ char *idm_test_path(const char *dir, const char *name)
     snprintf(p, len, "%s/%s", dir, name);
     return p;
 }
+
+void idm_test_idvec_push(idm_test_idvec *iv, uint64_t id)
+{
+    if (iv->n == iv->cap) {
+        size_t cap = iv->cap != 0 ? iv->cap * 2 : 1024;
+        uint64_t *p = realloc(iv->v, cap * sizeof *p);
+        assert_non_null(p);
+        iv->v = p;
+        iv->cap = cap;
+    }
+    iv->v[iv->n++] = id;
+}
+
+void idm_test_idvec_free(idm_test_idvec *iv)
+{
+    free(iv->v);
+    memset(iv, 0, sizeof *iv);
+}
+
+void idm_test_check_ids(const idm_test_idvec *iv)
+{
+    CHECK(iv->n > 0, "no id was minted");
+    CHECK(idm_test_strictly_increasing(iv->v, iv->n),
+          "the %zu ids minted do not strictly increase", iv->n);
+    uint64_t *copy = malloc(iv->n * sizeof *copy);
+    assert_non_null(copy);
+    memcpy(copy, iv->v, iv->n * sizeof *copy);
+    size_t dups = idm_test_count_duplicates(copy, iv->n);
+    free(copy);
+    CHECK(dups == 0, "%zu duplicate ids among %zu", dups, iv->n);
+}

@@ -27,6 +27,29 @@
     } while (0)
 #define IDM_ASSERT_OK(call) IDM_ASSERT_RC(call, 0)
 
+/* Assert cond; on failure print it and a printf-style message. */
+#define CHECK(cond, ...)                                                      \
+    do {                                                                      \
+        if (!(cond)) {                                                        \
+            print_error("check failed: %s\n", #cond);                         \
+            fail_msg(__VA_ARGS__);                                            \
+        }                                                                     \
+    } while (0)
+
+#define LL(x) ((long long)(x))
+#define ULL(x) ((unsigned long long)(x))
+
+/* The ids a scenario minted, in the order it minted them. */
+typedef struct idm_test_idvec {
+    uint64_t *v;
+    size_t n, cap;
+} idm_test_idvec;
+void idm_test_idvec_push(idm_test_idvec *iv, uint64_t id);
+void idm_test_idvec_free(idm_test_idvec *iv);
+/* Fails the test unless there is at least one id, they strictly increase
+ * and none repeats. */
+void idm_test_check_ids(const idm_test_idvec *iv);
+
 /* A seeded xoshiro256** generator. The seed comes from IDM_TEST_SEED if set,
  * else from the time; it is printed so a failure can be replayed. */
 typedef struct idm_test_rng { uint64_t s[4]; } idm_test_rng;
