@@ -20,9 +20,11 @@ all: build
 deps:
 	@bash scripts/deps.sh
 
+# Build output goes to $(BUILD)/build.log and is shown only if the build fails.
 build: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_INSTALL_PREFIX=$(PREFIX) $(CMAKE_FLAGS) >/dev/null
-	@cmake --build $(BUILD) -j $(JOBS)
+	@cmake --build $(BUILD) -j $(JOBS) >$(BUILD)/build.log 2>&1 || { cat $(BUILD)/build.log; exit 1; }
+	@echo "built idmint in $(BUILD)/"
 
 run: build
 	@bash scripts/demo.sh $(BUILD)/idmint
