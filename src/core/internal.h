@@ -13,7 +13,9 @@
 #define IDM__PRINTF(a, b) __attribute__((format(printf, a, b)))
 #define IDM__LIKELY(x) __builtin_expect(!!(x), 1)
 #define IDM__UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define IDM__ALWAYS_INLINE inline __attribute__((always_inline))
 #else
+#define IDM__ALWAYS_INLINE inline
 #define IDM__PRINTF(a, b)
 #define IDM__LIKELY(x) (x)
 #define IDM__UNLIKELY(x) (x)

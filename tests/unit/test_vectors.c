@@ -138,7 +138,7 @@ static void check_vector(int lineno, const char *layout_name, uint64_t id,
             fail();
         }
         *eq = '\0';
-        uint64_t want;
+        uint64_t want = 0;
         if (parse_u64(eq + 1, &want) != 0) {
             print_error("line %d: bad value for '%s'\n", lineno, tok);
             fail();
