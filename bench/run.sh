@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# Run idmint's benchmarks and print a summary:
+#
+#     bash bench/run.sh BUILD_DIR
+#
+# Builds the idm_bench target in BUILD_DIR (configuring a Release build there
+# if BUILD_DIR is not configured yet), runs it, installs the Node.js peers of
+# bench/peers/node/package.json into BUILD_DIR/bench-node and runs them.
+#
+# Exit status: 0 unless something could not be built, crashed, or a
+# correctness check inside the benchmark failed. A figure below its target
+# is reported as BELOW and never changes the exit status; neither does a
+# peer that is skipped (no node, no npm, no network).
+#
+# IDM_BENCH_SECONDS (default 1) sets the length of each timed measurement,
+# IDM_BENCH_ROUNDS (default 3) how many times each is repeated; figures are
+# medians over the rounds.
+set -u
+
+if [ $# -ne 1 ]; then
+    echo "usage: bash bench/run.sh BUILD_DIR" >&2
+    exit 2
+fi
+build_dir=$1
+bench_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+src_dir=$(dirname "$bench_dir")
+seconds=${IDM_BENCH_SECONDS:-1}
+rounds=${IDM_BENCH_ROUNDS:-3}
+
+have() { command -v "$1" >/dev/null 2>&1; }
+with_timeout() {
+    local secs=$1
+    shift
+    if have timeout; then timeout "$secs" "$@"; else "$@"; fi
+}
+
+# ---- build
+if [ ! -f "$build_dir/CMakeCache.txt" ]; then
+    echo "run.sh: configuring a Release build in $build_dir"
+    if ! cmake -S "$src_dir" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release >/dev/null; then
+        echo "run.sh: FAILED: could not configure $build_dir" >&2
+        exit 1
+    fi
+fi
+if ! cmake --build "$build_dir" --target idm_bench -j2 >"$build_dir/bench-build.log" 2>&1; then
+    cat "$build_dir/bench-build.log" >&2
+    echo "run.sh: FAILED: could not build idm_bench" >&2
+    exit 1
+fi
+bin=$build_dir/bench/idm_bench
+if [ ! -x "$bin" ]; then
+    echo "run.sh: FAILED: $bin was not built (is IDM_BENCH off?)" >&2
+    exit 1
+fi
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+failed=0
+
+# ---- idmint and the C peers
+IDM_BENCH_SECONDS=$seconds IDM_BENCH_ROUNDS=$rounds "$bin" --ref-out "$work/ref.txt" | tee "$work/c.txt"
+rc=${PIPESTATUS[0]}
+case $rc in
+    0) c_status="ok" ;;
+    2) c_status="FAILED (a correctness check failed: see WRONG above)"; failed=1 ;;
+    *) c_status="FAILED (idm_bench exited with status $rc)"; failed=1 ;;
+esac
+
+# ---- Node.js peers
+node_status=""
+node_dir=$(cd "$build_dir" && pwd)/bench-node
+if ! have node; then
+    node_status="skipped: node is not installed"
+elif ! have npm; then
+    node_status="skipped: npm is not installed"
+else
+    mkdir -p "$node_dir"
+    cp "$bench_dir/peers/node/package.json" "$node_dir/package.json"
+    if ! (cd "$node_dir" && with_timeout 300 npm install --no-audit --no-fund \
+            --no-package-lock --ignore-scripts --loglevel=error \
+            --fetch-retries=1 --fetch-timeout=30000) >"$work/npm.log" 2>&1; then
+        why=$(grep -m1 -iE 'err|error' "$work/npm.log" || tail -n1 "$work/npm.log")
+        echo
+        echo "Node.js peers: npm install failed: ${why:-no output}"
+        if [ -d "$node_dir/node_modules" ]; then
+            echo "Node.js peers: trying the packages already installed"
+        fi
+        node_status="npm install failed (${why:-no output})"
+    fi
+    if [ -d "$node_dir/node_modules" ]; then
+        ref_args=()
+        [ -s "$work/ref.txt" ] && ref_args=(--ref "$work/ref.txt")
+        node "$bench_dir/peers/node/bench.js" --dir "$node_dir" \
+            --seconds "$seconds" --rounds "$rounds" "${ref_args[@]}" | tee "$work/node.txt"
+        nrc=${PIPESTATUS[0]}
+        if [ "$nrc" -ne 0 ]; then
+            node_status="FAILED (bench.js exited with status $nrc)"
+            failed=1
+        else
+            ran=$(grep -cE ' (ok \([0-9]+ ids\)|REPEATS: [0-9]+ of)' "$work/node.txt" || true)
+            skipped=$(grep -c ' skipped: ' "$work/node.txt" || true)
+            node_status="${node_status:+$node_status; }$ran run, $skipped skipped"
+        fi
+    else
+        echo "Node.js peers: skipped (nothing installed)"
+        node_status="skipped: ${node_status:-no packages}"
+    fi
+fi
+
+# ---- summary
+echo
+echo "== summary =="
+grep -m1 '^machine:' "$work/c.txt" || true
+grep -E ' (PASS|BELOW)$' "$work/c.txt" || true
+pass=$(grep -cE ' PASS$' "$work/c.txt" || true)
+below=$(grep -cE ' BELOW$' "$work/c.txt" || true)
+echo "targets: $pass PASS, $below BELOW (BELOW is reported, never fatal)"
+echo "idm_bench: $c_status"
+echo "Node.js peers: $node_status"
+exit "$failed"
