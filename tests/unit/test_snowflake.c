@@ -219,6 +219,83 @@ static void batch_spanning_ticks_waits(void **unused)
     free(ids);
 }
 
+/* The clock steps back 1 ms and 60 s under each backwards policy (twitter
+ * preset: drift bound 10 ms, wait bound 6 ms). 1 ms: logical mints at once
+ * on the last tick, wait sleeps about 1 ms then mints, refuse refuses. 60 s:
+ * every policy refuses at once, without sleeping. In every case minting
+ * resumes once the clock passes the last tick and no id repeats. */
+static void step_back_each_policy(void **unused)
+{
+    static const idm_backwards_policy policies[] = {IDM_BACKWARDS_LOGICAL, IDM_BACKWARDS_WAIT,
+                                                    IDM_BACKWARDS_REFUSE};
+    static const int64_t steps[] = {1, 60000};
+    const idm_unix_ms t0 = INT64_C(1767225600000);
+    (void)unused;
+
+    for (size_t p = 0; p < 3; p++) {
+        for (size_t k = 0; k < 2; k++) {
+            idm_layout *l;
+            idm_manual_clock *mc;
+            idm_snowflake_opts o;
+            idm_snowflake *g;
+            idm_snowflake_stats st;
+            idm_decoded d;
+            uint64_t ids[8], id;
+            size_t n = 0;
+            int rc;
+
+            IDM_ASSERT_OK(idm_layout_preset(&l, "twitter"));
+            IDM_ASSERT_OK(idm_manual_clock_new(&mc, t0, true));
+            idm_snowflake_opts_init(&o);
+            o.layout = l;
+            o.clock = idm_manual_clock_clock(mc);
+            o.backwards = policies[p];
+            IDM_ASSERT_OK(idm_snowflake_opts_node(&o, "datacenter", 3));
+            IDM_ASSERT_OK(idm_snowflake_opts_node(&o, "worker", 4));
+            IDM_ASSERT_OK(idm_snowflake_open(&g, &o));
+            IDM_ASSERT_OK(idm_snowflake_next(g, &ids[n++]));
+            idm_manual_clock_advance(mc, 5);                 /* t0 + 5 */
+            IDM_ASSERT_OK(idm_snowflake_next(g, &ids[n++]));
+            idm_manual_clock_advance(mc, -steps[k]);         /* back */
+            int64_t slept = idm_manual_clock_slept_ns(mc);
+
+            rc = idm_snowflake_next(g, &id);
+            if (steps[k] == 1 && policies[p] == IDM_BACKWARDS_LOGICAL) {
+                IDM_ASSERT_OK(rc);
+                idm_layout_decode(l, id, &d);
+                assert_int_equal(d.unix_ms, t0 + 5); /* the last tick, seq 1 */
+                assert_int_equal(d.seq, 1);
+                assert_int_equal(idm_manual_clock_slept_ns(mc), slept);
+                ids[n++] = id;
+            } else if (steps[k] == 1 && policies[p] == IDM_BACKWARDS_WAIT) {
+                IDM_ASSERT_OK(rc);
+                idm_layout_decode(l, id, &d);
+                assert_true(d.unix_ms <= idm_manual_clock_now_ms(mc));
+                assert_true(idm_manual_clock_slept_ns(mc) - slept >= 1000000);
+                assert_true(idm_manual_clock_slept_ns(mc) - slept <= 6000000);
+                ids[n++] = id;
+            } else {
+                assert_int_equal(rc, IDM_ECLOCKBACK);
+                assert_int_equal(idm_manual_clock_slept_ns(mc), slept); /* no sleep */
+                idm_snowflake_stats_get(g, &st);
+                assert_int_equal(st.refused_backwards, 1);
+                assert_true(st.last_backwards_ms >= steps[k] && st.last_backwards_ms <= steps[k] + 1);
+                assert_int_equal(st.last_unix_ms, t0 + 5); /* nothing moved */
+            }
+            /* Once the clock passes the last tick, minting resumes. */
+            idm_manual_clock_set(mc, t0 + 7);
+            IDM_ASSERT_OK(idm_snowflake_next(g, &ids[n++]));
+            idm_layout_decode(l, ids[n - 1], &d);
+            assert_int_equal(d.unix_ms, t0 + 7);
+            assert_true(idm_test_strictly_increasing(ids, n));
+            assert_int_equal(idm_test_count_duplicates(ids, n), 0);
+            IDM_ASSERT_OK(idm_snowflake_close(g));
+            idm_manual_clock_free(mc);
+            idm_layout_free(l);
+        }
+    }
+}
+
 /* Errors have names and messages; unknown codes get a static fallback. */
 static void error_table(void **unused)
 {
@@ -240,6 +317,7 @@ int main(void)
         cmocka_unit_test(twitter_system_clock),
         cmocka_unit_test(random_sequences),
         cmocka_unit_test(batch_spanning_ticks_waits),
+        cmocka_unit_test(step_back_each_policy),
         cmocka_unit_test(error_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
