@@ -28,13 +28,16 @@
     XX(ECORRUPT, -11, "state file is corrupt")                                \
     XX(ENOENT, -12, "state file does not exist")                              \
     XX(EBUSY, -13, "state file is locked by another generator")               \
-    XX(ENODE, -14, "node field has no value")
+    XX(ENODE, -14, "node field has no value")                                 \
+    XX(ERANDOM, -15, "the system's random source failed")                    \
+    XX(EOVERFLOW, -16,                                                       \
+       "random part overflowed within one millisecond")
 
 typedef enum idm_errno {
 #define IDM__ERRDEF(name, code, msg) IDM_##name = (code),
     IDM_ERRNO_MAP(IDM__ERRDEF)
 #undef IDM__ERRDEF
-    IDM_ERRNO_MIN = -14
+    IDM_ERRNO_MIN = -16
 } idm_errno;
 
 /*

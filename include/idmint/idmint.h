@@ -9,5 +9,9 @@
 #include "text.h"
 #include "layout.h"
 #include "snowflake.h"
+#include "rng.h"
+#include "uuid.h"
+#include "ulid.h"
+#include "objectid.h"
 
 #endif /* IDMINT_IDMINT_H */

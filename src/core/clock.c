@@ -59,6 +59,17 @@ const idm_clock *idm_clock_system(void)
 
 /* ---- manual clock ---- */
 
+/* ms to ns, saturating at the ends of int64 nanoseconds (years 1677 and
+ * 2262) rather than overflow. */
+static int64_t ms_to_ns(int64_t ms)
+{
+    if (ms > INT64_MAX / IDM__NS_PER_MS)
+        return INT64_MAX;
+    if (ms < INT64_MIN / IDM__NS_PER_MS)
+        return INT64_MIN;
+    return ms * IDM__NS_PER_MS;
+}
+
 struct idm_manual_clock {
     idm_clock iface;
     _Atomic int64_t wall_ns;
@@ -105,7 +116,7 @@ int idm_manual_clock_new(idm_manual_clock **out, idm_unix_ms start, bool advance
     mc->iface.wall_ns = man_wall_ns;
     mc->iface.mono_ns = man_mono_ns;
     mc->iface.sleep_ns = man_sleep_ns;
-    atomic_init(&mc->wall_ns, start * IDM__NS_PER_MS);
+    atomic_init(&mc->wall_ns, ms_to_ns(start));
     /* An arbitrary origin, far from zero, so that code subtracting monotonic
      * readings cannot lean on it being zero. */
     atomic_init(&mc->mono_ns, INT64_C(1000000000000));
@@ -128,7 +139,7 @@ const idm_clock *idm_manual_clock_clock(idm_manual_clock *mc)
 
 void idm_manual_clock_set(idm_manual_clock *mc, idm_unix_ms now)
 {
-    int64_t target = now * IDM__NS_PER_MS;
+    int64_t target = ms_to_ns(now);
     int64_t old = atomic_exchange(&mc->wall_ns, target);
     if (target > old)
         atomic_fetch_add(&mc->mono_ns, target - old);
@@ -143,12 +154,12 @@ void idm_manual_clock_advance_ns(idm_manual_clock *mc, int64_t delta_ns)
 
 void idm_manual_clock_advance(idm_manual_clock *mc, int64_t delta_ms)
 {
-    idm_manual_clock_advance_ns(mc, delta_ms * IDM__NS_PER_MS);
+    idm_manual_clock_advance_ns(mc, ms_to_ns(delta_ms));
 }
 
 void idm_manual_clock_skew(idm_manual_clock *mc, int64_t wall_ms, int64_t mono_ns)
 {
-    atomic_fetch_add(&mc->wall_ns, wall_ms * IDM__NS_PER_MS);
+    atomic_fetch_add(&mc->wall_ns, ms_to_ns(wall_ms));
     atomic_fetch_add(&mc->mono_ns, mono_ns);
 }
 

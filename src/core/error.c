@@ -5,6 +5,7 @@
  */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "internal.h"
 
@@ -57,4 +58,16 @@ int idm__fail(int err, const char *fmt, ...)
 void idm__clear_detail(void)
 {
     detail[0] = '\0';
+}
+
+const char *idm__quote(const char *text, char *buf)
+{
+    size_t n = strnlen(text, 41);
+    if (n <= 40) {
+        memcpy(buf, text, n + 1);
+    } else {
+        memcpy(buf, text, 40);
+        memcpy(buf + 40, "...", 4);
+    }
+    return buf;
 }

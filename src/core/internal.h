@@ -6,7 +6,9 @@
 #ifndef IDM_INTERNAL_H
 #define IDM_INTERNAL_H
 
+#include <stdatomic.h>
 #include <stdint.h>
+#include <string.h>
 #include <idmint/idmint.h>
 
 #if defined(__GNUC__)
@@ -30,6 +32,11 @@ int idm__fail(int err, const char *fmt, ...) IDM__PRINTF(2, 3);
  * may set one). */
 void idm__clear_detail(void);
 
+/* Up to 40 bytes of text for an error detail, with "..." if cut. Returns
+ * buf (at least 44 bytes). */
+const char *idm__quote(const char *text, char *buf);
+#define IDM__QUOTE_MAX 44
+
 /* Floor division for a possibly negative numerator and positive divisor. */
 static inline int64_t idm__floordiv(int64_t a, int64_t b)
 {
@@ -49,5 +56,90 @@ static inline idm_wall_ns idm__sys_wall_ns(void)
 
 /* CRC-32 (IEEE 802.3), as zlib's crc32(0, buf, len). */
 uint32_t idm__crc32(const void *buf, size_t len);
+
+/* ---- randomness (rng.c) ---- */
+
+/* Bumped in every forked child (pthread_atfork): state that must differ
+ * between parent and child compares it against what it saw last. */
+uint64_t idm__fork_generation(void);
+/* The same without making sure the handler is registered: for hot paths of
+ * objects whose constructor called idm__fork_generation once. */
+extern _Atomic uint64_t idm__fork_gen;
+#define idm__fork_gen_now() atomic_load_explicit(&idm__fork_gen, memory_order_relaxed)
+/* Fill from rng (NULL: the system CSPRNG). */
+int idm__rng_fill(const idm_rng *rng, void *buf, size_t n);
+/* ChaCha20 (RFC 8439) keystream: nblocks 64-byte blocks of key, a zero
+ * nonce and block counters counter, counter+1, ... Exposed for tests. */
+void idm__chacha20_blocks(const uint32_t key[8], const uint32_t nonce[3], uint32_t counter,
+                          uint8_t *out, size_t nblocks);
+
+/* ---- a small spinlock for critical sections of a few instructions ---- */
+
+#include <sched.h>
+#include <stdatomic.h>
+typedef struct idm__spin {
+    atomic_flag f;
+} idm__spin;
+#define IDM__SPIN_INIT {ATOMIC_FLAG_INIT}
+
+static inline void idm__spin_lock(idm__spin *s)
+{
+    unsigned n = 0;
+    while (atomic_flag_test_and_set_explicit(&s->f, memory_order_acquire)) {
+        /* Held for a few instructions; if the holder was preempted, let it
+         * run rather than burn the core. */
+        if (++n % 64 == 0)
+            sched_yield();
+#if defined(__x86_64__) || defined(__i386__)
+        else
+            __builtin_ia32_pause();
+#endif
+    }
+}
+
+static inline void idm__spin_unlock(idm__spin *s)
+{
+    atomic_flag_clear_explicit(&s->f, memory_order_release);
+}
+
+/* Big-endian loads and stores of 64 bits. */
+static inline uint64_t idm__load_be64(const uint8_t *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    v = __builtin_bswap64(v);
+#endif
+    return v;
+}
+
+static inline void idm__store_be64(uint8_t *p, uint64_t v)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    v = __builtin_bswap64(v);
+#endif
+    memcpy(p, &v, 8);
+}
+
+/* Lower-case hex digits. */
+extern const char idm__hex[16];
+/* Value of a hex digit (either case), or -1. */
+static inline int idm__unhex(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* Wall time in ms from a clock (NULL: the system clock). */
+static inline idm_unix_ms idm__clock_ms(const idm_clock *c)
+{
+    idm_wall_ns ns = c == NULL ? idm__sys_wall_ns() : c->wall_ns(c->ctx);
+    return idm__floordiv(ns, IDM__NS_PER_MS);
+}
 
 #endif /* IDM_INTERNAL_H */

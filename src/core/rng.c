@@ -1,0 +1,293 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The system CSPRNG: ChaCha20 (RFC 8439) keystream with fast key erasure.
+ *
+ * Each thread owns a state: a key and a buffer of keystream. A refill
+ * computes 16 blocks under the current key (nonce 0, counters 0 to 15),
+ * takes the first 32 bytes as the next key and hands out the rest; every
+ * byte handed out is wiped from the buffer. So no byte already returned can
+ * be recomputed from the state. Every 1 MiB the key is replaced from
+ * getrandom(2), and a forked child reseeds before its first byte: the child's
+ * thread state is a copy of the parent's, and without that the two processes
+ * would return the same bytes.
+ *
+ * What it does not do: block for entropy after boot (getrandom does, once),
+ * or keep state anywhere but thread-local storage.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "internal.h"
+
+#define BLOCKS 16
+#define BUF_BYTES (BLOCKS * 64)
+#define RESEED_BYTES (UINT64_C(1) << 20)
+
+/* ---- ChaCha20 ---- */
+
+#define ROTL32(v, n) (((v) << (n)) | ((v) >> (32 - (n))))
+#define QR(a, b, c, d)                                                        \
+    do {                                                                      \
+        a += b; d ^= a; d = ROTL32(d, 16);                                    \
+        c += d; b ^= c; b = ROTL32(b, 12);                                    \
+        a += b; d ^= a; d = ROTL32(d, 8);                                     \
+        c += d; b ^= c; b = ROTL32(b, 7);                                     \
+    } while (0)
+#define DOUBLE_ROUND(x)                                                       \
+    do {                                                                      \
+        QR(x[0], x[4], x[8], x[12]);                                          \
+        QR(x[1], x[5], x[9], x[13]);                                          \
+        QR(x[2], x[6], x[10], x[14]);                                         \
+        QR(x[3], x[7], x[11], x[15]);                                         \
+        QR(x[0], x[5], x[10], x[15]);                                         \
+        QR(x[1], x[6], x[11], x[12]);                                         \
+        QR(x[2], x[7], x[8], x[13]);                                          \
+        QR(x[3], x[4], x[9], x[14]);                                          \
+    } while (0)
+
+static void store32_le(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+    p[2] = (uint8_t)(v >> 16);
+    p[3] = (uint8_t)(v >> 24);
+}
+
+static void init_state(uint32_t s[16], const uint32_t key[8], const uint32_t nonce[3],
+                       uint32_t counter)
+{
+    s[0] = 0x61707865;
+    s[1] = 0x3320646e;
+    s[2] = 0x79622d32;
+    s[3] = 0x6b206574;
+    memcpy(s + 4, key, 32);
+    s[12] = counter;
+    s[13] = nonce[0];
+    s[14] = nonce[1];
+    s[15] = nonce[2];
+}
+
+#if defined(__GNUC__)
+/* Four blocks side by side, one per vector lane: GCC and clang turn this
+ * into SIMD code on any target with 128-bit vectors. */
+typedef uint32_t v4u32 __attribute__((vector_size(16)));
+
+static void four_blocks(const uint32_t s[16], uint8_t *out)
+{
+    v4u32 x[16], in[16];
+    for (int i = 0; i < 16; i++)
+        in[i] = (v4u32){s[i], s[i], s[i], s[i]};
+    in[12] += (v4u32){0, 1, 2, 3};
+    memcpy(x, in, sizeof x);
+    for (int r = 0; r < 10; r++)
+        DOUBLE_ROUND(x);
+    for (int i = 0; i < 16; i++) {
+        x[i] += in[i];
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        /* Words are already in keystream byte order: one store a word. */
+        uint32_t w[4];
+        memcpy(w, &x[i], sizeof w);
+        for (int b = 0; b < 4; b++)
+            memcpy(out + 64 * b + 4 * i, &w[b], 4);
+#else
+        for (int b = 0; b < 4; b++)
+            store32_le(out + 64 * b + 4 * i, x[i][b]);
+#endif
+    }
+}
+#endif
+
+#if defined(__GNUC__) && defined(__x86_64__) && defined(__BYTE_ORDER__) &&                    \
+    __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define HAVE_EIGHT_LANES 1
+/* Eight blocks side by side on AVX2, chosen at run time where the CPU has
+ * it: twice the lanes of the portable path, and registers enough to keep
+ * the state out of memory. */
+typedef uint32_t v8u32 __attribute__((vector_size(32)));
+
+__attribute__((target("avx2"))) static void eight_blocks(const uint32_t s[16], uint8_t *out)
+{
+    v8u32 x[16], in[16];
+    for (int i = 0; i < 16; i++)
+        in[i] = (v8u32){s[i], s[i], s[i], s[i], s[i], s[i], s[i], s[i]};
+    in[12] += (v8u32){0, 1, 2, 3, 4, 5, 6, 7};
+    for (int i = 0; i < 16; i++)
+        x[i] = in[i];
+    for (int r = 0; r < 10; r++)
+        DOUBLE_ROUND(x);
+    for (int i = 0; i < 16; i++) {
+        uint32_t w[8];
+        x[i] += in[i];
+        memcpy(w, &x[i], sizeof w);
+        for (int b = 0; b < 8; b++)
+            memcpy(out + 64 * b + 4 * i, &w[b], 4);
+    }
+}
+
+static int has_avx2(void)
+{
+    static _Atomic int cached = -1; /* every thread computes the same */
+    int v = atomic_load_explicit(&cached, memory_order_relaxed);
+    if (v < 0) {
+        __builtin_cpu_init();
+        v = __builtin_cpu_supports("avx2") ? 1 : 0;
+        atomic_store_explicit(&cached, v, memory_order_relaxed);
+    }
+    return v;
+}
+#endif
+
+static void one_block(const uint32_t s[16], uint8_t *out)
+{
+    uint32_t x[16];
+    memcpy(x, s, sizeof x);
+    for (int r = 0; r < 10; r++)
+        DOUBLE_ROUND(x);
+    for (int i = 0; i < 16; i++)
+        store32_le(out + 4 * i, x[i] + s[i]);
+}
+
+void idm__chacha20_blocks(const uint32_t key[8], const uint32_t nonce[3], uint32_t counter,
+                          uint8_t *out, size_t nblocks)
+{
+    uint32_t s[16];
+    init_state(s, key, nonce, counter);
+#ifdef HAVE_EIGHT_LANES
+    if (nblocks >= 8 && has_avx2()) {
+        for (; nblocks >= 8; nblocks -= 8, out += 512) {
+            eight_blocks(s, out);
+            s[12] += 8;
+        }
+    }
+#endif
+#if defined(__GNUC__)
+    for (; nblocks >= 4; nblocks -= 4, out += 256) {
+        four_blocks(s, out);
+        s[12] += 4;
+    }
+#endif
+    for (; nblocks > 0; nblocks--, out += 64) {
+        one_block(s, out);
+        s[12]++;
+    }
+}
+
+/* ---- fork detection ---- */
+
+_Atomic uint64_t idm__fork_gen;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static void on_fork_child(void)
+{
+    atomic_fetch_add_explicit(&idm__fork_gen, 1, memory_order_relaxed);
+}
+
+static void register_atfork(void)
+{
+    pthread_atfork(NULL, NULL, on_fork_child);
+}
+
+uint64_t idm__fork_generation(void)
+{
+    pthread_once(&atfork_once, register_atfork);
+    return atomic_load_explicit(&idm__fork_gen, memory_order_relaxed);
+}
+
+/* ---- the per-thread generator ---- */
+
+struct rng_state {
+    uint32_t key[8];
+    uint64_t fork_gen;
+    uint64_t since_reseed;
+    size_t pos; /* next unused byte of buf; BUF_BYTES when empty */
+    bool seeded;
+    uint8_t buf[BUF_BYTES];
+};
+
+static _Thread_local struct rng_state tls;
+
+static void refill(struct rng_state *st)
+{
+    static const uint32_t zero_nonce[3] = {0, 0, 0};
+    idm__chacha20_blocks(st->key, zero_nonce, 0, st->buf, BLOCKS);
+    /* Fast key erasure: the first 32 bytes become the next key. */
+    memcpy(st->key, st->buf, 32);
+    memset(st->buf, 0, 32);
+    st->pos = 32;
+}
+
+static int reseed(struct rng_state *st)
+{
+    uint8_t *p = (uint8_t *)st->key;
+    size_t got = 0;
+    uint64_t gen = idm__fork_generation();
+    while (got < sizeof st->key) {
+        ssize_t r = getrandom(p + got, sizeof st->key - got, 0);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            return idm__fail(IDM_ERANDOM, "rng: getrandom failed: %s", strerror(errno));
+        }
+        got += (size_t)r;
+    }
+    st->fork_gen = gen;
+    st->since_reseed = 0;
+    st->seeded = true;
+    refill(st);
+    return 0;
+}
+
+static int system_fill(void *ctx, void *out, size_t n)
+{
+    struct rng_state *st = &tls;
+    uint8_t *o = out;
+    (void)ctx;
+    if (IDM__UNLIKELY(!st->seeded || st->since_reseed >= RESEED_BYTES ||
+                      st->fork_gen != atomic_load_explicit(&idm__fork_gen, memory_order_relaxed))) {
+        int rc = reseed(st);
+        if (rc != 0)
+            return rc;
+    }
+    st->since_reseed += n;
+    while (n > 0) {
+        size_t take;
+        if (st->pos == BUF_BYTES)
+            refill(st);
+        take = BUF_BYTES - st->pos < n ? BUF_BYTES - st->pos : n;
+        memcpy(o, st->buf + st->pos, take);
+        memset(st->buf + st->pos, 0, take);
+        st->pos += take;
+        o += take;
+        n -= take;
+    }
+    return 0;
+}
+
+static const idm_rng system_rng = {NULL, system_fill};
+
+const idm_rng *idm_rng_system(void)
+{
+    return &system_rng;
+}
+
+int idm_random_bytes(void *buf, size_t n)
+{
+    if (buf == NULL && n != 0)
+        return idm__fail(IDM_EINVAL, "rng: no buffer");
+    return system_fill(NULL, buf, n);
+}
+
+int idm__rng_fill(const idm_rng *rng, void *buf, size_t n)
+{
+    int rc;
+    if (rng == NULL || rng == &system_rng)
+        return system_fill(NULL, buf, n);
+    rc = rng->fill(rng->ctx, buf, n);
+    if (rc != 0 && idm_error_detail()[0] == '\0')
+        return idm__fail(rc < 0 ? rc : IDM_ERANDOM, "rng: the random source failed");
+    return rc < 0 ? rc : rc != 0 ? IDM_ERANDOM : 0;
+}

@@ -1,0 +1,217 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ULIDs per the ULID specification: 48-bit ms and 80 random bits, Crockford
+ * base32 text, and the spec's monotonic mode (the random part plus one
+ * within a millisecond; overflow is an error, never a wrap).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define MS_LIMIT (INT64_C(1) << 48)
+
+static const char alphabet[32] = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+
+/* Crockford value of a character, either case; -1 outside the alphabet
+ * (I, L, O and U included: the ULID spec leaves them out). */
+static int unbase32(unsigned char c)
+{
+    static const signed char letters[26] = {
+        10, 11, 12, 13, 14, 15, 16, 17, -1, 18, 19, -1, 20, /* A-M */
+        21, -1, 22, 23, 24, 25, 26, -1, 27, 28, 29, 30, 31, /* N-Z */
+    };
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'z')
+        c = (unsigned char)(c - 'a' + 'A');
+    if (c >= 'A' && c <= 'Z')
+        return letters[c - 'A'];
+    return -1;
+}
+
+static void put48(uint8_t *b, uint64_t v)
+{
+    for (int i = 0; i < 6; i++)
+        b[i] = (uint8_t)(v >> (40 - 8 * i));
+}
+
+int idm_ulid_build(idm_unix_ms ms, const uint8_t rand[10], idm_ulid *out)
+{
+    idm__clear_detail();
+    if (ms < 0 || ms >= MS_LIMIT)
+        return idm__fail(IDM_ERANGE, "ulid: time %lld ms is outside 0 to 2^48-1", (long long)ms);
+    put48(out->b, (uint64_t)ms);
+    memcpy(out->b + 6, rand, 10);
+    return 0;
+}
+
+struct idm_ulid_gen {
+    const idm_clock *clock;
+    const idm_rng *rng;
+    bool monotonic;
+    idm__spin lock;
+    idm_unix_ms last_ms; /* -1 before the first id */
+    uint16_t last_hi;    /* the 80-bit random part: top 16 bits */
+    uint64_t last_lo;    /* and low 64 bits */
+    uint64_t fork_gen;
+};
+
+int idm_ulid_gen_new(idm_ulid_gen **out, const idm_clock *clock, const idm_rng *rng,
+                     bool monotonic)
+{
+    idm_ulid_gen *g;
+    idm__clear_detail();
+    if (out == NULL)
+        return idm__fail(IDM_EINVAL, "ulid: no output pointer");
+    g = calloc(1, sizeof *g);
+    if (g == NULL)
+        return IDM_ENOMEM;
+    g->clock = clock == idm_clock_system() ? NULL : clock;
+    g->rng = rng;
+    g->monotonic = monotonic;
+    atomic_flag_clear(&g->lock.f);
+    g->last_ms = -1;
+    g->fork_gen = idm__fork_generation();
+    *out = g;
+    return 0;
+}
+
+void idm_ulid_gen_free(idm_ulid_gen *g)
+{
+    free(g);
+}
+
+int idm_ulid_next(idm_ulid_gen *g, idm_ulid *out)
+{
+    uint8_t rnd[10];
+    idm_unix_ms now = idm__clock_ms(g->clock), ms;
+    uint64_t gen;
+    int rc;
+
+    if (IDM__UNLIKELY(now < 0 || now >= MS_LIMIT))
+        return idm__fail(IDM_ERANGE, "ulid: the clock reads %lld ms, outside 0 to 2^48-1",
+                         (long long)now);
+    if (!g->monotonic) {
+        rc = idm__rng_fill(g->rng, rnd, sizeof rnd);
+        if (rc != 0)
+            return rc;
+        put48(out->b, (uint64_t)now);
+        memcpy(out->b + 6, rnd, 10);
+        return 0;
+    }
+
+    gen = idm__fork_gen_now();
+    idm__spin_lock(&g->lock);
+    if (IDM__UNLIKELY(g->fork_gen != gen)) {
+        g->fork_gen = gen;
+        g->last_ms = -1;
+    }
+    if (now > g->last_ms) {
+        /* A new millisecond: fresh random bits. Drawn with the lock
+         * released; only the first id of a millisecond pays for them. */
+        idm__spin_unlock(&g->lock);
+        rc = idm__rng_fill(g->rng, rnd, sizeof rnd);
+        if (rc != 0)
+            return rc;
+        idm__spin_lock(&g->lock);
+        if (now > g->last_ms) {
+            g->last_ms = now;
+            g->last_hi = (uint16_t)(rnd[0] << 8 | rnd[1]);
+            g->last_lo = idm__load_be64(rnd + 2);
+            goto emit;
+        }
+        /* Another thread took this millisecond meanwhile: increment. */
+    }
+    /* The spec's monotonic step: the 80-bit random part plus one. */
+    if (IDM__UNLIKELY(g->last_lo == UINT64_MAX && g->last_hi == UINT16_MAX)) {
+        idm__spin_unlock(&g->lock);
+        return idm__fail(IDM_EOVERFLOW, "ulid: the random part overflowed within millisecond %lld",
+                         (long long)g->last_ms);
+    }
+    if (++g->last_lo == 0)
+        g->last_hi++;
+emit:
+    ms = g->last_ms;
+    {
+        uint16_t hi = g->last_hi;
+        uint64_t lo = g->last_lo;
+        idm__spin_unlock(&g->lock);
+        idm__store_be64(out->b, (uint64_t)ms << 16 | hi);
+        idm__store_be64(out->b + 8, lo);
+    }
+    return 0;
+}
+
+/* The n characters of the low 5n bits of v, most significant first. */
+static inline void put_base32(char *out, uint64_t v, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++)
+        out[i] = alphabet[(v >> (5 * (n - 1 - i))) & 31];
+}
+
+static inline uint64_t load40(const uint8_t *b)
+{
+    return (uint64_t)b[0] << 32 | (uint64_t)b[1] << 24 | (uint64_t)b[2] << 16 |
+           (uint64_t)b[3] << 8 | b[4];
+}
+
+void idm_ulid_format(const idm_ulid *u, char out[IDM_ULID_TEXT_MAX])
+{
+    /* 10 characters for the 48-bit time (the first holds its top 3 bits),
+     * then 8 for each 40-bit half of the randomness: 26 in all, and every
+     * shift stays within one 64-bit word. */
+    put_base32(out, load40(u->b) << 8 | u->b[5], 10);
+    put_base32(out + 10, load40(u->b + 6), 8);
+    put_base32(out + 18, load40(u->b + 11), 8);
+    out[26] = '\0';
+}
+
+int idm_ulid_parse(const char *text, idm_ulid *out)
+{
+    char q[IDM__QUOTE_MAX];
+    uint64_t hi = 0, lo = 0;
+    size_t n;
+    idm__clear_detail();
+    if (text == NULL || out == NULL)
+        return idm__fail(IDM_EINVAL, "ulid: no text to parse");
+    n = strlen(text);
+    if (n != 26)
+        return idm__fail(IDM_EPARSE, "ulid: '%s' has length %zu, not 26", idm__quote(text, q), n);
+    for (size_t i = 0; i < 26; i++) {
+        int d = unbase32((unsigned char)text[i]);
+        if (d < 0)
+            return idm__fail(IDM_EPARSE,
+                             "ulid: '%s' has '%c' at position %zu, outside Crockford base32",
+                             idm__quote(text, q), text[i] >= 0x20 && text[i] < 0x7f ? text[i] : '?', i + 1);
+        if (i == 0 && d > 7)
+            return idm__fail(IDM_ERANGE,
+                             "ulid: '%s' is above 7ZZZZZZZZZZZZZZZZZZZZZZZZZ (more than 128 bits)",
+                             idm__quote(text, q));
+        hi = hi << 5 | lo >> 59;
+        lo = lo << 5 | (uint64_t)d;
+    }
+    for (int i = 0; i < 8; i++) {
+        out->b[i] = (uint8_t)(hi >> (56 - 8 * i));
+        out->b[8 + i] = (uint8_t)(lo >> (56 - 8 * i));
+    }
+    return 0;
+}
+
+idm_unix_ms idm_ulid_time(const idm_ulid *u)
+{
+    uint64_t t = 0;
+    for (int i = 0; i < 6; i++)
+        t = t << 8 | u->b[i];
+    return (idm_unix_ms)t;
+}
+
+void idm_ulid_to_uuid(const idm_ulid *in, idm_uuid *out)
+{
+    memcpy(out->b, in->b, 16);
+}
+
+void idm_uuid_to_ulid(const idm_uuid *in, idm_ulid *out)
+{
+    memcpy(out->b, in->b, 16);
+}

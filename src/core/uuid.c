@@ -1,0 +1,241 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * UUIDs per RFC 9562: version 4, version 7 with monotonic random (section
+ * 6.2, method 2), and the canonical text form. See uuid.h for the choices.
+ *
+ * The v7 generator's state (last timestamp and last 74-bit value) is more
+ * than one word, so it lives under a spinlock held for a few instructions;
+ * randomness is drawn before the lock is taken.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+const char idm__hex[16] = "0123456789abcdef";
+
+#define MS_LIMIT (INT64_C(1) << 48)
+#define R74_HI_MASK UINT64_C(0x3FF) /* the top 10 of the 74 bits */
+
+void idm_uuid4_from_bytes(const uint8_t random[16], idm_uuid *out)
+{
+    memcpy(out->b, random, 16);
+    out->b[6] = (uint8_t)((out->b[6] & 0x0F) | 0x40);
+    out->b[8] = (uint8_t)((out->b[8] & 0x3F) | 0x80);
+}
+
+int idm_uuid4(const idm_rng *rng, idm_uuid *out)
+{
+    uint8_t r[16];
+    int rc = idm__rng_fill(rng, r, sizeof r);
+    if (IDM__UNLIKELY(rc != 0))
+        return rc;
+    idm_uuid4_from_bytes(r, out);
+    return 0;
+}
+
+/* The 74 random bits as (hi: top 10 bits, lo: low 64 bits). */
+typedef struct r74 {
+    uint64_t hi, lo;
+} r74;
+
+static r74 r74_from_bytes(const uint8_t b[10])
+{
+    /* Big-endian, left-aligned: the first 74 of 80 bits. */
+    uint64_t top = idm__load_be64(b);
+    uint64_t bottom = (uint64_t)b[8] << 8 | b[9];
+    r74 r;
+    r.hi = top >> 54;
+    r.lo = top << 10 | bottom >> 6;
+    return r;
+}
+
+static void compose7(idm_unix_ms ms, r74 r, idm_uuid *out)
+{
+    uint64_t rand_a = (r.hi << 2) | (r.lo >> 62);          /* 12 bits */
+    uint64_t rand_b = r.lo & UINT64_C(0x3FFFFFFFFFFFFFFF); /* 62 bits */
+    idm__store_be64(out->b, (uint64_t)ms << 16 | 0x7000 | rand_a);
+    idm__store_be64(out->b + 8, UINT64_C(0x8000000000000000) | rand_b);
+}
+
+int idm_uuid7_build(idm_unix_ms ms, const uint8_t rand[10], idm_uuid *out)
+{
+    idm__clear_detail();
+    if (ms < 0 || ms >= MS_LIMIT)
+        return idm__fail(IDM_ERANGE, "uuid7: time %lld ms is outside 0 to 2^48-1", (long long)ms);
+    compose7(ms, r74_from_bytes(rand), out);
+    return 0;
+}
+
+struct idm_uuid7_gen {
+    const idm_clock *clock; /* NULL: the system clock */
+    const idm_rng *rng;     /* NULL: the system rng */
+    idm__spin lock;
+    idm_unix_ms last_ms;    /* -1 before the first id */
+    r74 last;
+    uint64_t fork_gen;
+};
+
+int idm_uuid7_gen_new(idm_uuid7_gen **out, const idm_clock *clock, const idm_rng *rng)
+{
+    idm_uuid7_gen *g;
+    idm__clear_detail();
+    if (out == NULL)
+        return idm__fail(IDM_EINVAL, "uuid7: no output pointer");
+    g = calloc(1, sizeof *g);
+    if (g == NULL)
+        return IDM_ENOMEM;
+    g->clock = clock == idm_clock_system() ? NULL : clock;
+    g->rng = rng;
+    atomic_flag_clear(&g->lock.f);
+    g->last_ms = -1;
+    g->fork_gen = idm__fork_generation();
+    *out = g;
+    return 0;
+}
+
+void idm_uuid7_gen_free(idm_uuid7_gen *g)
+{
+    free(g);
+}
+
+int idm_uuid7_next(idm_uuid7_gen *g, idm_uuid *out)
+{
+    uint8_t rnd[10];
+    uint32_t inc32;
+    idm_unix_ms now = idm__clock_ms(g->clock), ms;
+    uint64_t gen;
+    r74 v;
+    int rc;
+
+    if (IDM__UNLIKELY(now < 0 || now >= MS_LIMIT))
+        return idm__fail(IDM_ERANGE, "uuid7: the clock reads %lld ms, outside 0 to 2^48-1",
+                         (long long)now);
+    /* The increment for a later id in the same millisecond, drawn before
+     * the lock. A failed draw leaves the state alone. */
+    rc = idm__rng_fill(g->rng, &inc32, sizeof inc32);
+    if (IDM__UNLIKELY(rc != 0))
+        return rc;
+    gen = idm__fork_gen_now();
+
+    idm__spin_lock(&g->lock);
+    if (IDM__UNLIKELY(g->fork_gen != gen)) {
+        /* A forked child must not continue its parent's sequence. */
+        g->fork_gen = gen;
+        g->last_ms = -1;
+    }
+    if (now > g->last_ms) {
+    fresh:
+        /* A new millisecond: 74 fresh bits, drawn with the lock released;
+         * only the first id of a millisecond pays for them. */
+        idm__spin_unlock(&g->lock);
+        rc = idm__rng_fill(g->rng, rnd, sizeof rnd);
+        if (IDM__UNLIKELY(rc != 0))
+            return rc;
+        idm__spin_lock(&g->lock);
+        if (now > g->last_ms) {
+            ms = now;
+            v = r74_from_bytes(rnd);
+            goto done;
+        }
+        /* Another thread took this millisecond meanwhile: increment. */
+    }
+    /* Same millisecond, or the clock stepped back: keep the last timestamp
+     * and add 1 to 2^32 to the 74-bit value. */
+    ms = g->last_ms;
+    v.lo = g->last.lo + 1 + inc32;
+    v.hi = g->last.hi + (v.lo < g->last.lo);
+    if (IDM__UNLIKELY(v.hi > R74_HI_MASK)) {
+        /* The 74 bits are spent: move the timestamp one ms ahead. */
+        if (ms + 1 >= MS_LIMIT) {
+            idm__spin_unlock(&g->lock);
+            return idm__fail(IDM_ERANGE, "uuid7: the 48-bit timestamp is exhausted");
+        }
+        now = ms + 1;
+        goto fresh;
+    }
+done:
+    g->last_ms = ms;
+    g->last = v;
+    idm__spin_unlock(&g->lock);
+    compose7(ms, v, out);
+    return 0;
+}
+
+void idm_uuid_format(const idm_uuid *u, char out[IDM_UUID_TEXT_MAX])
+{
+    char *p = out;
+    for (int i = 0; i < 16; i++) {
+        if (i == 4 || i == 6 || i == 8 || i == 10)
+            *p++ = '-';
+        *p++ = idm__hex[u->b[i] >> 4];
+        *p++ = idm__hex[u->b[i] & 15];
+    }
+    *p = '\0';
+}
+
+int idm_uuid_parse(const char *text, idm_uuid *out)
+{
+    char q[IDM__QUOTE_MAX];
+    idm_uuid u;
+    size_t pos = 0;
+    idm__clear_detail();
+    if (text == NULL || out == NULL)
+        return idm__fail(IDM_EINVAL, "uuid: no text to parse");
+    for (int i = 0; i < 16; i++) {
+        int h, l;
+        if (pos == 8 || pos == 13 || pos == 18 || pos == 23) {
+            if (text[pos] != '-')
+                return idm__fail(IDM_EPARSE,
+                                 "uuid: '%s' needs a dash at position %zu (want "
+                                 "8-4-4-4-12 hex digits)",
+                                 idm__quote(text, q), pos + 1);
+            pos++;
+        }
+        h = idm__unhex(text[pos]);
+        l = h < 0 ? -1 : idm__unhex(text[pos + 1]);
+        if (h < 0 || l < 0) {
+            size_t bad = h < 0 ? pos : pos + 1;
+            if (text[bad] == '\0')
+                return idm__fail(IDM_EPARSE, "uuid: '%s' has length %zu, not 36", idm__quote(text, q), bad);
+            return idm__fail(IDM_EPARSE, "uuid: '%s' has a non-hex character at position %zu",
+                             idm__quote(text, q), bad + 1);
+        }
+        u.b[i] = (uint8_t)(h << 4 | l);
+        pos += 2;
+    }
+    if (text[pos] != '\0')
+        return idm__fail(IDM_EPARSE, "uuid: '%s' is longer than 36 characters", idm__quote(text, q));
+    *out = u;
+    return 0;
+}
+
+int idm_uuid_version(const idm_uuid *u)
+{
+    return u->b[6] >> 4;
+}
+
+int idm_uuid_variant(const idm_uuid *u)
+{
+    uint8_t v = u->b[8];
+    if ((v & 0x80) == 0)
+        return IDM_UUID_VARIANT_NCS;
+    if ((v & 0x40) == 0)
+        return IDM_UUID_VARIANT_RFC;
+    if ((v & 0x20) == 0)
+        return IDM_UUID_VARIANT_MICROSOFT;
+    return IDM_UUID_VARIANT_FUTURE;
+}
+
+int idm_uuid7_time(const idm_uuid *u, idm_unix_ms *ms)
+{
+    uint64_t t = 0;
+    idm__clear_detail();
+    if (idm_uuid_version(u) != 7 || idm_uuid_variant(u) != IDM_UUID_VARIANT_RFC)
+        return idm__fail(IDM_EINVAL, "uuid: version %d, variant %d is not a UUIDv7",
+                         idm_uuid_version(u), idm_uuid_variant(u));
+    for (int i = 0; i < 6; i++)
+        t = t << 8 | u->b[i];
+    *ms = (idm_unix_ms)t;
+    return 0;
+}
