@@ -21,6 +21,9 @@
 /* Room for a decimal or hex 64-bit value with its NUL. */
 #define CLI_U64_TEXT_MAX 24
 
+/* Most ids one run of a minting command prints (-n). */
+#define CLI_COUNT_MAX 10000000u
+
 #if defined(__GNUC__)
 #define CLI_PRINTF(f, a) __attribute__((format(printf, f, a)))
 #else
@@ -73,6 +76,19 @@ void cli_error(const char *cmd, const char *fmt, ...) CLI_PRINTF(2, 3);
 void cli_lib_error(const char *cmd, int rc, const char *fmt, ...)
     CLI_PRINTF(3, 4);
 
+/* Parse the -n/--count value of a minting command: 1 to CLI_COUNT_MAX,
+ * strictly (see idm_u64_parse). On failure prints the message and returns
+ * CLI_USAGE. */
+int cli_parse_count(const char *cmd, const char *text, uint64_t *count);
+
+/*
+ * After ids were written to stdout: flush it, and if a write failed print
+ * why (not when the reader went away, EPIPE) and return CLI_FAIL; else
+ * CLI_OK. write_errno: errno taken right after the write that failed (when
+ * ferror(stdout) turned true), or 0.
+ */
+int cli_output_status(const char *cmd, int write_errno);
+
 /* ---- layouts (opts.c) ---- */
 
 /* The common layout options: --layout NAME|TEXT and --epoch T. */
@@ -100,6 +116,8 @@ void cli_layout_label(const idm_layout *l, char *buf, size_t len);
 size_t cli_u64_dec(uint64_t v, char *buf);
 /* "0x" and 16 lowercase hex digits; returns the length (18). */
 size_t cli_u64_hex(uint64_t v, char *buf);
+/* n bytes as 2n lower-case hex digits and a NUL; returns 2n. */
+size_t cli_hex_bytes(const uint8_t *b, size_t n, char *buf);
 /* ISO-8601 text of t, or false if the library cannot format it (a year
  * past 9999). buf: IDM_TIME_TEXT_MAX bytes. */
 bool cli_time_text(idm_unix_ms t, char *buf);
@@ -132,6 +150,10 @@ int cli_cmd_next(int argc, char **argv);
 int cli_cmd_decode(int argc, char **argv);
 int cli_cmd_range(int argc, char **argv);
 int cli_cmd_layout(int argc, char **argv);
+int cli_cmd_uuid7(int argc, char **argv);
+int cli_cmd_uuid4(int argc, char **argv);
+int cli_cmd_ulid(int argc, char **argv);
+int cli_cmd_objectid(int argc, char **argv);
 
 /* Help lines for the --layout and --epoch options every subcommand that
  * builds a layout shares. */

@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define COUNT_MAX 10000000u
 /* Most ids minted with one call (and held in memory at once). */
 #define CHUNK_MAX 65536u
 
@@ -136,18 +135,9 @@ static int check_simple(const next_args *a, uint64_t *count, out_format *fmt,
                         idm_snowflake_opts *opts)
 {
     *count = 1;
-    if (a->count_text != NULL) {
-        int rc = idm_u64_parse(a->count_text, count);
-        if (rc != 0) {
-            cli_lib_error("next", rc, "bad count '%s'", a->count_text);
-            return CLI_USAGE;
-        }
-        if (*count < 1 || *count > COUNT_MAX) {
-            cli_error("next", "bad count '%s': must be 1 to %u",
-                      a->count_text, COUNT_MAX);
-            return CLI_USAGE;
-        }
-    }
+    if (a->count_text != NULL &&
+        cli_parse_count("next", a->count_text, count) != CLI_OK)
+        return CLI_USAGE;
     *fmt = FMT_DEC;
     if (a->format_text != NULL) {
         if (strcmp(a->format_text, "dec") == 0) {
@@ -361,17 +351,10 @@ static int mint(const next_args *a, idm_snowflake_opts *opts,
         if (!print_ids(l, ids, n, fmt, &warned))
             break;
     }
-    /* A reader that went away (EPIPE) is not worth a message. */
     int write_errno = ferror(stdout) ? errno : 0;
     free(ids);
-    if (write_errno == 0 && fflush(stdout) != 0)
-        write_errno = errno;
-    if (write_errno != 0 || ferror(stdout)) {
-        if (write_errno != EPIPE)
-            cli_error("next", "cannot write the output: %s",
-                      strerror(write_errno != 0 ? write_errno : EIO));
+    if (cli_output_status("next", write_errno) != CLI_OK)
         status = CLI_FAIL;
-    }
     rc = idm_snowflake_close(g);
     if (rc != 0) {
         cli_lib_error("next", rc, "closing state file '%s'",

@@ -14,8 +14,13 @@ typedef struct command {
 } command;
 
 static const command commands[] = {
-    {"next", cli_cmd_next, "mint new ids"},
-    {"decode", cli_cmd_decode, "split ids into their time and fields"},
+    {"next", cli_cmd_next, "mint new Snowflake-style ids"},
+    {"uuid7", cli_cmd_uuid7, "mint version 7 UUIDs (time-ordered)"},
+    {"uuid4", cli_cmd_uuid4, "mint version 4 UUIDs (random)"},
+    {"ulid", cli_cmd_ulid, "mint ULIDs"},
+    {"objectid", cli_cmd_objectid, "mint MongoDB ObjectIds"},
+    {"decode", cli_cmd_decode,
+     "split ids (Snowflake, UUID, ULID, ObjectId) into their parts"},
     {"range", cli_cmd_range, "the smallest and largest id of a time window"},
     {"layout", cli_cmd_layout, "describe a layout, or list the presets"},
     {NULL, NULL, NULL},
@@ -25,7 +30,8 @@ static void usage(FILE *out)
 {
     fputs("usage: idmint [--version] [--help] COMMAND [ARGS]\n"
           "\n"
-          "Mint and inspect unique 64-bit Snowflake-style ids.\n"
+          "Mint and inspect unique ids: 64-bit Snowflake-style ids, UUIDs\n"
+          "(versions 7 and 4), ULIDs and MongoDB ObjectIds.\n"
           "\n"
           "commands:\n", out);
     for (const command *c = commands; c->name != NULL; c++)

@@ -7,6 +7,7 @@
  */
 #include "cli.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <string.h>
 
@@ -167,6 +168,34 @@ void cli_lib_error(const char *cmd, int rc, const char *fmt, ...)
     emit_line(cmd, msg);
 }
 
+int cli_parse_count(const char *cmd, const char *text, uint64_t *count)
+{
+    int rc = idm_u64_parse(text, count);
+    if (rc != 0) {
+        cli_lib_error(cmd, rc, "bad count '%s'", text);
+        return CLI_USAGE;
+    }
+    if (*count < 1 || *count > CLI_COUNT_MAX) {
+        cli_error(cmd, "bad count '%s': must be 1 to %u", text, CLI_COUNT_MAX);
+        return CLI_USAGE;
+    }
+    return CLI_OK;
+}
+
+int cli_output_status(const char *cmd, int write_errno)
+{
+    if (write_errno == 0 && fflush(stdout) != 0)
+        write_errno = errno;
+    if (write_errno != 0 || ferror(stdout)) {
+        /* A reader that went away (EPIPE) is not worth a message. */
+        if (write_errno != EPIPE)
+            cli_error(cmd, "cannot write the output: %s",
+                      strerror(write_errno != 0 ? write_errno : EIO));
+        return CLI_FAIL;
+    }
+    return CLI_OK;
+}
+
 /* ---- layouts ---- */
 
 bool cli_is_preset(const char *name)
@@ -259,6 +288,17 @@ size_t cli_u64_hex(uint64_t v, char *buf)
         buf[2 + i] = hex[(v >> (60 - 4 * i)) & 15];
     buf[18] = '\0';
     return 18;
+}
+
+size_t cli_hex_bytes(const uint8_t *b, size_t n, char *buf)
+{
+    static const char hex[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        buf[2 * i] = hex[b[i] >> 4];
+        buf[2 * i + 1] = hex[b[i] & 15];
+    }
+    buf[2 * n] = '\0';
+    return 2 * n;
 }
 
 bool cli_time_text(idm_unix_ms t, char *buf)
