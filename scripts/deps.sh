@@ -2,27 +2,31 @@
 # SPDX-License-Identifier: MIT
 # Install the Debian packages idmint needs that are missing. Idempotent and
 # silent when everything is there; on a fresh machine it runs apt-get update
-# once before installing. Groups: (none) build and test; "bench" adds the
-# JavaScript peers' runtime.
+# once before installing. Groups: (none) build and test; "bench" adds what
+# the benchmarks' peers need.
+#
+# An entry "package:command" is satisfied either by the package or by the
+# command being on PATH already (Node.js, say, installed from another
+# source, which brings its own npm and conflicts with Debian's).
 set -euo pipefail
 
-pkgs=(cmake make gcc libc6-dev pkg-config libcmocka-dev python3)
+want=(cmake make gcc libc6-dev pkg-config libcmocka-dev python3
+      clang libclang-rt-dev            # libFuzzer runs in make test
+      postgresql                       # interoperability: PostgreSQL's uuid type
+      nodejs:node npm:npm)             # interoperability: npm uuid and ulid
 case "${1:-}" in
   "") ;;
-  bench) pkgs=(nodejs npm) ;;
+  bench) want=(uuid-dev nodejs:node npm:npm) ;;
   *) echo "deps.sh: unknown group '$1' (want nothing or 'bench')" >&2; exit 2 ;;
 esac
 
 missing=()
-for p in "${pkgs[@]}"; do
-  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
-    # A package may be absent while its command is present some other way
-    # (node from another source, say); only the bench group accepts that.
-    if [ "${1:-}" = bench ] && command -v "${p/nodejs/node}" >/dev/null 2>&1; then
-      continue
-    fi
-    missing+=("$p")
-  fi
+for entry in "${want[@]}"; do
+  pkg=${entry%%:*}
+  cmd=${entry#*:}
+  [ "$cmd" != "$entry" ] && command -v "$cmd" >/dev/null 2>&1 && continue
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" && continue
+  missing+=("$pkg")
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
 

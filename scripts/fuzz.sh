@@ -8,10 +8,13 @@ secs=${1:-60}
 cd "$(dirname "$0")/.."
 command -v clang >/dev/null || { echo "fuzz.sh: needs clang (apt-get install clang)" >&2; exit 1; }
 CC=clang cmake -S . -B build-fuzz -DIDM_FUZZ=ON -DIDM_BENCH=OFF -DIDM_ASAN=ON >/dev/null
-cmake --build build-fuzz -j "$(nproc)" --target fuzz_layout fuzz_text >/dev/null
+# shellcheck disable=SC2046 # one word a target
+cmake --build build-fuzz -j "$(nproc)" --target $(for s in tests/fuzz/fuzz_*.c; do basename "$s" .c; done) >/dev/null
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-for t in layout text; do
+for src in tests/fuzz/fuzz_*.c; do
+  t=$(basename "$src" .c)
+  t=${t#fuzz_}
   echo "== fuzz_$t for ${secs}s"
   mkdir -p "$work/$t"
   build-fuzz/tests/fuzz_$t -max_total_time="$secs" -max_len=256 "$work/$t" tests/fuzz/corpus/$t 2>&1 | tail -2

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # The whole test suite, as `make test` runs it: a plain build, then the same
 # tests under AddressSanitizer + UndefinedBehaviorSanitizer, then under
-# ThreadSanitizer. Each build has its own directory; ctest runs each test in
+# ThreadSanitizer, then each libFuzzer target for a bounded number of runs. Each build has its own directory; ctest runs each test in
 # its own process with a timeout. Exits non-zero if anything failed.
 set -uo pipefail
 jobs=${1:-2}
@@ -36,6 +36,43 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
   run_suite asan build-asan -DIDM_ASAN=ON
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
   run_suite tsan build-tsan -DIDM_TSAN=ON
+
+# libFuzzer: every parser's target, built with clang under ASan+UBSan, runs a
+# bounded number of inputs from its kept corpus on. New inputs go to a temp
+# dir, so the source tree is never written.
+fuzz_suite() {
+  echo "== fuzz"
+  local dir=build-fuzz runs=${IDM_FUZZ_RUNS:-200000} passed=0 failed=0 targets
+  targets=$(for src in tests/fuzz/fuzz_*.c; do basename "$src" .c; done)
+  # shellcheck disable=SC2086 # one word a target
+  if ! CC=clang cmake -S . -B "$dir" -DIDM_FUZZ=ON -DIDM_ASAN=ON -DIDM_BENCH=OFF >/dev/null ||
+     ! cmake --build "$dir" -j "$jobs" --target $targets >/dev/null; then
+    echo "fuzz: build failed" >&2
+    cmake --build "$dir" -j 1 2>&1 | tail -40 >&2
+    status=1
+    return
+  fi
+  local work
+  work=$(mktemp -d)
+  for src in tests/fuzz/fuzz_*.c; do
+    local t
+    t=$(basename "$src" .c)
+    mkdir -p "$work/$t"
+    if "$dir/tests/$t" -runs="$runs" -max_total_time=120 -max_len=256 \
+         "$work/$t" "tests/fuzz/corpus/${t#fuzz_}" >"$work/$t.log" 2>&1; then
+      echo "fuzz: $t: $(grep -o 'Done [0-9]* runs' "$work/$t.log")"
+      passed=$((passed + 1))
+    else
+      echo "fuzz: $t FAILED" >&2
+      tail -40 "$work/$t.log" >&2
+      failed=$((failed + 1))
+      status=1
+    fi
+  done
+  rm -rf "$work"
+  echo "fuzz: $passed passed, $failed failed"
+}
+fuzz_suite
 
 if [ $status -eq 0 ]; then echo "make test: all suites passed"; else echo "make test: FAILED" >&2; fi
 exit $status
