@@ -130,7 +130,9 @@ static bool near_uuid(const char *s)
 static id_kind detect_kind(const char *s)
 {
     size_t len = strlen(s);
-    if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+    /* "0x" and up to 16 hex digits; longer, "0X..." may be a ULID (26
+     * characters) whose time lies in the years 2980 to 3015. */
+    if (len <= 18 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
         return KIND_SNOWFLAKE;
     if (len == 36 && strchr(s, '-') != NULL)
         return KIND_UUID;

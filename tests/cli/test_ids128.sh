@@ -286,7 +286,12 @@ usage_prefix "idmint: decode: bad ObjectId '0x7f1f77bcf86cd799439011': malformed
 usage_prefix "idmint: decode: bad ObjectId '$U': malformed text" decode --kind objectid "$U"
 # Near misses of no kind stay Snowflake errors, as before.
 usage_prefix "idmint: decode: bad ID '507f1f77bcf86cd79943901': malformed text" decode 507f1f77bcf86cd79943901
-usage_prefix "idmint: decode: bad ID '0x507f1f77bcf86cd799439011': " decode 0x507f1f77bcf86cd799439011
+# "0x" and more than 16 hex digits is no Snowflake id; at 26 characters it is
+# a ULID (here of the year 2985), as the usage says.
+expect_out \
+  "0X507F1F77BCF86CD799439011 kind=ulid time=2985-11-15T08:29:15.367Z unix_ms=32057886555367 uuid=1d280ef0-bce7-5b1e-8331-a74a48348021" \
+  decode 0x507f1f77bcf86cd799439011
+usage_prefix "idmint: decode: bad ID '0x507f1f77bcf86cd79943': " decode 0x507f1f77bcf86cd79943
 
 # --kind forces the kind on every argument.
 usage_prefix "idmint: decode: bad UUID '2006515713438650368': malformed text" decode --kind uuid 2006515713438650368
