@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# A throwaway PostgreSQL server for idmint's tests: its cluster, socket and
+# log live in one directory that the caller made and later removes, and it
+# listens on a free port of 127.0.0.1 only, with trust authentication for the
+# superuser "postgres". Nothing outside that directory is touched, and no
+# system-wide cluster is needed or used.
+#
+#   pg-test-server.sh start DIR   initdb in DIR, start the server, print its
+#                                 port on stdout (also kept in DIR/port)
+#   pg-test-server.sh stop DIR    stop it at once (immediate mode); quiet and
+#                                 successful when nothing is running. DIR
+#                                 itself stays: the caller removes it.
+#   pg-test-server.sh port DIR    print the port of a started server
+#
+# Connect with: psql -X -h 127.0.0.1 -p PORT -U postgres -d postgres
+#
+# PostgreSQL refuses to run as root, so as root the server runs as the
+# "postgres" user (runuser) and DIR is handed to that user; DIR's parent
+# directories must let that user through (a mktemp -d under /tmp does).
+# The binaries are taken from PG_BINDIR if set, else from the newest
+# /usr/lib/postgresql/*/bin (Debian's layout), else from PATH.
+#
+# A typical test:
+#   dir=$(mktemp -d)
+#   trap 'scripts/pg-test-server.sh stop "$dir"; rm -rf "$dir"' EXIT
+#   port=$(scripts/pg-test-server.sh start "$dir") || exit 1
+set -uo pipefail
+
+me=pg-test-server.sh
+
+die() {
+    echo "$me: $*" >&2
+    exit 1
+}
+
+find_bindir() {
+    if [ -n "${PG_BINDIR:-}" ]; then
+        [ -x "$PG_BINDIR/pg_ctl" ] || die "PG_BINDIR='$PG_BINDIR' has no pg_ctl"
+        printf '%s\n' "$PG_BINDIR"
+        return
+    fi
+    local best="" bestv=-1 d v
+    for d in /usr/lib/postgresql/*/bin; do
+        [ -x "$d/pg_ctl" ] && [ -x "$d/initdb" ] || continue
+        v=${d#/usr/lib/postgresql/}
+        v=${v%/bin}
+        case $v in *[!0-9]*) continue ;; esac
+        if [ "$v" -gt "$bestv" ]; then
+            best=$d
+            bestv=$v
+        fi
+    done
+    if [ -n "$best" ]; then
+        printf '%s\n' "$best"
+        return
+    fi
+    if command -v pg_ctl >/dev/null 2>&1 && command -v initdb >/dev/null 2>&1; then
+        dirname "$(command -v pg_ctl)"
+        return
+    fi
+    die "no PostgreSQL server binaries (initdb, pg_ctl) found; install postgresql"
+}
+
+# as_owner CMD...: run CMD as the user that owns the cluster.
+as_owner() {
+    if [ "$(id -u)" -eq 0 ]; then
+        runuser -u postgres -- "$@"
+    else
+        "$@"
+    fi
+}
+
+# port_busy PORT: something accepts connections on 127.0.0.1:PORT.
+port_busy() {
+    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+cmd_start() {
+    local dir=$1 bin port
+    [ -d "$dir" ] || die "start: '$dir' is not a directory"
+    dir=$(cd "$dir" && pwd) || die "start: cannot enter '$dir'"
+    case $dir in *[[:space:]]*) die "start: '$dir' holds white space, which the server's options cannot carry" ;; esac
+    [ ! -e "$dir/data" ] || die "start: '$dir' already holds a cluster"
+    bin=$(find_bindir) || exit 1
+
+    mkdir -p "$dir/sock" || die "start: cannot create '$dir/sock'"
+    if [ "$(id -u)" -eq 0 ]; then
+        getent passwd postgres >/dev/null ||
+            die "start: running as root and there is no 'postgres' user to run the server as"
+        chown -R postgres: "$dir" || die "start: cannot hand '$dir' to postgres"
+        runuser -u postgres -- test -w "$dir" ||
+            die "start: user postgres cannot write '$dir' (its parent directories must let it through)"
+    fi
+
+    if ! as_owner "$bin/initdb" -D "$dir/data" -U postgres -A trust -E UTF8 \
+        --locale=C --no-sync >"$dir/initdb.log" 2>&1; then
+        cat "$dir/initdb.log" >&2
+        die "start: initdb failed"
+    fi
+
+    # Pick a random port that nothing listens on; if another process takes it
+    # before the server binds, starting fails and the next try takes another.
+    for _ in 1 2 3 4 5 6 7 8 9 10; do
+        port=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
+        port_busy "$port" && continue
+        if as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
+            -o "-k $dir/sock -h 127.0.0.1 -p $port -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off -c synchronous_commit=off" \
+            start >"$dir/pg_ctl.log" 2>&1; then
+            printf '%s\n' "$port" >"$dir/port"
+            printf '%s\n' "$port"
+            return 0
+        fi
+        # A failed start may leave a server half up; make sure it is down.
+        as_owner "$bin/pg_ctl" -D "$dir/data" -m immediate stop >/dev/null 2>&1
+        grep -q -i "could not bind\|address already in use" "$dir/server.log" 2>/dev/null || break
+    done
+    cat "$dir/pg_ctl.log" "$dir/server.log" >&2 2>/dev/null
+    die "start: the server did not start (see the log above)"
+}
+
+cmd_stop() {
+    local dir=$1 bin pid
+    [ -f "$dir/data/postmaster.pid" ] || return 0
+    bin=$(find_bindir) || bin=""
+    if [ -n "$bin" ] &&
+        as_owner "$bin/pg_ctl" -D "$dir/data" -m immediate -w -t 30 stop >/dev/null 2>&1; then
+        return 0
+    fi
+    # pg_ctl is gone or failed: signal the postmaster named in its pid file.
+    pid=$(head -n 1 "$dir/data/postmaster.pid" 2>/dev/null)
+    case $pid in '' | *[!0-9]*) return 0 ;; esac
+    kill -QUIT "$pid" 2>/dev/null || return 0
+    for _ in 1 2 3 4 5 6 7 8 9 10; do
+        kill -0 "$pid" 2>/dev/null || return 0
+        sleep 0.5
+    done
+    kill -KILL "$pid" 2>/dev/null
+    return 0
+}
+
+cmd_port() {
+    [ -s "$1/port" ] || die "port: no server was started in '$1'"
+    cat "$1/port"
+}
+
+case "${1:-}:${2:-}" in
+start:?*) cmd_start "$2" ;;
+stop:?*) cmd_stop "$2" ;;
+port:?*) cmd_port "$2" ;;
+*)
+    echo "usage: $me start DIR | stop DIR | port DIR" >&2
+    exit 2
+    ;;
+esac
