@@ -16,9 +16,10 @@
  * generator that finds itself in a forked child starts afresh at its next id,
  * so parent and child do not continue the same sequence.
  *
- * What a generator asks its rng for: 4 bytes for every id (the increment,
- * 1 + that 32-bit number), then 10 more for the first id of a millisecond,
- * whose 74 bits are laid out as in idm_uuid7_build. An injected rng that
+ * What a generator asks an injected rng for: 4 bytes for every id (the
+ * increment, 1 + that 32-bit number), then 10 more for the first id of a
+ * millisecond, whose 74 bits are laid out as in idm_uuid7_build. (With the
+ * system rng, increments are drawn eight at a time.) An injected rng that
  * answers every 10-byte request with the same bytes therefore reproduces
  * idm_uuid7_build for first ids.
  *

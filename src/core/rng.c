@@ -18,6 +18,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 
@@ -208,7 +209,46 @@ struct rng_state {
     uint8_t buf[BUF_BYTES];
 };
 
-static _Thread_local struct rng_state tls;
+/*
+ * The thread's state lives on the heap behind one pointer in initial-exec
+ * TLS: in the shared library a plain _Thread_local would be reached through
+ * __tls_get_addr on every call, and a 1 KiB initial-exec object would eat
+ * the static TLS space dlopen needs. The pointer's destructor (a pthread
+ * key) wipes and frees the state when the thread exits.
+ */
+static _Thread_local struct rng_state *tls_state __attribute__((tls_model("initial-exec")));
+static pthread_key_t tls_key;
+static pthread_once_t tls_key_once = PTHREAD_ONCE_INIT;
+
+static void free_state(void *p)
+{
+    struct rng_state *st = p;
+    /* A compiler may drop a memset before free; a volatile pointer keeps
+     * the wipe. */
+    volatile uint8_t *v = (volatile uint8_t *)st;
+    for (size_t i = 0; i < sizeof *st; i++)
+        v[i] = 0;
+    free(st);
+    /* Runs in the exiting thread: a later destructor that draws random
+     * bytes gets a fresh state instead of this freed one. */
+    tls_state = NULL;
+}
+
+static void make_key(void)
+{
+    pthread_key_create(&tls_key, free_state);
+}
+
+static struct rng_state *new_state(void)
+{
+    struct rng_state *st = calloc(1, sizeof *st);
+    if (st == NULL)
+        return NULL;
+    pthread_once(&tls_key_once, make_key);
+    pthread_setspecific(tls_key, st);
+    tls_state = st;
+    return st;
+}
 
 static void refill(struct rng_state *st)
 {
@@ -243,9 +283,11 @@ static int reseed(struct rng_state *st)
 
 static int system_fill(void *ctx, void *out, size_t n)
 {
-    struct rng_state *st = &tls;
+    struct rng_state *st = tls_state;
     uint8_t *o = out;
     (void)ctx;
+    if (IDM__UNLIKELY(st == NULL) && (st = new_state()) == NULL)
+        return idm__fail(IDM_ENOMEM, "rng: no memory for the thread's state");
     if (IDM__UNLIKELY(!st->seeded || st->since_reseed >= RESEED_BYTES ||
                       st->fork_gen != atomic_load_explicit(&idm__fork_gen, memory_order_relaxed))) {
         int rc = reseed(st);
@@ -253,6 +295,17 @@ static int system_fill(void *ctx, void *out, size_t n)
             return rc;
     }
     st->since_reseed += n;
+    if (n <= 16 && BUF_BYTES - st->pos >= n) {
+        /* The common case, a few bytes for one id: a short loop beats two
+         * calls into the C library. */
+        uint8_t *b = st->buf + st->pos;
+        for (size_t i = 0; i < n; i++) {
+            o[i] = b[i];
+            b[i] = 0;
+        }
+        st->pos += n;
+        return 0;
+    }
     while (n > 0) {
         size_t take;
         if (st->pos == BUF_BYTES)

@@ -99,6 +99,36 @@ void idm_uuid7_gen_free(idm_uuid7_gen *g)
     free(g);
 }
 
+/*
+ * Increments for the system rng come eight at a time from a small
+ * thread-local pool (one draw instead of eight); each is wiped as it is
+ * used, and the pool is dropped in a forked child. An injected rng is asked
+ * for 4 bytes per id, as uuid.h says, so tests can predict every draw.
+ */
+static _Thread_local struct inc_pool {
+    uint32_t inc[8];
+    unsigned left;
+    uint64_t gen;
+} pool __attribute__((tls_model("initial-exec")));
+
+static int next_increment(const idm_rng *rng, uint64_t gen, uint32_t *inc)
+{
+    struct inc_pool *p = &pool;
+    if (rng != NULL && rng != idm_rng_system())
+        return idm__rng_fill(rng, inc, sizeof *inc);
+    if (IDM__UNLIKELY(p->left == 0 || p->gen != gen)) {
+        int rc = idm__rng_fill(NULL, p->inc, sizeof p->inc);
+        if (rc != 0)
+            return rc;
+        p->left = 8;
+        p->gen = gen;
+    }
+    p->left--;
+    *inc = p->inc[p->left];
+    p->inc[p->left] = 0;
+    return 0;
+}
+
 int idm_uuid7_next(idm_uuid7_gen *g, idm_uuid *out)
 {
     uint8_t rnd[10];
@@ -113,10 +143,10 @@ int idm_uuid7_next(idm_uuid7_gen *g, idm_uuid *out)
                          (long long)now);
     /* The increment for a later id in the same millisecond, drawn before
      * the lock. A failed draw leaves the state alone. */
-    rc = idm__rng_fill(g->rng, &inc32, sizeof inc32);
+    gen = idm__fork_gen_now();
+    rc = next_increment(g->rng, gen, &inc32);
     if (IDM__UNLIKELY(rc != 0))
         return rc;
-    gen = idm__fork_gen_now();
 
     idm__spin_lock(&g->lock);
     if (IDM__UNLIKELY(g->fork_gen != gen)) {
