@@ -5,7 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
 #include <time.h>
+#include <unistd.h>
 
 static unsigned g_wrong;
 
@@ -42,6 +44,84 @@ double bench_seconds(void)
                         "(want 0.1 to 60)\n", s);
     }
     return 1.0;
+}
+
+int bench_rounds(void)
+{
+    const char *s = getenv("IDM_BENCH_ROUNDS");
+    if (s != NULL && *s != '\0') {
+        char *end = NULL;
+        long v = strtol(s, &end, 10);
+        if (end != s && *end == '\0' && v >= 1 && v <= BENCH_ROUNDS_MAX)
+            return (int)v;
+        fprintf(stderr, "idm_bench: ignoring IDM_BENCH_ROUNDS=%s (want 1 to %d)\n",
+                s, BENCH_ROUNDS_MAX);
+    }
+    return 3;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double bench_median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+const char *bench_loadavg(char *buf, size_t len)
+{
+    snprintf(buf, len, "unknown");
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f != NULL) {
+        double a, b, c;
+        if (fscanf(f, "%lf %lf %lf", &a, &b, &c) == 3)
+            snprintf(buf, len, "%.2f %.2f %.2f", a, b, c);
+        fclose(f);
+    }
+    return buf;
+}
+
+void bench_print_machine(void)
+{
+    char model[256] = "unknown", cs[64] = "unknown";
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (f != NULL) {
+        char line[512];
+        while (fgets(line, sizeof line, f) != NULL) {
+            if (strncmp(line, "model name", 10) == 0) {
+                char *c = strchr(line, ':');
+                if (c != NULL) {
+                    c++;
+                    while (*c == ' ' || *c == '\t')
+                        c++;
+                    c[strcspn(c, "\n")] = '\0';
+                    snprintf(model, sizeof model, "%s", c);
+                }
+                break;
+            }
+        }
+        fclose(f);
+    }
+    f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource",
+              "r");
+    if (f != NULL) {
+        if (fgets(cs, sizeof cs, f) != NULL)
+            cs[strcspn(cs, "\n")] = '\0';
+        fclose(f);
+    }
+    struct utsname u;
+    const char *kernel = "unknown";
+    if (uname(&u) == 0)
+        kernel = u.release;
+    char load[64];
+    bench_printf("machine: cpu \"%s\", %ld cores online, Linux %s, "
+                 "clocksource %s, load %s\n", model,
+                 sysconf(_SC_NPROCESSORS_ONLN), kernel, cs,
+                 bench_loadavg(load, sizeof load));
 }
 
 void bench_printf(const char *fmt, ...)

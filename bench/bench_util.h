@@ -23,6 +23,21 @@ int64_t bench_wall_ns(void);
 /* Seconds each timed measurement runs: IDM_BENCH_SECONDS (0.1 to 60) or 1. */
 double bench_seconds(void);
 
+/* Rounds each measurement is repeated: IDM_BENCH_ROUNDS (1 to
+ * BENCH_ROUNDS_MAX) or 3. */
+#define BENCH_ROUNDS_MAX 9
+int bench_rounds(void);
+
+/* The median of v[0..n-1] (sorts v). */
+double bench_median(double *v, int n);
+
+/* The 1, 5 and 15 minute load averages ("0.12 0.30 0.25"), or "unknown". */
+const char *bench_loadavg(char *buf, size_t len);
+
+/* Print the "machine:" line: CPU model, cores online, kernel, clocksource,
+ * load. */
+void bench_print_machine(void);
+
 /* Print a formatted line to stdout and flush. */
 void bench_printf(const char *fmt, ...)
     __attribute__((format(printf, 1, 2)));

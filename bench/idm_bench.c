@@ -35,9 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/utsname.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <idmint/idmint.h>
 
@@ -528,61 +526,6 @@ static int64_t run_store(double secs, uint64_t *count)
     return now - t0;
 }
 
-/* ---------------------------------------------------------------- machine */
-
-/* The 1, 5 and 15 minute load averages: other work on the machine. */
-static const char *loadavg(char *buf, size_t len)
-{
-    snprintf(buf, len, "unknown");
-    FILE *f = fopen("/proc/loadavg", "r");
-    if (f != NULL) {
-        double a, b, c;
-        if (fscanf(f, "%lf %lf %lf", &a, &b, &c) == 3)
-            snprintf(buf, len, "%.2f %.2f %.2f", a, b, c);
-        fclose(f);
-    }
-    return buf;
-}
-
-static void print_machine(void)
-{
-    char model[256] = "unknown", cs[64] = "unknown";
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (f != NULL) {
-        char line[512];
-        while (fgets(line, sizeof line, f) != NULL) {
-            if (strncmp(line, "model name", 10) == 0) {
-                char *c = strchr(line, ':');
-                if (c != NULL) {
-                    c++;
-                    while (*c == ' ' || *c == '\t')
-                        c++;
-                    c[strcspn(c, "\n")] = '\0';
-                    snprintf(model, sizeof model, "%s", c);
-                }
-                break;
-            }
-        }
-        fclose(f);
-    }
-    f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource",
-              "r");
-    if (f != NULL) {
-        if (fgets(cs, sizeof cs, f) != NULL)
-            cs[strcspn(cs, "\n")] = '\0';
-        fclose(f);
-    }
-    struct utsname u;
-    const char *kernel = "unknown";
-    if (uname(&u) == 0)
-        kernel = u.release;
-    char load[64];
-    bench_printf("machine: cpu \"%s\", %ld cores online, Linux %s, "
-                 "clocksource %s, load %s\n", model,
-                 sysconf(_SC_NPROCESSORS_ONLN), kernel, cs,
-                 loadavg(load, sizeof load));
-}
-
 /* ----------------------------------------------------------------- rounds */
 
 enum metric {
@@ -603,45 +546,17 @@ enum metric {
     M_COUNT
 };
 
-#define ROUNDS_MAX 9
-
-static double g_m[ROUNDS_MAX][M_COUNT];
+static double g_m[BENCH_ROUNDS_MAX][M_COUNT];
 static int g_rounds;
-
-static int rounds_from_env(void)
-{
-    const char *s = getenv("IDM_BENCH_ROUNDS");
-    if (s != NULL && *s != '\0') {
-        char *end = NULL;
-        long v = strtol(s, &end, 10);
-        if (end != s && *end == '\0' && v >= 1 && v <= ROUNDS_MAX)
-            return (int)v;
-        fprintf(stderr, "idm_bench: ignoring IDM_BENCH_ROUNDS=%s (want 1 to %d)\n",
-                s, ROUNDS_MAX);
-    }
-    return 3;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 /* Median over the rounds of metric a, divided by metric b of the same round
  * (b < 0: by the constant div). */
 static double med_ratio(int a, int b, double div)
 {
-    double v[ROUNDS_MAX];
+    double v[BENCH_ROUNDS_MAX];
     for (int r = 0; r < g_rounds; r++)
         v[r] = g_m[r][a] / (b >= 0 ? g_m[r][b] : div);
-    return median(v, g_rounds);
+    return bench_median(v, g_rounds);
 }
 
 static double med(int a)
@@ -788,14 +703,14 @@ int main(int argc, char **argv)
         }
     }
     double secs = bench_seconds();
-    g_rounds = rounds_from_env();
+    g_rounds = bench_rounds();
     char fig[64], rat[96], spr[64], s1[32], s2[32];
 
     bench_printf("idmint %s benchmark: %d rounds, each measurement %.1f s of "
                  "wall time (CLOCK_MONOTONIC);\nfigure = median over the "
                  "rounds, ratio = median of the per-round ratios, spread = "
                  "min..max of the figure\n", idm_version(), g_rounds, secs);
-    print_machine();
+    bench_print_machine();
 
     /* Room for every id one thread could mint at the twitter ceiling. */
     alloc_records((size_t)(4096000.0 * (secs + 0.5)) + 65536);
@@ -806,7 +721,7 @@ int main(int argc, char **argv)
     free_records();
     char load[64];
     bench_printf("load average after the rounds: %s\n",
-                 loadavg(load, sizeof load));
+                 bench_loadavg(load, sizeof load));
 
     bench_table_header("idmint (targets from the acceptance list; "
                        "BELOW never fails the run)");

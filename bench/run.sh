@@ -5,14 +5,16 @@
 #
 #     bash bench/run.sh BUILD_DIR
 #
-# Builds the idm_bench target in BUILD_DIR (configuring a Release build there
-# if BUILD_DIR is not configured yet), runs it, installs the Node.js peers of
+# Builds the idm_bench and idm_bench128 targets in BUILD_DIR (configuring a
+# Release build there if BUILD_DIR is not configured yet), runs them (the
+# Snowflake generator, then the 128-bit ids with libuuid as a C peer where
+# it is installed), installs the Node.js peers of
 # bench/peers/node/package.json into BUILD_DIR/bench-node and runs them.
 #
 # Exit status: 0 unless something could not be built, crashed, or a
 # correctness check inside the benchmark failed. A figure below its target
 # is reported as BELOW and never changes the exit status; neither does a
-# peer that is skipped (no node, no npm, no network).
+# peer that is skipped (no node, no npm, no network, no libuuid).
 #
 # IDM_BENCH_SECONDS (default 1) sets the length of each timed measurement,
 # IDM_BENCH_ROUNDS (default 3) how many times each is repeated; figures are
@@ -44,16 +46,19 @@ if [ ! -f "$build_dir/CMakeCache.txt" ]; then
         exit 1
     fi
 fi
-if ! cmake --build "$build_dir" --target idm_bench -j2 >"$build_dir/bench-build.log" 2>&1; then
+if ! cmake --build "$build_dir" --target idm_bench idm_bench128 -j2 >"$build_dir/bench-build.log" 2>&1; then
     cat "$build_dir/bench-build.log" >&2
-    echo "run.sh: FAILED: could not build idm_bench" >&2
+    echo "run.sh: FAILED: could not build idm_bench and idm_bench128" >&2
     exit 1
 fi
 bin=$build_dir/bench/idm_bench
-if [ ! -x "$bin" ]; then
-    echo "run.sh: FAILED: $bin was not built (is IDM_BENCH off?)" >&2
-    exit 1
-fi
+bin128=$build_dir/bench/idm_bench128
+for b in "$bin" "$bin128"; do
+    if [ ! -x "$b" ]; then
+        echo "run.sh: FAILED: $b was not built (is IDM_BENCH off?)" >&2
+        exit 1
+    fi
+done
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -67,6 +72,23 @@ case $rc in
     2) c_status="FAILED (a correctness check failed: see WRONG above)"; failed=1 ;;
     *) c_status="FAILED (idm_bench exited with status $rc)"; failed=1 ;;
 esac
+
+# ---- idmint's 128-bit ids and libuuid
+IDM_BENCH_SECONDS=$seconds IDM_BENCH_ROUNDS=$rounds "$bin128" --ref-out "$work/ref128.txt" | tee "$work/c128.txt"
+rc=${PIPESTATUS[0]}
+case $rc in
+    0) c128_status="ok" ;;
+    2) c128_status="FAILED (a correctness check failed: see WRONG above)"; failed=1 ;;
+    *) c128_status="FAILED (idm_bench128 exited with status $rc)"; failed=1 ;;
+esac
+libuuid_status=$(grep -m1 '^libuuid peer: skipped: ' "$work/c128.txt" | sed 's/^libuuid peer: //')
+if [ -z "$libuuid_status" ]; then
+    if grep -qE '^P6 .* (PASS|BELOW)$' "$work/c128.txt"; then
+        libuuid_status="ran ($(grep -m1 -oE '^libuuid [^:]+' "$work/c128.txt" || echo libuuid))"
+    else
+        libuuid_status="did not run"
+    fi
+fi
 
 # ---- Node.js peers
 node_status=""
@@ -95,12 +117,21 @@ else
         node "$bench_dir/peers/node/bench.js" --dir "$node_dir" \
             --seconds "$seconds" --rounds "$rounds" "${ref_args[@]}" | tee "$work/node.txt"
         nrc=${PIPESTATUS[0]}
+        ref_args=()
+        [ -s "$work/ref128.txt" ] && ref_args=(--ref "$work/ref128.txt")
+        node "$bench_dir/peers/node/bench128.js" --dir "$node_dir" \
+            --seconds "$seconds" --rounds "$rounds" "${ref_args[@]}" | tee "$work/node128.txt"
+        nrc128=${PIPESTATUS[0]}
         if [ "$nrc" -ne 0 ]; then
             node_status="FAILED (bench.js exited with status $nrc)"
             failed=1
+        elif [ "$nrc128" -ne 0 ]; then
+            node_status="FAILED (bench128.js exited with status $nrc128)"
+            failed=1
         else
-            ran=$(grep -cE ' (ok \([0-9]+ ids\)|REPEATS: [0-9]+ of)' "$work/node.txt" || true)
-            skipped=$(grep -c ' skipped: ' "$work/node.txt" || true)
+            ran=$(cat "$work/node.txt" "$work/node128.txt" |
+                grep -cE ' (ok \([0-9]+ ids\)|(REPEATS|NOT INCREASING|BAD FORM): [0-9]+)' || true)
+            skipped=$(cat "$work/node.txt" "$work/node128.txt" | grep -c ' skipped: ' || true)
             node_status="${node_status:+$node_status; }$ran run, $skipped skipped"
         fi
     else
@@ -113,10 +144,12 @@ fi
 echo
 echo "== summary =="
 grep -m1 '^machine:' "$work/c.txt" || true
-grep -E ' (PASS|BELOW)$' "$work/c.txt" || true
-pass=$(grep -cE ' PASS$' "$work/c.txt" || true)
-below=$(grep -cE ' BELOW$' "$work/c.txt" || true)
+grep -hE ' (PASS|BELOW)$' "$work/c.txt" "$work/c128.txt" || true
+pass=$(cat "$work/c.txt" "$work/c128.txt" | grep -cE ' PASS$' || true)
+below=$(cat "$work/c.txt" "$work/c128.txt" | grep -cE ' BELOW$' || true)
 echo "targets: $pass PASS, $below BELOW (BELOW is reported, never fatal)"
 echo "idm_bench: $c_status"
+echo "idm_bench128: $c128_status"
+echo "libuuid peer: $libuuid_status"
 echo "Node.js peers: $node_status"
 exit "$failed"
