@@ -184,13 +184,15 @@ int idm_ulid_parse(const char *text, idm_ulid *out)
             return idm__fail(IDM_EPARSE,
                              "ulid: '%s' has '%c' at position %zu, outside Crockford base32",
                              idm__quote(text, q), text[i] >= 0x20 && text[i] < 0x7f ? text[i] : '?', i + 1);
-        if (i == 0 && d > 7)
-            return idm__fail(IDM_ERANGE,
-                             "ulid: '%s' is above 7ZZZZZZZZZZZZZZZZZZZZZZZZZ (more than 128 bits)",
-                             idm__quote(text, q));
         hi = hi << 5 | lo >> 59;
         lo = lo << 5 | (uint64_t)d;
     }
+    /* Only once every character is known good: a first character above 7
+     * means a value over 128 bits. */
+    if (unbase32((unsigned char)text[0]) > 7)
+        return idm__fail(IDM_ERANGE,
+                         "ulid: '%s' is above 7ZZZZZZZZZZZZZZZZZZZZZZZZZ (more than 128 bits)",
+                         idm__quote(text, q));
     for (int i = 0; i < 8; i++) {
         out->b[i] = (uint8_t)(hi >> (56 - 8 * i));
         out->b[8 + i] = (uint8_t)(lo >> (56 - 8 * i));

@@ -1,0 +1,761 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Tests for idmint/ulid.h: the ULID specification's examples (decoded time,
+ * bytes and text both ways), case, the 128-bit ceiling (IDM_ERANGE above
+ * 7ZZZZZZZZZZZZZZZZZZZZZZZZZ), characters outside Crockford's alphabet and
+ * wrong lengths (IDM_EPARSE, output untouched), build/format/parse round
+ * trips on seeded random values, ULID <-> UUID conversion; and the
+ * generator: monotonic mode (each id the previous + 1 on a frozen clock for
+ * 1,000,000 ids, IDM_EOVERFLOW at the top of the random part without
+ * wrapping and without moving, clock steps back, four threads on one
+ * generator), non-monotonic mode, rng failure and clock range.
+ */
+#include "testutil.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MS_LIMIT (INT64_C(1) << 48) /* first ms a ULID cannot hold */
+
+static const char ALPHABET[] = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+
+/* ---- helpers ---- */
+
+/* A scripted rng: serves the script's bytes in order, then either a constant
+ * byte or seeded pseudo-random bytes; fails with fail_rc while set. */
+typedef struct script_rng {
+    idm_rng iface;
+    pthread_mutex_t mu;
+    uint8_t script[64];
+    size_t len, pos;
+    int fail_rc;
+    int tail_constant; /* after the script: 1 = tail_byte, 0 = pseudo-random */
+    uint8_t tail_byte;
+    idm_test_rng prng;
+} script_rng;
+
+static int script_fill(void *ctx, void *buf, size_t n)
+{
+    script_rng *s = ctx;
+    uint8_t *b = buf;
+    int rc = 0;
+    pthread_mutex_lock(&s->mu);
+    if (s->fail_rc != 0) {
+        rc = s->fail_rc;
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            if (s->pos < s->len)
+                b[i] = s->script[s->pos++];
+            else if (s->tail_constant)
+                b[i] = s->tail_byte;
+            else
+                b[i] = (uint8_t)idm_test_rng_next(&s->prng);
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
+static void script_init(script_rng *s)
+{
+    memset(s, 0, sizeof *s);
+    s->iface.ctx = s;
+    s->iface.fill = script_fill;
+    pthread_mutex_init(&s->mu, NULL);
+    idm_test_rng_init(&s->prng, idm_test_seed());
+}
+
+static void script_set(script_rng *s, const uint8_t *bytes, size_t n, int tail_constant,
+                       uint8_t tail_byte)
+{
+    pthread_mutex_lock(&s->mu);
+    assert_true(n <= sizeof s->script);
+    memcpy(s->script, bytes, n);
+    s->len = n;
+    s->pos = 0;
+    s->tail_constant = tail_constant;
+    s->tail_byte = tail_byte;
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void script_fail(script_rng *s, int rc)
+{
+    pthread_mutex_lock(&s->mu);
+    s->fail_rc = rc;
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void script_done(script_rng *s) { pthread_mutex_destroy(&s->mu); }
+
+static void hex_to_bytes(const char *hex, uint8_t *out, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned v;
+        assert_int_equal(sscanf(hex + 2 * i, "%2x", &v), 1);
+        out[i] = (uint8_t)v;
+    }
+}
+
+static int all_bytes_are(const uint8_t *p, size_t n, uint8_t v)
+{
+    for (size_t i = 0; i < n; i++)
+        if (p[i] != v)
+            return 0;
+    return 1;
+}
+
+static idm_unix_ms ts48(const idm_ulid *u)
+{
+    idm_unix_ms ms = 0;
+    for (int i = 0; i < 6; i++)
+        ms = (ms << 8) | u->b[i];
+    return ms;
+}
+
+/* Is the 80-bit random part of b that of a plus one? */
+static int rand_is_next(const idm_ulid *a, const idm_ulid *b)
+{
+    unsigned carry = 1;
+    for (int i = 15; i >= 6; i--) {
+        unsigned v = a->b[i] + carry;
+        if ((uint8_t)v != b->b[i])
+            return 0;
+        carry = v >> 8;
+    }
+    return carry == 0; /* a wrap of the random part is never "plus one" */
+}
+
+static int ulid_cmp(const void *a, const void *b) { return memcmp(a, b, 16); }
+
+static int rand_cmp(const void *a, const void *b)
+{
+    return memcmp((const uint8_t *)a + 6, (const uint8_t *)b + 6, 10);
+}
+
+static void print_ulid(const char *what, const idm_ulid *u)
+{
+    char txt[IDM_ULID_TEXT_MAX];
+    idm_ulid_format(u, txt);
+    print_error("%s: %s\n", what, txt);
+}
+
+static void expect_text(const idm_ulid *u, const char *want)
+{
+    char txt[IDM_ULID_TEXT_MAX];
+    memset(txt, 'x', sizeof txt);
+    idm_ulid_format(u, txt);
+    CHECK(txt[26] == '\0' && strcmp(txt, want) == 0, "formatted \"%.27s\", expected \"%s\"", txt,
+          want);
+}
+
+/* A clock stuck at one wall time in ns, any int64 (the manual clock takes
+ * ms and cannot reach the ends of the ns range). */
+typedef struct fixed_clock {
+    idm_clock iface;
+    idm_wall_ns ns;
+} fixed_clock;
+
+static idm_wall_ns fixed_wall(void *ctx) { return ((fixed_clock *)ctx)->ns; }
+static idm_mono_ns fixed_mono(void *ctx) { (void)ctx; return INT64_C(1000000000); }
+static void fixed_sleep(void *ctx, int64_t ns) { (void)ctx; (void)ns; }
+
+static void fixed_init(fixed_clock *c, idm_wall_ns ns)
+{
+    c->iface.ctx = c;
+    c->iface.wall_ns = fixed_wall;
+    c->iface.mono_ns = fixed_mono;
+    c->iface.sleep_ns = fixed_sleep;
+    c->ns = ns;
+}
+
+static idm_manual_clock *frozen_clock(idm_unix_ms t)
+{
+    idm_manual_clock *mc = NULL;
+    IDM_ASSERT_OK(idm_manual_clock_new(&mc, t, false));
+    return mc;
+}
+
+/* ---- the specification's examples ---- */
+
+/*
+ * The ULID README shows ulid(1469918176385) -> 01ARYZ6S41TSV4RRFFQ69G5FAV
+ * (2016-07-30T22:36:16.385Z) and, for a call at an unstated time, ulid() ->
+ * 01ARZ3NDEKTSV4RRFFQ69G5FAV, whose time decodes to 1469922850259
+ * (2016-07-30T23:54:10.259Z). Both share the random part; the 16 bytes
+ * below were decoded independently of idmint.
+ */
+static void ulid_spec_examples(void **state)
+{
+    static const struct {
+        const char *text, *hex;
+        idm_unix_ms ms;
+    } ex[] = {
+        {"01ARYZ6S41TSV4RRFFQ69G5FAV", "01563df36481d6764c61efb99302bd5b", INT64_C(1469918176385)},
+        {"01ARZ3NDEKTSV4RRFFQ69G5FAV", "01563e3ab5d3d6764c61efb99302bd5b", INT64_C(1469922850259)},
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof ex / sizeof ex[0]; i++) {
+        idm_ulid u, lower_u;
+        uint8_t want[16];
+        char lower[IDM_ULID_TEXT_MAX];
+        hex_to_bytes(ex[i].hex, want, 16);
+        memset(&u, 0x5A, sizeof u);
+        IDM_ASSERT_OK(idm_ulid_parse(ex[i].text, &u));
+        assert_memory_equal(u.b, want, 16);
+        assert_int_equal(idm_ulid_time(&u), ex[i].ms);
+        expect_text(&u, ex[i].text);
+        /* Lower case in, upper case out. */
+        for (int k = 0; k < 27; k++)
+            lower[k] = (char)((ex[i].text[k] >= 'A' && ex[i].text[k] <= 'Z') ? ex[i].text[k] + 32
+                                                                              : ex[i].text[k]);
+        IDM_ASSERT_OK(idm_ulid_parse(lower, &lower_u));
+        assert_memory_equal(lower_u.b, want, 16);
+        expect_text(&lower_u, ex[i].text);
+        /* Built from its parts. */
+        idm_ulid b;
+        IDM_ASSERT_OK(idm_ulid_build(ex[i].ms, want + 6, &b));
+        assert_memory_equal(b.b, want, 16);
+    }
+    /* The README's time prefix: 1469918176385 encodes as 01ARYZ6S41. */
+    uint8_t zero[10] = {0};
+    idm_ulid z;
+    IDM_ASSERT_OK(idm_ulid_build(INT64_C(1469918176385), zero, &z));
+    expect_text(&z, "01ARYZ6S410000000000000000");
+}
+
+/* The ceiling: 7ZZZ... is all 128 bits set; 8000... and above are
+ * IDM_ERANGE; the floor 000... is zero. */
+static void ulid_range(void **state)
+{
+    idm_ulid u;
+    (void)state;
+    IDM_ASSERT_OK(idm_ulid_parse("7ZZZZZZZZZZZZZZZZZZZZZZZZZ", &u));
+    CHECK(all_bytes_are(u.b, 16, 0xFF), "7ZZZ... is not all ones");
+    expect_text(&u, "7ZZZZZZZZZZZZZZZZZZZZZZZZZ");
+    assert_int_equal(idm_ulid_time(&u), MS_LIMIT - 1);
+    IDM_ASSERT_OK(idm_ulid_parse("7zzzzzzzzzzzzzzzzzzzzzzzzz", &u));
+    CHECK(all_bytes_are(u.b, 16, 0xFF), "7zzz... is not all ones");
+    IDM_ASSERT_OK(idm_ulid_parse("00000000000000000000000000", &u));
+    CHECK(all_bytes_are(u.b, 16, 0), "000... is not zero");
+    expect_text(&u, "00000000000000000000000000");
+    assert_int_equal(idm_ulid_time(&u), 0);
+    static const char *over[] = {
+        "80000000000000000000000000", "8ZZZZZZZZZZZZZZZZZZZZZZZZZ", "ZZZZZZZZZZZZZZZZZZZZZZZZZZ",
+        "zzzzzzzzzzzzzzzzzzzzzzzzzz", "90000000000000000000000001", "G0000000000000000000000000",
+    };
+    for (size_t i = 0; i < sizeof over / sizeof over[0]; i++) {
+        memset(&u, 0x5A, sizeof u);
+        int rc = idm_ulid_parse(over[i], &u);
+        CHECK(rc == IDM_ERANGE, "\"%s\": %s, expected IDM_ERANGE", over[i], idm_err_name(rc));
+        CHECK(idm_error_detail()[0] != '\0', "\"%s\": no detail", over[i]);
+        CHECK(all_bytes_are(u.b, 16, 0x5A), "\"%s\": output written", over[i]);
+    }
+}
+
+static void expect_reject(const char *text, const char *why)
+{
+    idm_ulid u;
+    memset(&u, 0x5A, sizeof u);
+    int rc = idm_ulid_parse(text, &u);
+    if (rc != IDM_EPARSE) {
+        print_error("idm_ulid_parse(\"%s\") [%s] returned %s, expected IDM_EPARSE\n", text, why,
+                    idm_err_name(rc));
+        fail();
+    }
+    CHECK(idm_error_detail()[0] != '\0', "no detail for \"%s\" [%s]", text, why);
+    CHECK(all_bytes_are(u.b, 16, 0x5A), "output written for rejected \"%s\" [%s]", text, why);
+}
+
+static const char EX[] = "01ARYZ6S41TSV4RRFFQ69G5FAV";
+
+/* I, L, O, U (either case) and every other character outside the alphabet,
+ * at every position; wrong lengths; the text ends at its first NUL. */
+static void ulid_parse_reject(void **state)
+{
+    char t[64];
+    (void)state;
+    expect_reject("", "empty");
+    expect_reject("01ARYZ6S41TSV4RRFFQ69G5FA", "25 chars");
+    expect_reject("01ARYZ6S41TSV4RRFFQ69G5FAVA", "27 chars");
+    expect_reject("001ARYZ6S41TSV4RRFFQ69G5FAV", "27 chars, leading zero");
+    expect_reject(" 01ARYZ6S41TSV4RRFFQ69G5FAV", "leading space");
+    expect_reject("01ARYZ6S41TSV4RRFFQ69G5FAV ", "trailing space");
+    expect_reject("01ARYZ6S41TSV4RRFFQ69G5FAV\n", "trailing newline");
+    expect_reject("01ARYZ6S41-TSV4RRFFQ69G5FA", "dash");
+    expect_reject("01ARYZ6S41TSV4RRFFQ69G5FAVjunk", "26 chars then junk");
+    /* Not base32 at all, even if it starts above '7': malformed, not a value
+     * out of range. */
+    expect_reject("8IIIIIIIIIIIIIIIIIIIIIIIII", "excluded letters after an 8");
+    expect_reject("8ZZZZZZZZZZZZZZZZZZZZZZZZU", "U after an 8");
+    expect_reject("Z0000000000000000000000-00", "dash after a Z");
+    expect_reject("80000000000000000000000000!", "27 chars starting with 8");
+    expect_reject("8000000000000000000000000", "25 chars starting with 8");
+    /* Every position, every character the alphabet lacks. */
+    for (int c = 1; c < 256; c++) {
+        if (strchr(ALPHABET, c >= 'a' && c <= 'z' ? c - 32 : c) != NULL)
+            continue;
+        for (int i = 0; i < 26; i++) {
+            char why[48];
+            strcpy(t, EX);
+            t[i] = (char)c;
+            snprintf(why, sizeof why, "0x%02x at position %d", (unsigned)c, i);
+            expect_reject(t, why);
+        }
+    }
+    /* The letters Crockford's decoders sometimes map (I, L -> 1, O -> 0)
+     * and U are rejected by name too, in both cases, at both ends. */
+    static const char excluded[] = "ILOUilou";
+    for (const char *c = excluded; *c != '\0'; c++) {
+        strcpy(t, EX);
+        t[0] = *c;
+        expect_reject(t, "excluded letter first");
+        strcpy(t, EX);
+        t[25] = *c;
+        expect_reject(t, "excluded letter last");
+    }
+    /* Prefixes in exact-size heap buffers (reads past the NUL show under
+     * ASan), and a NUL in place of each character. */
+    for (size_t k = 0; k < 26; k++) {
+        char *p = malloc(k + 1);
+        assert_non_null(p);
+        memcpy(p, EX, k);
+        p[k] = '\0';
+        expect_reject(p, "a prefix");
+        free(p);
+        strcpy(t, EX);
+        t[k] = '\0';
+        expect_reject(t, "NUL inside");
+    }
+    char *p = malloc(sizeof EX);
+    idm_ulid u;
+    assert_non_null(p);
+    memcpy(p, EX, sizeof EX);
+    IDM_ASSERT_OK(idm_ulid_parse(p, &u));
+    free(p);
+}
+
+/* Every alphabet character at every position parses, either case, and
+ * formats back upper-case. */
+static void ulid_parse_alphabet(void **state)
+{
+    char t[IDM_ULID_TEXT_MAX], want[IDM_ULID_TEXT_MAX];
+    idm_ulid u;
+    (void)state;
+    for (int i = 0; i < 26; i++) {
+        for (int a = 0; a < 32; a++) {
+            if (i == 0 && a > 7)
+                break; /* above 128 bits */
+            for (int lower = 0; lower < 2; lower++) {
+                strcpy(t, EX);
+                char c = ALPHABET[a];
+                t[i] = lower && c >= 'A' ? (char)(c + 32) : c;
+                strcpy(want, EX);
+                want[i] = c;
+                IDM_ASSERT_OK(idm_ulid_parse(t, &u));
+                expect_text(&u, want);
+            }
+        }
+    }
+}
+
+/* build(ms, rand) -> format -> parse is the identity on seeded random
+ * values and the edges; the layout is 6 bytes of ms then the 10 random
+ * bytes; text order is byte order. */
+static void ulid_round_trip_random(void **state)
+{
+    idm_test_rng r;
+    idm_ulid u, v, prev;
+    char txt[IDM_ULID_TEXT_MAX], ptxt[IDM_ULID_TEXT_MAX];
+    (void)state;
+    idm_test_rng_init(&r, idm_test_seed());
+    memset(&prev, 0, sizeof prev);
+    idm_ulid_format(&prev, ptxt);
+    for (int i = 0; i < 50000; i++) {
+        idm_unix_ms ms;
+        uint8_t rnd[10];
+        switch (i) {
+        case 0: ms = 0; memset(rnd, 0, 10); break;
+        case 1: ms = MS_LIMIT - 1; memset(rnd, 0xFF, 10); break;
+        case 2: ms = 0; memset(rnd, 0xFF, 10); break;
+        case 3: ms = MS_LIMIT - 1; memset(rnd, 0, 10); break;
+        default:
+            ms = (idm_unix_ms)idm_test_rng_range(&r, 0, (uint64_t)MS_LIMIT - 1);
+            for (int k = 0; k < 10; k++)
+                rnd[k] = (uint8_t)idm_test_rng_next(&r);
+            if (i % 5 == 0)
+                ms = (idm_unix_ms)idm_test_rng_range(&r, UINT64_C(1400000000000),
+                                                     UINT64_C(2000000000000));
+        }
+        memset(&u, 0x5A, sizeof u);
+        IDM_ASSERT_OK(idm_ulid_build(ms, rnd, &u));
+        CHECK(ts48(&u) == ms && memcmp(u.b + 6, rnd, 10) == 0, "build(%lld) layout", LL(ms));
+        assert_int_equal(idm_ulid_time(&u), ms);
+        idm_ulid_format(&u, txt);
+        assert_int_equal(strlen(txt), 26);
+        for (int k = 0; k < 26; k++)
+            CHECK(strchr(ALPHABET, txt[k]) != NULL, "'%c' in \"%s\"", txt[k], txt);
+        CHECK(txt[0] <= '7', "\"%s\" above 128 bits", txt);
+        memset(&v, 0x5A, sizeof v);
+        IDM_ASSERT_OK(idm_ulid_parse(txt, &v));
+        CHECK(memcmp(&u, &v, 16) == 0, "\"%s\" did not parse back to its bytes", txt);
+        int bc = memcmp(&prev, &u, 16), tc = strcmp(ptxt, txt);
+        CHECK((bc < 0) == (tc < 0) && (bc == 0) == (tc == 0), "text order differs from byte order");
+        prev = u;
+        memcpy(ptxt, txt, sizeof txt);
+    }
+    /* build rejects ms outside 0..2^48-1, output untouched. */
+    static const idm_unix_ms bad[] = {-1, MS_LIMIT, INT64_MIN, INT64_MAX};
+    uint8_t rnd[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        memset(&u, 0x5A, sizeof u);
+        IDM_ASSERT_RC(idm_ulid_build(bad[i], rnd, &u), IDM_ERANGE);
+        CHECK(all_bytes_are(u.b, 16, 0x5A), "build(%lld) wrote its output", LL(bad[i]));
+    }
+}
+
+/* ULID <-> UUID: the same 16 bytes both ways. */
+static void ulid_uuid_conversion(void **state)
+{
+    idm_test_rng r;
+    idm_ulid a, b;
+    idm_uuid u;
+    char txt[IDM_UUID_TEXT_MAX];
+    (void)state;
+    IDM_ASSERT_OK(idm_ulid_parse("01ARZ3NDEKTSV4RRFFQ69G5FAV", &a));
+    idm_ulid_to_uuid(&a, &u);
+    idm_uuid_format(&u, txt);
+    assert_string_equal(txt, "01563e3a-b5d3-d676-4c61-efb99302bd5b");
+    IDM_ASSERT_OK(idm_uuid_parse("01563E3A-B5D3-D676-4C61-EFB99302BD5B", &u));
+    idm_uuid_to_ulid(&u, &b);
+    expect_text(&b, "01ARZ3NDEKTSV4RRFFQ69G5FAV");
+    idm_test_rng_init(&r, idm_test_seed());
+    for (int i = 0; i < 10000; i++) {
+        for (int k = 0; k < 16; k++)
+            a.b[k] = (uint8_t)idm_test_rng_next(&r);
+        memset(&u, 0x5A, sizeof u);
+        idm_ulid_to_uuid(&a, &u);
+        assert_memory_equal(u.b, a.b, 16);
+        memset(&b, 0x5A, sizeof b);
+        idm_uuid_to_ulid(&u, &b);
+        assert_memory_equal(b.b, a.b, 16);
+    }
+}
+
+/* ---- the generator ---- */
+
+/* Monotonic mode, frozen clock: 1,000,000 ids, each the previous + 1 in the
+ * random part, strictly increasing as bytes and as text, all at the clock's
+ * ms. */
+static void ulid_monotonic_frozen(void **state)
+{
+    enum { N = 1000000 };
+    const idm_unix_ms t = INT64_C(1700000000123);
+    idm_manual_clock *mc = frozen_clock(t);
+    idm_ulid_gen *g = NULL;
+    idm_ulid prev, cur;
+    char tprev[IDM_ULID_TEXT_MAX], tcur[IDM_ULID_TEXT_MAX];
+    (void)state;
+    IDM_ASSERT_OK(idm_ulid_gen_new(&g, idm_manual_clock_clock(mc), NULL, true));
+    IDM_ASSERT_OK(idm_ulid_next(g, &prev));
+    assert_int_equal(ts48(&prev), t);
+    idm_ulid_format(&prev, tprev);
+    for (size_t i = 1; i < N; i++) {
+        IDM_ASSERT_OK(idm_ulid_next(g, &cur));
+        idm_ulid_format(&cur, tcur);
+        if (ts48(&cur) != t || !rand_is_next(&prev, &cur) || memcmp(&prev, &cur, 16) >= 0 ||
+            strcmp(tprev, tcur) >= 0) {
+            print_ulid("previous", &prev);
+            print_ulid("next", &cur);
+            fail_msg("id %zu is not the previous + 1 at ms %lld", i, LL(t));
+        }
+        prev = cur;
+        memcpy(tprev, tcur, sizeof tcur);
+    }
+    idm_ulid_gen_free(g);
+    idm_manual_clock_free(mc);
+}
+
+/* The first id of the ms takes random 2^80 - 2 (from the rng); the next is
+ * 2^80 - 1; the next fails with IDM_EOVERFLOW, output untouched, and keeps
+ * failing in that ms (and with the clock behind it) without wrapping; once
+ * the clock advances an id comes with fresh random bits. */
+static void ulid_monotonic_overflow(void **state)
+{
+    const idm_unix_ms t = INT64_C(1700000001000);
+    idm_manual_clock *mc = frozen_clock(t);
+    idm_ulid_gen *g = NULL;
+    script_rng s;
+    uint8_t top[10];
+    idm_ulid a, b, x, c;
+    (void)state;
+    script_init(&s);
+    IDM_ASSERT_OK(idm_ulid_gen_new(&g, idm_manual_clock_clock(mc), &s.iface, true));
+    memset(top, 0xFF, sizeof top);
+    top[9] = 0xFE;
+    script_set(&s, top, 10, 1, 0x42); /* then 0x42 forever */
+    IDM_ASSERT_OK(idm_ulid_next(g, &a));
+    CHECK(ts48(&a) == t && memcmp(a.b + 6, top, 10) == 0, "first id is not t, 2^80 - 2");
+    expect_text(&a, "01HF7YATZ8ZZZZZZZZZZZZZZZY");
+    IDM_ASSERT_OK(idm_ulid_next(g, &b));
+    CHECK(ts48(&b) == t && all_bytes_are(b.b + 6, 10, 0xFF), "second id is not t, 2^80 - 1");
+    expect_text(&b, "01HF7YATZ8ZZZZZZZZZZZZZZZZ");
+    for (int i = 0; i < 3; i++) {
+        memset(&x, 0x5A, sizeof x);
+        int rc = idm_ulid_next(g, &x);
+        if (rc != IDM_EOVERFLOW) {
+            if (rc == 0)
+                print_ulid("got", &x);
+            fail_msg("call %d after 2^80 - 1 in the ms returned %s, expected IDM_EOVERFLOW", i,
+                     idm_err_name(rc));
+        }
+        CHECK(idm_error_detail()[0] != '\0', "IDM_EOVERFLOW without detail");
+        CHECK(all_bytes_are(x.b, 16, 0x5A), "output written on IDM_EOVERFLOW");
+    }
+    /* The clock behind the last ms: still that ms, still full. */
+    idm_manual_clock_set(mc, t - 5);
+    memset(&x, 0x5A, sizeof x);
+    IDM_ASSERT_RC(idm_ulid_next(g, &x), IDM_EOVERFLOW);
+    CHECK(all_bytes_are(x.b, 16, 0x5A), "output written on IDM_EOVERFLOW");
+    idm_manual_clock_set(mc, t);
+    IDM_ASSERT_RC(idm_ulid_next(g, &x), IDM_EOVERFLOW);
+    /* The next ms: fresh random bits (the rng's 0x42s), above b. */
+    idm_manual_clock_set(mc, t + 1);
+    IDM_ASSERT_OK(idm_ulid_next(g, &c));
+    CHECK(ts48(&c) == t + 1, "after overflow: ms %lld, expected %lld", LL(ts48(&c)), LL(t + 1));
+    CHECK(all_bytes_are(c.b + 6, 10, 0x42), "after overflow the random part is not fresh");
+    CHECK(memcmp(&b, &c, 16) < 0, "ids decreased after overflow");
+    IDM_ASSERT_OK(idm_ulid_next(g, &x));
+    CHECK(rand_is_next(&c, &x) && ts48(&x) == t + 1, "the id after that is not + 1");
+    idm_ulid_gen_free(g);
+    idm_manual_clock_free(mc);
+    script_done(&s);
+}
+
+/* Non-monotonic mode: each id takes fresh random bits. With the system rng
+ * on a frozen clock the random parts all differ and are not a +1 sequence;
+ * with an rng of constant bytes each id's random part is those bytes. */
+static void ulid_non_monotonic(void **state)
+{
+    enum { N = 5000 };
+    const idm_unix_ms t = INT64_C(1700000002000);
+    idm_manual_clock *mc = frozen_clock(t);
+    idm_ulid_gen *g = NULL;
+    idm_ulid *v = malloc(N * sizeof *v);
+    int plus_one = 0;
+    (void)state;
+    assert_non_null(v);
+    IDM_ASSERT_OK(idm_ulid_gen_new(&g, idm_manual_clock_clock(mc), NULL, false));
+    for (size_t i = 0; i < N; i++) {
+        IDM_ASSERT_OK(idm_ulid_next(g, &v[i]));
+        assert_int_equal(ts48(&v[i]), t);
+        if (i > 0 && rand_is_next(&v[i - 1], &v[i]))
+            plus_one++;
+    }
+    CHECK(plus_one == 0, "%d ids were the previous + 1 in non-monotonic mode", plus_one);
+    qsort(v, N, sizeof *v, rand_cmp);
+    for (size_t i = 1; i < N; i++)
+        CHECK(rand_cmp(&v[i - 1], &v[i]) != 0, "two ids share a random part");
+    idm_ulid_gen_free(g);
+
+    script_rng s;
+    uint8_t none[1] = {0};
+    idm_ulid a, b;
+    script_init(&s);
+    IDM_ASSERT_OK(idm_ulid_gen_new(&g, idm_manual_clock_clock(mc), &s.iface, false));
+    script_set(&s, none, 0, 1, 0x37);
+    IDM_ASSERT_OK(idm_ulid_next(g, &a));
+    IDM_ASSERT_OK(idm_ulid_next(g, &b));
+    CHECK(all_bytes_are(a.b + 6, 10, 0x37) && all_bytes_are(b.b + 6, 10, 0x37),
+          "random parts are not the rng's bytes");
+    CHECK(ts48(&a) == t && ts48(&b) == t, "wrong ms");
+    /* All ones from the rng at the top: no overflow without monotonic mode. */
+    script_set(&s, none, 0, 1, 0xFF);
+    for (int i = 0; i < 3; i++) {
+        IDM_ASSERT_OK(idm_ulid_next(g, &a));
+        CHECK(all_bytes_are(a.b + 6, 10, 0xFF), "random part is not the rng's bytes");
+    }
+    idm_ulid_gen_free(g);
+    script_done(&s);
+    idm_manual_clock_free(mc);
+    free(v);
+}
+
+/* Monotonic mode, the clock steps back 1 ms and 10 s: the last ms is kept,
+ * each id the previous + 1, until the clock passes it. */
+static void ulid_clock_step_back(void **state)
+{
+    const idm_unix_ms t = INT64_C(1700000003000);
+    idm_manual_clock *mc = frozen_clock(t);
+    idm_ulid_gen *g = NULL;
+    idm_ulid prev, cur;
+    (void)state;
+    IDM_ASSERT_OK(idm_ulid_gen_new(&g, idm_manual_clock_clock(mc), NULL, true));
+    IDM_ASSERT_OK(idm_ulid_next(g, &prev));
+    static const idm_unix_ms clock_at[] = {-1, -10000, 0, -1, -9999}; /* relative to t */
+    for (size_t k = 0; k < sizeof clock_at / sizeof clock_at[0]; k++) {
+        idm_manual_clock_set(mc, t + clock_at[k]);
+        for (int i = 0; i < 1000; i++) {
+            IDM_ASSERT_OK(idm_ulid_next(g, &cur));
+            CHECK(ts48(&cur) == t && rand_is_next(&prev, &cur),
+                  "clock at t%+lld: id is not the previous + 1 at the last ms", LL(clock_at[k]));
+            prev = cur;
+        }
+    }
+    idm_manual_clock_set(mc, t + 1);
+    IDM_ASSERT_OK(idm_ulid_next(g, &cur));
+    CHECK(ts48(&cur) == t + 1 && memcmp(&prev, &cur, 16) < 0, "clock past the last ms");
+    idm_ulid_gen_free(g);
+    idm_manual_clock_free(mc);
+}
+
+/* rng failure: IDM_ERANDOM, output untouched, state unmoved (monotonic: the
+ * next success is the previous + 1). Clock before 1970: IDM_ERANGE. */
+static void ulid_errors(void **state)
+{
+    const idm_unix_ms t = INT64_C(1700000004000);
+    idm_manual_clock *mc = frozen_clock(t);
+    idm_ulid_gen *g = NULL;
+    script_rng s;
+    idm_ulid a, b, x;
+    (void)state;
+    script_init(&s);
+    for (int mono = 0; mono < 2; mono++) {
+        idm_manual_clock_set(mc, t + 10 * mono);
+        IDM_ASSERT_OK(idm_ulid_gen_new(&g, idm_manual_clock_clock(mc), &s.iface, mono != 0));
+        script_fail(&s, IDM_ERANDOM);
+        memset(&x, 0x5A, sizeof x);
+        IDM_ASSERT_RC(idm_ulid_next(g, &x), IDM_ERANDOM);
+        CHECK(all_bytes_are(x.b, 16, 0x5A), "output written on IDM_ERANDOM");
+        script_fail(&s, 0);
+        IDM_ASSERT_OK(idm_ulid_next(g, &a));
+        if (mono) {
+            /* Within the ms a monotonic generator needs no randomness; at
+             * the next ms it does. */
+            IDM_ASSERT_OK(idm_ulid_next(g, &b));
+            CHECK(rand_is_next(&a, &b), "not + 1");
+            idm_manual_clock_advance(mc, 1);
+            script_fail(&s, IDM_ERANDOM);
+            memset(&x, 0x5A, sizeof x);
+            IDM_ASSERT_RC(idm_ulid_next(g, &x), IDM_ERANDOM);
+            CHECK(all_bytes_are(x.b, 16, 0x5A), "output written on IDM_ERANDOM");
+            script_fail(&s, 0);
+            IDM_ASSERT_OK(idm_ulid_next(g, &a));
+            CHECK(ts48(&a) == t + 11 && memcmp(&b, &a, 16) < 0, "id after a failure at a new ms");
+        } else {
+            script_fail(&s, IDM_ERANDOM);
+            IDM_ASSERT_RC(idm_ulid_next(g, &x), IDM_ERANDOM);
+            script_fail(&s, 0);
+        }
+        idm_ulid_gen_free(g);
+    }
+    /* Before 1970: IDM_ERANGE. (2^48 ms, year 10889, is beyond every
+     * idm_clock, whose wall time is int64 ns; that limit is tested through
+     * idm_ulid_build.) The latest time a clock can express works. */
+    static const idm_wall_ns bad[] = {-1, -1000000, -INT64_C(1000000000), INT64_MIN};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        for (int mono = 0; mono < 2; mono++) {
+            fixed_clock c;
+            fixed_init(&c, bad[i]);
+            IDM_ASSERT_OK(idm_ulid_gen_new(&g, &c.iface, NULL, mono != 0));
+            memset(&x, 0x5A, sizeof x);
+            int rc = idm_ulid_next(g, &x);
+            CHECK(rc == IDM_ERANGE, "clock at %lld ns: %s, expected IDM_ERANGE", LL(bad[i]),
+                  idm_err_name(rc));
+            CHECK(idm_error_detail()[0] != '\0', "IDM_ERANGE without detail");
+            CHECK(all_bytes_are(x.b, 16, 0x5A), "output written on IDM_ERANGE");
+            c.ns = INT64_C(1700000000000000000);
+            IDM_ASSERT_OK(idm_ulid_next(g, &x));
+            assert_int_equal(idm_ulid_time(&x), INT64_C(1700000000000));
+            idm_ulid_gen_free(g);
+        }
+    }
+    static const idm_wall_ns good[] = {0, 1000000, INT64_MAX};
+    static const idm_unix_ms good_ms[] = {0, 1, INT64_C(9223372036854)};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        fixed_clock c;
+        fixed_init(&c, good[i]);
+        IDM_ASSERT_OK(idm_ulid_gen_new(&g, &c.iface, NULL, true));
+        IDM_ASSERT_OK(idm_ulid_next(g, &a));
+        assert_int_equal(idm_ulid_time(&a), good_ms[i]);
+        idm_ulid_gen_free(g);
+    }
+    idm_manual_clock_free(mc);
+    script_done(&s);
+}
+
+/* ---- threads ---- */
+
+enum { THREADS = 4, PER_THREAD = 100000 };
+
+typedef struct mint_job {
+    idm_ulid_gen *g;
+    pthread_barrier_t *start;
+    idm_ulid *ids;
+    int rc;
+} mint_job;
+
+static void *mint_thread(void *arg)
+{
+    mint_job *j = arg;
+    pthread_barrier_wait(j->start);
+    for (size_t i = 0; i < PER_THREAD && j->rc == 0; i++)
+        j->rc = idm_ulid_next(j->g, &j->ids[i]);
+    return NULL;
+}
+
+/* 4 threads x 100,000 on one monotonic generator (system clock): all
+ * distinct, each thread's ids strictly increasing. */
+static void ulid_threads(void **state)
+{
+    idm_ulid_gen *g = NULL;
+    idm_ulid *all = malloc((size_t)THREADS * PER_THREAD * sizeof *all);
+    pthread_t th[THREADS];
+    mint_job job[THREADS];
+    pthread_barrier_t start;
+    (void)state;
+    assert_non_null(all);
+    IDM_ASSERT_OK(idm_ulid_gen_new(&g, NULL, NULL, true));
+    assert_int_equal(pthread_barrier_init(&start, NULL, THREADS), 0);
+    for (int i = 0; i < THREADS; i++) {
+        job[i] = (mint_job){g, &start, all + (size_t)i * PER_THREAD, 0};
+        assert_int_equal(pthread_create(&th[i], NULL, mint_thread, &job[i]), 0);
+    }
+    for (int i = 0; i < THREADS; i++)
+        assert_int_equal(pthread_join(th[i], NULL), 0);
+    pthread_barrier_destroy(&start);
+    for (int i = 0; i < THREADS; i++) {
+        IDM_ASSERT_RC(job[i].rc, 0);
+        for (size_t k = 1; k < PER_THREAD; k++)
+            CHECK(memcmp(&job[i].ids[k - 1], &job[i].ids[k], 16) < 0,
+                  "thread %d: id %zu does not increase", i, k);
+    }
+    size_t n = (size_t)THREADS * PER_THREAD, dups = 0;
+    qsort(all, n, sizeof *all, ulid_cmp);
+    for (size_t k = 1; k < n; k++)
+        if (memcmp(&all[k - 1], &all[k], 16) == 0)
+            dups++;
+    CHECK(dups == 0, "%zu duplicate ids among %zu", dups, n);
+    idm_ulid_gen_free(g);
+    free(all);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(ulid_spec_examples),
+        cmocka_unit_test(ulid_range),
+        cmocka_unit_test(ulid_parse_reject),
+        cmocka_unit_test(ulid_parse_alphabet),
+        cmocka_unit_test(ulid_round_trip_random),
+        cmocka_unit_test(ulid_uuid_conversion),
+        cmocka_unit_test(ulid_monotonic_frozen),
+        cmocka_unit_test(ulid_monotonic_overflow),
+        cmocka_unit_test(ulid_non_monotonic),
+        cmocka_unit_test(ulid_clock_step_back),
+        cmocka_unit_test(ulid_errors),
+        cmocka_unit_test(ulid_threads),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
