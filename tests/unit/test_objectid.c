@@ -9,60 +9,16 @@
  * generator's ids share their process bytes, a forked child gets new ones,
  * the clock's range (1970 to 2106), and four threads on one generator.
  */
-#include "testutil.h"
+#include "testids.h"
 
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/types.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #define SEC_LIMIT (INT64_C(1) << 32) /* first second an ObjectId cannot hold */
 
 /* ---- helpers ---- */
-
-/* An rng that fills with one constant byte, or fails with fail_rc. */
-typedef struct const_rng {
-    idm_rng iface;
-    uint8_t byte;
-    int fail_rc;
-} const_rng;
-
-static int const_fill(void *ctx, void *buf, size_t n)
-{
-    const_rng *c = ctx;
-    if (c->fail_rc != 0)
-        return c->fail_rc;
-    memset(buf, c->byte, n);
-    return 0;
-}
-
-static void const_init(const_rng *c, uint8_t byte)
-{
-    c->iface.ctx = c;
-    c->iface.fill = const_fill;
-    c->byte = byte;
-    c->fail_rc = 0;
-}
-
-static void hex_to_bytes(const char *hex, uint8_t *out, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        unsigned v;
-        assert_int_equal(sscanf(hex + 2 * i, "%2x", &v), 1);
-        out[i] = (uint8_t)v;
-    }
-}
-
-static int all_bytes_are(const uint8_t *p, size_t n, uint8_t v)
-{
-    for (size_t i = 0; i < n; i++)
-        if (p[i] != v)
-            return 0;
-    return 1;
-}
 
 static uint32_t oid_seconds(const idm_objectid *o)
 {
@@ -85,13 +41,6 @@ static void expect_text(const idm_objectid *o, const char *want)
 
 static int oid_cmp(const void *a, const void *b) { return memcmp(a, b, 12); }
 
-static idm_manual_clock *frozen_clock(idm_unix_ms t)
-{
-    idm_manual_clock *mc = NULL;
-    IDM_ASSERT_OK(idm_manual_clock_new(&mc, t, false));
-    return mc;
-}
-
 static const char EX[] = "507f1f77bcf86cd799439011";
 
 /* ---- text ---- */
@@ -102,7 +51,7 @@ static void objectid_docs_example(void **state)
     idm_objectid o, up;
     uint8_t want[12];
     (void)state;
-    hex_to_bytes(EX, want, 12);
+    idm_test_hex_to_bytes(EX, want, 12);
     memset(&o, 0x5A, sizeof o);
     IDM_ASSERT_OK(idm_objectid_parse(EX, &o));
     assert_memory_equal(o.b, want, 12);
@@ -115,10 +64,10 @@ static void objectid_docs_example(void **state)
     IDM_ASSERT_OK(idm_objectid_parse("507f1F77bCf86Cd799439011", &up));
     assert_memory_equal(up.b, want, 12);
     IDM_ASSERT_OK(idm_objectid_parse("000000000000000000000000", &up));
-    CHECK(all_bytes_are(up.b, 12, 0), "zero ObjectId");
+    CHECK(idm_test_all_bytes_are(up.b, 12, 0), "zero ObjectId");
     assert_int_equal(idm_objectid_time(&up), 0);
     IDM_ASSERT_OK(idm_objectid_parse("FFFFFFFFFFFFFFFFFFFFFFFF", &up));
-    CHECK(all_bytes_are(up.b, 12, 0xFF), "all-ones ObjectId");
+    CHECK(idm_test_all_bytes_are(up.b, 12, 0xFF), "all-ones ObjectId");
     expect_text(&up, "ffffffffffffffffffffffff");
     assert_int_equal(idm_objectid_time(&up), (SEC_LIMIT - 1) * 1000);
     IDM_ASSERT_OK(idm_objectid_parse("0123456789abcdefABCDEF01", &up));
@@ -129,14 +78,8 @@ static void expect_reject(const char *text, const char *why)
 {
     idm_objectid o;
     memset(&o, 0x5A, sizeof o);
-    int rc = idm_objectid_parse(text, &o);
-    if (rc != IDM_EPARSE) {
-        print_error("idm_objectid_parse(\"%s\") [%s] returned %s, expected IDM_EPARSE\n", text,
-                    why, idm_err_name(rc));
-        fail();
-    }
-    CHECK(idm_error_detail()[0] != '\0', "no detail for \"%s\" [%s]", text, why);
-    CHECK(all_bytes_are(o.b, 12, 0x5A), "output written for rejected \"%s\" [%s]", text, why);
+    idm_test_check_rejected("idm_objectid_parse", idm_objectid_parse(text, &o), o.b, sizeof o.b,
+                            text, why);
 }
 
 static void objectid_parse_reject(void **state)
@@ -240,7 +183,7 @@ static void objectid_build_layout(void **state)
 static void objectid_counter_steps(void **state)
 {
     const idm_unix_ms t = INT64_C(1700000000999);
-    idm_manual_clock *mc = frozen_clock(t);
+    idm_manual_clock *mc = idm_test_frozen_clock(t);
     idm_objectid_gen *g = NULL;
     idm_objectid prev, cur;
     (void)state;
@@ -266,13 +209,14 @@ static void objectid_counter_steps(void **state)
 static void objectid_counter_wraps(void **state)
 {
     const idm_unix_ms t = INT64_C(1700000000000);
-    idm_manual_clock *mc = frozen_clock(t);
+    idm_manual_clock *mc = idm_test_frozen_clock(t);
     idm_objectid_gen *g = NULL;
-    const_rng c;
+    idm_test_script_rng c;
     idm_objectid ids[32];
     int wraps = 0;
     (void)state;
-    const_init(&c, 0xFF);
+    idm_test_script_init(&c);
+    idm_test_script_set_const(&c, NULL, 0, 0xFF);
     IDM_ASSERT_OK(idm_objectid_gen_new(&g, idm_manual_clock_clock(mc), &c.iface));
     for (int i = 0; i < 32; i++) {
         IDM_ASSERT_OK(idm_objectid_next(g, &ids[i]));
@@ -297,6 +241,7 @@ static void objectid_counter_wraps(void **state)
         CHECK(memcmp(&ids[i - 1], &ids[i], 12) != 0, "repeated id around the wrap");
     idm_objectid_gen_free(g);
     idm_manual_clock_free(mc);
+    idm_test_script_done(&c);
 }
 
 /* One generator, a clock that moves: every id carries the clock's seconds
@@ -304,7 +249,7 @@ static void objectid_counter_wraps(void **state)
 static void objectid_process_bytes_shared(void **state)
 {
     const idm_unix_ms t = INT64_C(1600000000000);
-    idm_manual_clock *mc = frozen_clock(t);
+    idm_manual_clock *mc = idm_test_frozen_clock(t);
     idm_objectid_gen *g = NULL;
     idm_objectid first, cur;
     (void)state;
@@ -321,32 +266,6 @@ static void objectid_process_bytes_shared(void **state)
     idm_manual_clock_free(mc);
 }
 
-static int write_all(int fd, const void *p, size_t n)
-{
-    const uint8_t *b = p;
-    while (n > 0) {
-        ssize_t w = write(fd, b, n);
-        if (w <= 0)
-            return -1;
-        b += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
-static size_t read_all(int fd, void *p, size_t n)
-{
-    uint8_t *b = p;
-    size_t got = 0;
-    while (got < n) {
-        ssize_t r = read(fd, b + got, n - got);
-        if (r <= 0)
-            break;
-        got += (size_t)r;
-    }
-    return got;
-}
-
 /* A generator used before fork(): the child's ids carry new process bytes
  * (shared among the child's ids), the parent's keep the old ones, and no id
  * repeats between them. */
@@ -355,28 +274,19 @@ static void objectid_fork(void **state)
     enum { N = 1000 };
     idm_objectid_gen *g = NULL;
     idm_objectid pre, mine[N], theirs[N];
-    int fds[2];
+    idm_test_child child;
     (void)state;
     IDM_ASSERT_OK(idm_objectid_gen_new(&g, NULL, NULL));
     IDM_ASSERT_OK(idm_objectid_next(g, &pre));
-    assert_int_equal(pipe(fds), 0);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        close(fds[0]);
+    if (idm_test_fork(&child)) {
         for (int i = 0; i < N; i++)
             if (idm_objectid_next(g, &theirs[i]) != 0)
                 _exit(2);
-        _exit(write_all(fds[1], theirs, sizeof theirs) == 0 ? 0 : 3);
+        idm_test_child_send(&child, theirs, sizeof theirs);
     }
-    close(fds[1]);
     for (int i = 0; i < N; i++)
         IDM_ASSERT_OK(idm_objectid_next(g, &mine[i]));
-    size_t got = read_all(fds[0], theirs, sizeof theirs);
-    close(fds[0]);
-    int status = 0;
-    assert_int_equal(waitpid(pid, &status, 0), pid);
-    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child failed (wait status %d)", status);
+    size_t got = idm_test_child_collect(&child, theirs, sizeof theirs);
     assert_int_equal(got, sizeof theirs);
     for (int i = 0; i < N; i++) {
         CHECK(memcmp(mine[i].b + 4, pre.b + 4, 5) == 0, "parent's process bytes changed at fork");
@@ -407,7 +317,7 @@ static void objectid_clock_range(void **state)
     idm_objectid o;
     (void)state;
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        idm_manual_clock *mc = frozen_clock(bad[i]);
+        idm_manual_clock *mc = idm_test_frozen_clock(bad[i]);
         idm_objectid_gen *g = NULL;
         IDM_ASSERT_OK(idm_objectid_gen_new(&g, idm_manual_clock_clock(mc), NULL));
         memset(&o, 0x5A, sizeof o);
@@ -419,14 +329,15 @@ static void objectid_clock_range(void **state)
                      idm_err_name(rc), txt);
         }
         CHECK(idm_error_detail()[0] != '\0', "clock at %lld ms: no detail", LL(bad[i]));
-        CHECK(all_bytes_are(o.b, 12, 0x5A), "clock at %lld ms: output written", LL(bad[i]));
+        CHECK(idm_test_all_bytes_are(o.b, 12, 0x5A), "clock at %lld ms: output written",
+              LL(bad[i]));
         idm_objectid_gen_free(g);
         idm_manual_clock_free(mc);
     }
     static const idm_unix_ms good[] = {0, 999, SEC_LIMIT * 1000 - 1000, SEC_LIMIT * 1000 - 1};
     static const uint32_t good_s[] = {0, 0, 0xFFFFFFFFu, 0xFFFFFFFFu};
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
-        idm_manual_clock *mc = frozen_clock(good[i]);
+        idm_manual_clock *mc = idm_test_frozen_clock(good[i]);
         idm_objectid_gen *g = NULL;
         IDM_ASSERT_OK(idm_objectid_gen_new(&g, idm_manual_clock_clock(mc), NULL));
         IDM_ASSERT_OK(idm_objectid_next(g, &o));
@@ -442,43 +353,33 @@ static void objectid_clock_range(void **state)
  * first id does. Either way no id comes out of a failed rng. */
 static void objectid_rng_failure(void **state)
 {
-    const_rng c;
+    idm_test_script_rng c;
     idm_objectid_gen *g = NULL;
     idm_objectid o;
     (void)state;
-    const_init(&c, 0x11);
-    c.fail_rc = IDM_ERANDOM;
+    idm_test_script_init(&c);
+    idm_test_script_set_const(&c, NULL, 0, 0x11);
+    idm_test_script_fail(&c, IDM_ERANDOM);
     int rc = idm_objectid_gen_new(&g, NULL, &c.iface);
     if (rc == 0) {
         memset(&o, 0x5A, sizeof o);
         rc = idm_objectid_next(g, &o);
         CHECK(rc == IDM_ERANDOM, "next with a failing rng returned %s", idm_err_name(rc));
-        CHECK(all_bytes_are(o.b, 12, 0x5A), "output written on IDM_ERANDOM");
+        CHECK(idm_test_all_bytes_are(o.b, 12, 0x5A), "output written on IDM_ERANDOM");
         idm_objectid_gen_free(g);
     } else {
         CHECK(rc == IDM_ERANDOM, "gen_new with a failing rng returned %s", idm_err_name(rc));
     }
+    idm_test_script_done(&c);
 }
 
 /* ---- threads ---- */
 
 enum { THREADS = 4, PER_THREAD = 100000 };
 
-typedef struct mint_job {
-    idm_objectid_gen *g;
-    pthread_barrier_t *start;
-    idm_objectid *ids;
-    int rc;
-} mint_job;
-
-static void *mint_thread(void *arg)
-{
-    mint_job *j = arg;
-    pthread_barrier_wait(j->start);
-    for (size_t i = 0; i < PER_THREAD && j->rc == 0; i++)
-        j->rc = idm_objectid_next(j->g, &j->ids[i]);
-    return NULL;
-}
+/* Mints one ObjectId from the generator g into out, for the thread
+ * harness. */
+static int mint_objectid(void *g, void *out) { return idm_objectid_next(g, out); }
 
 /* 4 threads x 100,000 on one generator: all distinct, one process value. */
 static void objectid_threads(void **state)
@@ -486,22 +387,13 @@ static void objectid_threads(void **state)
     idm_objectid_gen *g = NULL;
     size_t n = (size_t)THREADS * PER_THREAD;
     idm_objectid *all = malloc(n * sizeof *all);
-    pthread_t th[THREADS];
-    mint_job job[THREADS];
-    pthread_barrier_t start;
+    idm_test_threads t;
     (void)state;
     assert_non_null(all);
     IDM_ASSERT_OK(idm_objectid_gen_new(&g, NULL, NULL));
-    assert_int_equal(pthread_barrier_init(&start, NULL, THREADS), 0);
-    for (int i = 0; i < THREADS; i++) {
-        job[i] = (mint_job){g, &start, all + (size_t)i * PER_THREAD, 0};
-        assert_int_equal(pthread_create(&th[i], NULL, mint_thread, &job[i]), 0);
-    }
+    idm_test_threads_run(&t, THREADS, mint_objectid, g, all, sizeof *all, PER_THREAD);
     for (int i = 0; i < THREADS; i++)
-        assert_int_equal(pthread_join(th[i], NULL), 0);
-    pthread_barrier_destroy(&start);
-    for (int i = 0; i < THREADS; i++)
-        IDM_ASSERT_RC(job[i].rc, 0);
+        IDM_ASSERT_RC(t.job[i].rc, 0);
     for (size_t k = 0; k < n; k++)
         CHECK(memcmp(all[k].b + 4, all[0].b + 4, 5) == 0, "process bytes differ between ids");
     /* The counters alone are distinct: fewer than 2^24 ids, one atomic add

@@ -8,7 +8,7 @@
  * streams; and after fork() parent and child never emit the same bytes,
  * whether the fork comes from the main thread or from a second thread.
  */
-#include "testutil.h"
+#include "testids.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -28,26 +28,8 @@ static int sys_fill(void *buf, size_t n)
     return r->fill(r->ctx, buf, n);
 }
 
-static int all_bytes_are(const uint8_t *p, size_t n, uint8_t v)
-{
-    for (size_t i = 0; i < n; i++)
-        if (p[i] != v)
-            return 0;
-    return 1;
-}
-
-static int cmp_blk(const void *a, const void *b) { return memcmp(a, b, BLK); }
-
-/* Sorts n 16-byte blocks and returns how many equal their predecessor. */
-static size_t blk_dups(uint8_t *blocks, size_t n)
-{
-    size_t d = 0;
-    qsort(blocks, n, BLK, cmp_blk);
-    for (size_t i = 1; i < n; i++)
-        if (memcmp(blocks + (i - 1) * BLK, blocks + i * BLK, BLK) == 0)
-            d++;
-    return d;
-}
+/* The uniqueness checks count repeats with idm_test_count_dup16. */
+_Static_assert(BLK == 16, "BLK must be the 16 bytes idm_test_count_dup16 compares");
 
 /* ---- sizes ---- */
 
@@ -72,11 +54,11 @@ static void rng_every_size_to_4096(void **state)
             IDM_ASSERT_OK(sys_fill(p, n));
         else
             IDM_ASSERT_OK(idm_random_bytes(p, n));
-        CHECK(all_bytes_are(buf, n % 8, 0xA5), "fill of %zu wrote before the buffer", n);
-        CHECK(all_bytes_are(p + n, PAD, 0xA5), "fill of %zu wrote past the end", n);
+        CHECK(idm_test_all_bytes_are(buf, n % 8, 0xA5), "fill of %zu wrote before the buffer", n);
+        CHECK(idm_test_all_bytes_are(p + n, PAD, 0xA5), "fill of %zu wrote past the end", n);
         if (n >= 16) {
-            CHECK(!all_bytes_are(p, n, 0xA5), "fill of %zu left the buffer as it was", n);
-            CHECK(!all_bytes_are(p + n - 16, 16, 0xA5),
+            CHECK(!idm_test_all_bytes_are(p, n, 0xA5), "fill of %zu left the buffer as it was", n);
+            CHECK(!idm_test_all_bytes_are(p + n - 16, 16, 0xA5),
                   "fill of %zu did not write its last 16 bytes", n);
             CHECK(!have_prev || memcmp(prev, p, 16) != 0,
                   "fill of %zu began with the same 16 bytes as the fill before", n);
@@ -102,10 +84,10 @@ static void rng_big_buffers(void **state)
         for (size_t off = 0; off < n; off += 4 * KIB) {
             size_t len = n - off < 4 * KIB ? n - off : 4 * KIB;
             if (len >= 16)
-                CHECK(!all_bytes_are(buf + off, len, 0),
+                CHECK(!idm_test_all_bytes_are(buf + off, len, 0),
                       "%zu-byte fill left bytes %zu..%zu zero", n, off, off + len);
         }
-        CHECK(all_bytes_are(buf + n, 64, 0), "%zu-byte fill wrote past the end", n);
+        CHECK(idm_test_all_bytes_are(buf + n, 64, 0), "%zu-byte fill wrote past the end", n);
         /* The keystream does not start over near the reseed point. */
         CHECK(memcmp(buf, buf + MIB - 64, 64) != 0, "repetition in a %zu-byte fill", n);
         if (n >= MIB + 64)
@@ -128,7 +110,7 @@ static void rng_big_buffers(void **state)
             memcpy(keep + BLK * kept++, chunk + off, BLK);
     }
     assert_int_equal(kept, nkeep);
-    CHECK(blk_dups(keep, kept) == 0, "repeated 16-byte blocks across 2.5 MiB of calls");
+    CHECK(idm_test_count_dup16(keep, kept) == 0, "repeated 16-byte blocks across 2.5 MiB of calls");
     free(keep);
     free(chunk);
 }
@@ -161,7 +143,7 @@ static void rng_histogram(void **state)
     double bits = 8.0 * MIB, sd = 1448.2; /* sqrt(8 Mi) / 2 */
     double dev = (double)ones - bits / 2;
     CHECK(dev < 7 * sd && dev > -7 * sd, "%llu one bits of %.0f", ULL(ones), bits);
-    CHECK(!all_bytes_are(buf, MIB, buf[0]), "constant output");
+    CHECK(!idm_test_all_bytes_are(buf, MIB, buf[0]), "constant output");
     free(buf);
 }
 
@@ -174,7 +156,7 @@ static void rng_no_repeated_blocks(void **state)
     assert_non_null(v);
     for (size_t i = 0; i < N; i++)
         IDM_ASSERT_OK(sys_fill(v + i * BLK, BLK));
-    size_t d = blk_dups(v, N);
+    size_t d = idm_test_count_dup16(v, N);
     CHECK(d == 0, "%zu repeated 16-byte blocks among %d", d, N);
     free(v);
 }
@@ -191,14 +173,15 @@ static void rng_random_bytes(void **state)
     IDM_ASSERT_OK(idm_random_bytes(a, sizeof a));
     IDM_ASSERT_OK(idm_random_bytes(b, sizeof b));
     CHECK(memcmp(a, b, sizeof a) != 0, "two 32-byte draws are equal");
-    CHECK(!all_bytes_are(a, sizeof a, 0) && !all_bytes_are(b, sizeof b, 0),
+    CHECK(!idm_test_all_bytes_are(a, sizeof a, 0) && !idm_test_all_bytes_are(b, sizeof b, 0),
           "a draw left the buffer zero");
     IDM_ASSERT_OK(idm_random_bytes(a, 1));
     IDM_ASSERT_OK(idm_random_bytes(a, 7));
     IDM_ASSERT_OK(idm_random_bytes(a, 0));
     memset(big, 0, 100000);
     IDM_ASSERT_OK(idm_random_bytes(big, 100000));
-    CHECK(!all_bytes_are(big + 100000 - 32, 32, 0), "the tail of a 100000-byte draw is zero");
+    CHECK(!idm_test_all_bytes_are(big + 100000 - 32, 32, 0),
+          "the tail of a 100000-byte draw is zero");
     free(big);
 }
 
@@ -206,81 +189,38 @@ static void rng_random_bytes(void **state)
 
 enum { TVALS = 10000 };
 
-typedef struct draw_job {
-    pthread_barrier_t *start;
-    uint8_t *vals; /* TVALS * BLK */
-    int rc;
-} draw_job;
-
-static void *draw_thread(void *arg)
+/* Draws one 16-byte value into out with idm_random_bytes, for the thread
+ * harness (which passes gen, unused). */
+static int draw_blk(void *gen, void *out)
 {
-    draw_job *j = arg;
-    pthread_barrier_wait(j->start);
-    for (size_t i = 0; i < TVALS && j->rc == 0; i++)
-        j->rc = idm_random_bytes(j->vals + i * BLK, BLK);
-    return NULL;
+    (void)gen;
+    return idm_random_bytes(out, BLK);
 }
 
 /* Two threads drawing at once, and the main thread: no 16-byte value in
  * common, first values differ. */
 static void rng_two_threads_differ(void **state)
 {
-    pthread_barrier_t start;
-    pthread_t th[2];
-    draw_job job[2];
+    idm_test_threads t;
     uint8_t *all = malloc((size_t)3 * TVALS * BLK);
     (void)state;
     assert_non_null(all);
-    assert_int_equal(pthread_barrier_init(&start, NULL, 3), 0);
-    for (int i = 0; i < 2; i++) {
-        job[i].start = &start;
-        job[i].vals = all + (size_t)i * TVALS * BLK;
-        job[i].rc = 0;
-        assert_int_equal(pthread_create(&th[i], NULL, draw_thread, &job[i]), 0);
-    }
-    pthread_barrier_wait(&start);
+    idm_test_threads_start(&t, 2, 1, draw_blk, NULL, all, BLK, TVALS);
+    pthread_barrier_wait(&t.start);
     uint8_t *mine = all + (size_t)2 * TVALS * BLK;
     for (size_t i = 0; i < TVALS; i++)
         IDM_ASSERT_OK(idm_random_bytes(mine + i * BLK, BLK));
-    for (int i = 0; i < 2; i++)
-        assert_int_equal(pthread_join(th[i], NULL), 0);
-    pthread_barrier_destroy(&start);
-    IDM_ASSERT_RC(job[0].rc, 0);
-    IDM_ASSERT_RC(job[1].rc, 0);
-    CHECK(memcmp(job[0].vals, job[1].vals, BLK) != 0, "two threads began with the same bytes");
-    CHECK(memcmp(job[0].vals, mine, BLK) != 0, "a thread began with the main thread's bytes");
-    size_t d = blk_dups(all, (size_t)3 * TVALS);
+    idm_test_threads_join(&t);
+    IDM_ASSERT_RC(t.job[0].rc, 0);
+    IDM_ASSERT_RC(t.job[1].rc, 0);
+    CHECK(memcmp(t.job[0].ids, t.job[1].ids, BLK) != 0, "two threads began with the same bytes");
+    CHECK(memcmp(t.job[0].ids, mine, BLK) != 0, "a thread began with the main thread's bytes");
+    size_t d = idm_test_count_dup16(all, (size_t)3 * TVALS);
     CHECK(d == 0, "%zu 16-byte values shared between threads", d);
     free(all);
 }
 
 /* ---- fork ---- */
-
-static int write_all(int fd, const void *p, size_t n)
-{
-    const uint8_t *b = p;
-    while (n > 0) {
-        ssize_t w = write(fd, b, n);
-        if (w <= 0)
-            return -1;
-        b += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
-static size_t read_all(int fd, void *p, size_t n)
-{
-    uint8_t *b = p;
-    size_t got = 0;
-    while (got < n) {
-        ssize_t r = read(fd, b + got, n - got);
-        if (r <= 0)
-            break;
-        got += (size_t)r;
-    }
-    return got;
-}
 
 /* The child's side of a fork test: draw TVALS values of 16 bytes, one call
  * each, send them on fd, exit. Never returns. */
@@ -292,7 +232,7 @@ static void child_draw_and_exit(int fd)
     for (size_t i = 0; i < TVALS; i++)
         if (idm_random_bytes(v + i * BLK, BLK) != 0)
             _exit(3);
-    if (write_all(fd, v, (size_t)TVALS * BLK) != 0)
+    if (idm_test_write_all(fd, v, (size_t)TVALS * BLK) != 0)
         _exit(4);
     _exit(0);
 }
@@ -334,7 +274,7 @@ static void fork_and_draw(fork_result *fr)
     close(fds[1]);
     for (size_t i = 0; i < TVALS && fr->rc == 0; i++)
         fr->rc = idm_random_bytes(fr->parent + i * BLK, BLK);
-    fr->child_bytes = read_all(fds[0], fr->child, (size_t)TVALS * BLK);
+    fr->child_bytes = idm_test_read_all(fds[0], fr->child, (size_t)TVALS * BLK);
     close(fds[0]);
     if (waitpid(pid, &fr->status, 0) != pid)
         fr->rc = -102;
@@ -357,7 +297,7 @@ static void check_fork_result(fork_result *fr, const uint8_t *other, size_t noth
     memcpy(all + (size_t)TVALS * BLK, fr->child, (size_t)TVALS * BLK);
     if (nother > 0)
         memcpy(all + (size_t)2 * TVALS * BLK, other, nother * BLK);
-    size_t d = blk_dups(all, n);
+    size_t d = idm_test_count_dup16(all, n);
     CHECK(d == 0, "%zu 16-byte values shared by parent and child after fork", d);
     free(all);
     free(fr->parent);

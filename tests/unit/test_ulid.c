@@ -10,9 +10,8 @@
  * wrapping and without moving, clock steps back, four threads on one
  * generator), non-monotonic mode, rng failure and clock range.
  */
-#include "testutil.h"
+#include "testids.h"
 
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,96 +22,8 @@ static const char ALPHABET[] = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 
 /* ---- helpers ---- */
 
-/* A scripted rng: serves the script's bytes in order, then either a constant
- * byte or seeded pseudo-random bytes; fails with fail_rc while set. */
-typedef struct script_rng {
-    idm_rng iface;
-    pthread_mutex_t mu;
-    uint8_t script[64];
-    size_t len, pos;
-    int fail_rc;
-    int tail_constant; /* after the script: 1 = tail_byte, 0 = pseudo-random */
-    uint8_t tail_byte;
-    idm_test_rng prng;
-} script_rng;
-
-static int script_fill(void *ctx, void *buf, size_t n)
-{
-    script_rng *s = ctx;
-    uint8_t *b = buf;
-    int rc = 0;
-    pthread_mutex_lock(&s->mu);
-    if (s->fail_rc != 0) {
-        rc = s->fail_rc;
-    } else {
-        for (size_t i = 0; i < n; i++) {
-            if (s->pos < s->len)
-                b[i] = s->script[s->pos++];
-            else if (s->tail_constant)
-                b[i] = s->tail_byte;
-            else
-                b[i] = (uint8_t)idm_test_rng_next(&s->prng);
-        }
-    }
-    pthread_mutex_unlock(&s->mu);
-    return rc;
-}
-
-static void script_init(script_rng *s)
-{
-    memset(s, 0, sizeof *s);
-    s->iface.ctx = s;
-    s->iface.fill = script_fill;
-    pthread_mutex_init(&s->mu, NULL);
-    idm_test_rng_init(&s->prng, idm_test_seed());
-}
-
-static void script_set(script_rng *s, const uint8_t *bytes, size_t n, int tail_constant,
-                       uint8_t tail_byte)
-{
-    pthread_mutex_lock(&s->mu);
-    assert_true(n <= sizeof s->script);
-    memcpy(s->script, bytes, n);
-    s->len = n;
-    s->pos = 0;
-    s->tail_constant = tail_constant;
-    s->tail_byte = tail_byte;
-    pthread_mutex_unlock(&s->mu);
-}
-
-static void script_fail(script_rng *s, int rc)
-{
-    pthread_mutex_lock(&s->mu);
-    s->fail_rc = rc;
-    pthread_mutex_unlock(&s->mu);
-}
-
-static void script_done(script_rng *s) { pthread_mutex_destroy(&s->mu); }
-
-static void hex_to_bytes(const char *hex, uint8_t *out, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        unsigned v;
-        assert_int_equal(sscanf(hex + 2 * i, "%2x", &v), 1);
-        out[i] = (uint8_t)v;
-    }
-}
-
-static int all_bytes_are(const uint8_t *p, size_t n, uint8_t v)
-{
-    for (size_t i = 0; i < n; i++)
-        if (p[i] != v)
-            return 0;
-    return 1;
-}
-
-static idm_unix_ms ts48(const idm_ulid *u)
-{
-    idm_unix_ms ms = 0;
-    for (int i = 0; i < 6; i++)
-        ms = (ms << 8) | u->b[i];
-    return ms;
-}
+/* The 48-bit timestamp in the first 6 bytes. */
+static idm_unix_ms ts48(const idm_ulid *u) { return idm_test_be48(u->b); }
 
 /* Is the 80-bit random part of b that of a plus one? */
 static int rand_is_next(const idm_ulid *a, const idm_ulid *b)
@@ -126,8 +37,6 @@ static int rand_is_next(const idm_ulid *a, const idm_ulid *b)
     }
     return carry == 0; /* a wrap of the random part is never "plus one" */
 }
-
-static int ulid_cmp(const void *a, const void *b) { return memcmp(a, b, 16); }
 
 static int rand_cmp(const void *a, const void *b)
 {
@@ -148,33 +57,6 @@ static void expect_text(const idm_ulid *u, const char *want)
     idm_ulid_format(u, txt);
     CHECK(txt[26] == '\0' && strcmp(txt, want) == 0, "formatted \"%.27s\", expected \"%s\"", txt,
           want);
-}
-
-/* A clock stuck at one wall time in ns, any int64 (the manual clock takes
- * ms and cannot reach the ends of the ns range). */
-typedef struct fixed_clock {
-    idm_clock iface;
-    idm_wall_ns ns;
-} fixed_clock;
-
-static idm_wall_ns fixed_wall(void *ctx) { return ((fixed_clock *)ctx)->ns; }
-static idm_mono_ns fixed_mono(void *ctx) { (void)ctx; return INT64_C(1000000000); }
-static void fixed_sleep(void *ctx, int64_t ns) { (void)ctx; (void)ns; }
-
-static void fixed_init(fixed_clock *c, idm_wall_ns ns)
-{
-    c->iface.ctx = c;
-    c->iface.wall_ns = fixed_wall;
-    c->iface.mono_ns = fixed_mono;
-    c->iface.sleep_ns = fixed_sleep;
-    c->ns = ns;
-}
-
-static idm_manual_clock *frozen_clock(idm_unix_ms t)
-{
-    idm_manual_clock *mc = NULL;
-    IDM_ASSERT_OK(idm_manual_clock_new(&mc, t, false));
-    return mc;
 }
 
 /* ---- the specification's examples ---- */
@@ -200,7 +82,7 @@ static void ulid_spec_examples(void **state)
         idm_ulid u, lower_u;
         uint8_t want[16];
         char lower[IDM_ULID_TEXT_MAX];
-        hex_to_bytes(ex[i].hex, want, 16);
+        idm_test_hex_to_bytes(ex[i].hex, want, 16);
         memset(&u, 0x5A, sizeof u);
         IDM_ASSERT_OK(idm_ulid_parse(ex[i].text, &u));
         assert_memory_equal(u.b, want, 16);
@@ -232,13 +114,13 @@ static void ulid_range(void **state)
     idm_ulid u;
     (void)state;
     IDM_ASSERT_OK(idm_ulid_parse("7ZZZZZZZZZZZZZZZZZZZZZZZZZ", &u));
-    CHECK(all_bytes_are(u.b, 16, 0xFF), "7ZZZ... is not all ones");
+    CHECK(idm_test_all_bytes_are(u.b, 16, 0xFF), "7ZZZ... is not all ones");
     expect_text(&u, "7ZZZZZZZZZZZZZZZZZZZZZZZZZ");
     assert_int_equal(idm_ulid_time(&u), MS_LIMIT - 1);
     IDM_ASSERT_OK(idm_ulid_parse("7zzzzzzzzzzzzzzzzzzzzzzzzz", &u));
-    CHECK(all_bytes_are(u.b, 16, 0xFF), "7zzz... is not all ones");
+    CHECK(idm_test_all_bytes_are(u.b, 16, 0xFF), "7zzz... is not all ones");
     IDM_ASSERT_OK(idm_ulid_parse("00000000000000000000000000", &u));
-    CHECK(all_bytes_are(u.b, 16, 0), "000... is not zero");
+    CHECK(idm_test_all_bytes_are(u.b, 16, 0), "000... is not zero");
     expect_text(&u, "00000000000000000000000000");
     assert_int_equal(idm_ulid_time(&u), 0);
     static const char *over[] = {
@@ -250,7 +132,7 @@ static void ulid_range(void **state)
         int rc = idm_ulid_parse(over[i], &u);
         CHECK(rc == IDM_ERANGE, "\"%s\": %s, expected IDM_ERANGE", over[i], idm_err_name(rc));
         CHECK(idm_error_detail()[0] != '\0', "\"%s\": no detail", over[i]);
-        CHECK(all_bytes_are(u.b, 16, 0x5A), "\"%s\": output written", over[i]);
+        CHECK(idm_test_all_bytes_are(u.b, 16, 0x5A), "\"%s\": output written", over[i]);
     }
 }
 
@@ -258,14 +140,7 @@ static void expect_reject(const char *text, const char *why)
 {
     idm_ulid u;
     memset(&u, 0x5A, sizeof u);
-    int rc = idm_ulid_parse(text, &u);
-    if (rc != IDM_EPARSE) {
-        print_error("idm_ulid_parse(\"%s\") [%s] returned %s, expected IDM_EPARSE\n", text, why,
-                    idm_err_name(rc));
-        fail();
-    }
-    CHECK(idm_error_detail()[0] != '\0', "no detail for \"%s\" [%s]", text, why);
-    CHECK(all_bytes_are(u.b, 16, 0x5A), "output written for rejected \"%s\" [%s]", text, why);
+    idm_test_check_rejected("idm_ulid_parse", idm_ulid_parse(text, &u), u.b, sizeof u.b, text, why);
 }
 
 static const char EX[] = "01ARYZ6S41TSV4RRFFQ69G5FAV";
@@ -411,7 +286,7 @@ static void ulid_round_trip_random(void **state)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         memset(&u, 0x5A, sizeof u);
         IDM_ASSERT_RC(idm_ulid_build(bad[i], rnd, &u), IDM_ERANGE);
-        CHECK(all_bytes_are(u.b, 16, 0x5A), "build(%lld) wrote its output", LL(bad[i]));
+        CHECK(idm_test_all_bytes_are(u.b, 16, 0x5A), "build(%lld) wrote its output", LL(bad[i]));
     }
 }
 
@@ -452,7 +327,7 @@ static void ulid_monotonic_frozen(void **state)
 {
     enum { N = 1000000 };
     const idm_unix_ms t = INT64_C(1700000000123);
-    idm_manual_clock *mc = frozen_clock(t);
+    idm_manual_clock *mc = idm_test_frozen_clock(t);
     idm_ulid_gen *g = NULL;
     idm_ulid prev, cur;
     char tprev[IDM_ULID_TEXT_MAX], tcur[IDM_ULID_TEXT_MAX];
@@ -484,22 +359,23 @@ static void ulid_monotonic_frozen(void **state)
 static void ulid_monotonic_overflow(void **state)
 {
     const idm_unix_ms t = INT64_C(1700000001000);
-    idm_manual_clock *mc = frozen_clock(t);
+    idm_manual_clock *mc = idm_test_frozen_clock(t);
     idm_ulid_gen *g = NULL;
-    script_rng s;
+    idm_test_script_rng s;
     uint8_t top[10];
     idm_ulid a, b, x, c;
     (void)state;
-    script_init(&s);
+    idm_test_script_init(&s);
     IDM_ASSERT_OK(idm_ulid_gen_new(&g, idm_manual_clock_clock(mc), &s.iface, true));
     memset(top, 0xFF, sizeof top);
     top[9] = 0xFE;
-    script_set(&s, top, 10, 1, 0x42); /* then 0x42 forever */
+    idm_test_script_set_const(&s, top, 10, 0x42); /* then 0x42 forever */
     IDM_ASSERT_OK(idm_ulid_next(g, &a));
     CHECK(ts48(&a) == t && memcmp(a.b + 6, top, 10) == 0, "first id is not t, 2^80 - 2");
     expect_text(&a, "01HF7YATZ8ZZZZZZZZZZZZZZZY");
     IDM_ASSERT_OK(idm_ulid_next(g, &b));
-    CHECK(ts48(&b) == t && all_bytes_are(b.b + 6, 10, 0xFF), "second id is not t, 2^80 - 1");
+    CHECK(ts48(&b) == t && idm_test_all_bytes_are(b.b + 6, 10, 0xFF),
+          "second id is not t, 2^80 - 1");
     expect_text(&b, "01HF7YATZ8ZZZZZZZZZZZZZZZZ");
     for (int i = 0; i < 3; i++) {
         memset(&x, 0x5A, sizeof x);
@@ -511,26 +387,26 @@ static void ulid_monotonic_overflow(void **state)
                      idm_err_name(rc));
         }
         CHECK(idm_error_detail()[0] != '\0', "IDM_EOVERFLOW without detail");
-        CHECK(all_bytes_are(x.b, 16, 0x5A), "output written on IDM_EOVERFLOW");
+        CHECK(idm_test_all_bytes_are(x.b, 16, 0x5A), "output written on IDM_EOVERFLOW");
     }
     /* The clock behind the last ms: still that ms, still full. */
     idm_manual_clock_set(mc, t - 5);
     memset(&x, 0x5A, sizeof x);
     IDM_ASSERT_RC(idm_ulid_next(g, &x), IDM_EOVERFLOW);
-    CHECK(all_bytes_are(x.b, 16, 0x5A), "output written on IDM_EOVERFLOW");
+    CHECK(idm_test_all_bytes_are(x.b, 16, 0x5A), "output written on IDM_EOVERFLOW");
     idm_manual_clock_set(mc, t);
     IDM_ASSERT_RC(idm_ulid_next(g, &x), IDM_EOVERFLOW);
     /* The next ms: fresh random bits (the rng's 0x42s), above b. */
     idm_manual_clock_set(mc, t + 1);
     IDM_ASSERT_OK(idm_ulid_next(g, &c));
     CHECK(ts48(&c) == t + 1, "after overflow: ms %lld, expected %lld", LL(ts48(&c)), LL(t + 1));
-    CHECK(all_bytes_are(c.b + 6, 10, 0x42), "after overflow the random part is not fresh");
+    CHECK(idm_test_all_bytes_are(c.b + 6, 10, 0x42), "after overflow the random part is not fresh");
     CHECK(memcmp(&b, &c, 16) < 0, "ids decreased after overflow");
     IDM_ASSERT_OK(idm_ulid_next(g, &x));
     CHECK(rand_is_next(&c, &x) && ts48(&x) == t + 1, "the id after that is not + 1");
     idm_ulid_gen_free(g);
     idm_manual_clock_free(mc);
-    script_done(&s);
+    idm_test_script_done(&s);
 }
 
 /* Non-monotonic mode: each id takes fresh random bits. With the system rng
@@ -540,7 +416,7 @@ static void ulid_non_monotonic(void **state)
 {
     enum { N = 5000 };
     const idm_unix_ms t = INT64_C(1700000002000);
-    idm_manual_clock *mc = frozen_clock(t);
+    idm_manual_clock *mc = idm_test_frozen_clock(t);
     idm_ulid_gen *g = NULL;
     idm_ulid *v = malloc(N * sizeof *v);
     int plus_one = 0;
@@ -559,25 +435,25 @@ static void ulid_non_monotonic(void **state)
         CHECK(rand_cmp(&v[i - 1], &v[i]) != 0, "two ids share a random part");
     idm_ulid_gen_free(g);
 
-    script_rng s;
+    idm_test_script_rng s;
     uint8_t none[1] = {0};
     idm_ulid a, b;
-    script_init(&s);
+    idm_test_script_init(&s);
     IDM_ASSERT_OK(idm_ulid_gen_new(&g, idm_manual_clock_clock(mc), &s.iface, false));
-    script_set(&s, none, 0, 1, 0x37);
+    idm_test_script_set_const(&s, none, 0, 0x37);
     IDM_ASSERT_OK(idm_ulid_next(g, &a));
     IDM_ASSERT_OK(idm_ulid_next(g, &b));
-    CHECK(all_bytes_are(a.b + 6, 10, 0x37) && all_bytes_are(b.b + 6, 10, 0x37),
+    CHECK(idm_test_all_bytes_are(a.b + 6, 10, 0x37) && idm_test_all_bytes_are(b.b + 6, 10, 0x37),
           "random parts are not the rng's bytes");
     CHECK(ts48(&a) == t && ts48(&b) == t, "wrong ms");
     /* All ones from the rng at the top: no overflow without monotonic mode. */
-    script_set(&s, none, 0, 1, 0xFF);
+    idm_test_script_set_const(&s, none, 0, 0xFF);
     for (int i = 0; i < 3; i++) {
         IDM_ASSERT_OK(idm_ulid_next(g, &a));
-        CHECK(all_bytes_are(a.b + 6, 10, 0xFF), "random part is not the rng's bytes");
+        CHECK(idm_test_all_bytes_are(a.b + 6, 10, 0xFF), "random part is not the rng's bytes");
     }
     idm_ulid_gen_free(g);
-    script_done(&s);
+    idm_test_script_done(&s);
     idm_manual_clock_free(mc);
     free(v);
 }
@@ -587,7 +463,7 @@ static void ulid_non_monotonic(void **state)
 static void ulid_clock_step_back(void **state)
 {
     const idm_unix_ms t = INT64_C(1700000003000);
-    idm_manual_clock *mc = frozen_clock(t);
+    idm_manual_clock *mc = idm_test_frozen_clock(t);
     idm_ulid_gen *g = NULL;
     idm_ulid prev, cur;
     (void)state;
@@ -615,20 +491,20 @@ static void ulid_clock_step_back(void **state)
 static void ulid_errors(void **state)
 {
     const idm_unix_ms t = INT64_C(1700000004000);
-    idm_manual_clock *mc = frozen_clock(t);
+    idm_manual_clock *mc = idm_test_frozen_clock(t);
     idm_ulid_gen *g = NULL;
-    script_rng s;
+    idm_test_script_rng s;
     idm_ulid a, b, x;
     (void)state;
-    script_init(&s);
+    idm_test_script_init(&s);
     for (int mono = 0; mono < 2; mono++) {
         idm_manual_clock_set(mc, t + 10 * mono);
         IDM_ASSERT_OK(idm_ulid_gen_new(&g, idm_manual_clock_clock(mc), &s.iface, mono != 0));
-        script_fail(&s, IDM_ERANDOM);
+        idm_test_script_fail(&s, IDM_ERANDOM);
         memset(&x, 0x5A, sizeof x);
         IDM_ASSERT_RC(idm_ulid_next(g, &x), IDM_ERANDOM);
-        CHECK(all_bytes_are(x.b, 16, 0x5A), "output written on IDM_ERANDOM");
-        script_fail(&s, 0);
+        CHECK(idm_test_all_bytes_are(x.b, 16, 0x5A), "output written on IDM_ERANDOM");
+        idm_test_script_fail(&s, 0);
         IDM_ASSERT_OK(idm_ulid_next(g, &a));
         if (mono) {
             /* Within the ms a monotonic generator needs no randomness; at
@@ -636,17 +512,17 @@ static void ulid_errors(void **state)
             IDM_ASSERT_OK(idm_ulid_next(g, &b));
             CHECK(rand_is_next(&a, &b), "not + 1");
             idm_manual_clock_advance(mc, 1);
-            script_fail(&s, IDM_ERANDOM);
+            idm_test_script_fail(&s, IDM_ERANDOM);
             memset(&x, 0x5A, sizeof x);
             IDM_ASSERT_RC(idm_ulid_next(g, &x), IDM_ERANDOM);
-            CHECK(all_bytes_are(x.b, 16, 0x5A), "output written on IDM_ERANDOM");
-            script_fail(&s, 0);
+            CHECK(idm_test_all_bytes_are(x.b, 16, 0x5A), "output written on IDM_ERANDOM");
+            idm_test_script_fail(&s, 0);
             IDM_ASSERT_OK(idm_ulid_next(g, &a));
             CHECK(ts48(&a) == t + 11 && memcmp(&b, &a, 16) < 0, "id after a failure at a new ms");
         } else {
-            script_fail(&s, IDM_ERANDOM);
+            idm_test_script_fail(&s, IDM_ERANDOM);
             IDM_ASSERT_RC(idm_ulid_next(g, &x), IDM_ERANDOM);
-            script_fail(&s, 0);
+            idm_test_script_fail(&s, 0);
         }
         idm_ulid_gen_free(g);
     }
@@ -656,15 +532,15 @@ static void ulid_errors(void **state)
     static const idm_wall_ns bad[] = {-1, -1000000, -INT64_C(1000000000), INT64_MIN};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         for (int mono = 0; mono < 2; mono++) {
-            fixed_clock c;
-            fixed_init(&c, bad[i]);
+            idm_test_fixed_clock c;
+            idm_test_fixed_init(&c, bad[i]);
             IDM_ASSERT_OK(idm_ulid_gen_new(&g, &c.iface, NULL, mono != 0));
             memset(&x, 0x5A, sizeof x);
             int rc = idm_ulid_next(g, &x);
             CHECK(rc == IDM_ERANGE, "clock at %lld ns: %s, expected IDM_ERANGE", LL(bad[i]),
                   idm_err_name(rc));
             CHECK(idm_error_detail()[0] != '\0', "IDM_ERANGE without detail");
-            CHECK(all_bytes_are(x.b, 16, 0x5A), "output written on IDM_ERANGE");
+            CHECK(idm_test_all_bytes_are(x.b, 16, 0x5A), "output written on IDM_ERANGE");
             c.ns = INT64_C(1700000000000000000);
             IDM_ASSERT_OK(idm_ulid_next(g, &x));
             assert_int_equal(idm_ulid_time(&x), INT64_C(1700000000000));
@@ -674,36 +550,23 @@ static void ulid_errors(void **state)
     static const idm_wall_ns good[] = {0, 1000000, INT64_MAX};
     static const idm_unix_ms good_ms[] = {0, 1, INT64_C(9223372036854)};
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
-        fixed_clock c;
-        fixed_init(&c, good[i]);
+        idm_test_fixed_clock c;
+        idm_test_fixed_init(&c, good[i]);
         IDM_ASSERT_OK(idm_ulid_gen_new(&g, &c.iface, NULL, true));
         IDM_ASSERT_OK(idm_ulid_next(g, &a));
         assert_int_equal(idm_ulid_time(&a), good_ms[i]);
         idm_ulid_gen_free(g);
     }
     idm_manual_clock_free(mc);
-    script_done(&s);
+    idm_test_script_done(&s);
 }
 
 /* ---- threads ---- */
 
 enum { THREADS = 4, PER_THREAD = 100000 };
 
-typedef struct mint_job {
-    idm_ulid_gen *g;
-    pthread_barrier_t *start;
-    idm_ulid *ids;
-    int rc;
-} mint_job;
-
-static void *mint_thread(void *arg)
-{
-    mint_job *j = arg;
-    pthread_barrier_wait(j->start);
-    for (size_t i = 0; i < PER_THREAD && j->rc == 0; i++)
-        j->rc = idm_ulid_next(j->g, &j->ids[i]);
-    return NULL;
-}
+/* Mints one ULID from the generator g into out, for the thread harness. */
+static int mint_ulid(void *g, void *out) { return idm_ulid_next(g, out); }
 
 /* 4 threads x 100,000 on one monotonic generator (system clock): all
  * distinct, each thread's ids strictly increasing. */
@@ -711,31 +574,19 @@ static void ulid_threads(void **state)
 {
     idm_ulid_gen *g = NULL;
     idm_ulid *all = malloc((size_t)THREADS * PER_THREAD * sizeof *all);
-    pthread_t th[THREADS];
-    mint_job job[THREADS];
-    pthread_barrier_t start;
+    idm_test_threads t;
     (void)state;
     assert_non_null(all);
     IDM_ASSERT_OK(idm_ulid_gen_new(&g, NULL, NULL, true));
-    assert_int_equal(pthread_barrier_init(&start, NULL, THREADS), 0);
+    idm_test_threads_run(&t, THREADS, mint_ulid, g, all, sizeof *all, PER_THREAD);
     for (int i = 0; i < THREADS; i++) {
-        job[i] = (mint_job){g, &start, all + (size_t)i * PER_THREAD, 0};
-        assert_int_equal(pthread_create(&th[i], NULL, mint_thread, &job[i]), 0);
-    }
-    for (int i = 0; i < THREADS; i++)
-        assert_int_equal(pthread_join(th[i], NULL), 0);
-    pthread_barrier_destroy(&start);
-    for (int i = 0; i < THREADS; i++) {
-        IDM_ASSERT_RC(job[i].rc, 0);
+        const idm_ulid *ids = all + (size_t)i * PER_THREAD;
+        IDM_ASSERT_RC(t.job[i].rc, 0);
         for (size_t k = 1; k < PER_THREAD; k++)
-            CHECK(memcmp(&job[i].ids[k - 1], &job[i].ids[k], 16) < 0,
+            CHECK(memcmp(&ids[k - 1], &ids[k], 16) < 0,
                   "thread %d: id %zu does not increase", i, k);
     }
-    size_t n = (size_t)THREADS * PER_THREAD, dups = 0;
-    qsort(all, n, sizeof *all, ulid_cmp);
-    for (size_t k = 1; k < n; k++)
-        if (memcmp(&all[k - 1], &all[k], 16) == 0)
-            dups++;
+    size_t n = (size_t)THREADS * PER_THREAD, dups = idm_test_count_dup16(all, n);
     CHECK(dups == 0, "%zu duplicate ids among %zu", dups, n);
     idm_ulid_gen_free(g);
     free(all);

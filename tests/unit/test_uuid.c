@@ -12,14 +12,11 @@
  * timestamp on, clock steps back, rng failures, clock range, four threads on
  * one generator, and fork().
  */
-#include "testutil.h"
+#include "testids.h"
 
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/types.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 __extension__ typedef unsigned __int128 u128;
@@ -28,92 +25,6 @@ __extension__ typedef unsigned __int128 u128;
 #define U128_2_32 ((u128)1 << 32)
 
 /* ---- helpers ---- */
-
-/* A scripted rng. Either it serves the script's bytes in order, then
- * seeded pseudo-random bytes; or (script_vector) it hands a vector to the
- * first request big enough to hold it, left-aligned, and pseudo-random
- * bytes to every other request. The second form says "these are the bits
- * of the next fresh value" without assuming in which order the generator
- * draws its other randomness (a UUIDv7 generator may draw an increment
- * first). Fails with fail_rc while set. */
-typedef struct script_rng {
-    idm_rng iface;
-    pthread_mutex_t mu;
-    uint8_t script[64];
-    size_t len, pos;
-    uint8_t vec[16];
-    size_t veclen;
-    int vec_pending;
-    int fail_rc;
-    idm_test_rng prng;
-    uint64_t calls;
-} script_rng;
-
-static int script_fill(void *ctx, void *buf, size_t n)
-{
-    script_rng *s = ctx;
-    uint8_t *b = buf;
-    int rc = 0;
-    pthread_mutex_lock(&s->mu);
-    s->calls++;
-    if (s->fail_rc != 0) {
-        rc = s->fail_rc;
-    } else if (s->vec_pending && n >= s->veclen) {
-        memcpy(b, s->vec, s->veclen);
-        for (size_t i = s->veclen; i < n; i++)
-            b[i] = (uint8_t)idm_test_rng_next(&s->prng);
-        s->vec_pending = 0;
-    } else {
-        for (size_t i = 0; i < n; i++) {
-            if (s->pos < s->len)
-                b[i] = s->script[s->pos++];
-            else
-                b[i] = (uint8_t)idm_test_rng_next(&s->prng);
-        }
-    }
-    pthread_mutex_unlock(&s->mu);
-    return rc;
-}
-
-static void script_init(script_rng *s)
-{
-    memset(s, 0, sizeof *s);
-    s->iface.ctx = s;
-    s->iface.fill = script_fill;
-    pthread_mutex_init(&s->mu, NULL);
-    idm_test_rng_init(&s->prng, idm_test_seed());
-}
-
-/* Restart the script with these bytes. */
-static void script_set(script_rng *s, const uint8_t *bytes, size_t n)
-{
-    pthread_mutex_lock(&s->mu);
-    assert_true(n <= sizeof s->script);
-    memcpy(s->script, bytes, n);
-    s->len = n;
-    s->pos = 0;
-    pthread_mutex_unlock(&s->mu);
-}
-
-/* The next request of at least n bytes gets these bytes first. */
-static void script_vector(script_rng *s, const uint8_t *bytes, size_t n)
-{
-    pthread_mutex_lock(&s->mu);
-    assert_true(n <= sizeof s->vec);
-    memcpy(s->vec, bytes, n);
-    s->veclen = n;
-    s->vec_pending = 1;
-    pthread_mutex_unlock(&s->mu);
-}
-
-static void script_fail(script_rng *s, int rc)
-{
-    pthread_mutex_lock(&s->mu);
-    s->fail_rc = rc;
-    pthread_mutex_unlock(&s->mu);
-}
-
-static void script_done(script_rng *s) { pthread_mutex_destroy(&s->mu); }
 
 static u128 u128_of(const idm_uuid *u)
 {
@@ -133,13 +44,8 @@ static u128 rand74(const idm_uuid *u)
     return ((u128)a << 62) | b;
 }
 
-static idm_unix_ms ts48(const idm_uuid *u)
-{
-    idm_unix_ms ms = 0;
-    for (int i = 0; i < 6; i++)
-        ms = (ms << 8) | u->b[i];
-    return ms;
-}
+/* The 48-bit timestamp in the first 6 bytes. */
+static idm_unix_ms ts48(const idm_uuid *u) { return idm_test_be48(u->b); }
 
 /* 12 bits of rand_a then 62 of rand_b, left-aligned in 10 bytes. */
 static void pack74(uint16_t rand_a, uint64_t rand_b, uint8_t out[10])
@@ -148,15 +54,6 @@ static void pack74(uint16_t rand_a, uint64_t rand_b, uint8_t out[10])
     for (int i = 9; i >= 0; i--) {
         out[i] = (uint8_t)v;
         v >>= 8;
-    }
-}
-
-static void hex_to_bytes(const char *hex, uint8_t *out, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        unsigned v;
-        assert_int_equal(sscanf(hex + 2 * i, "%2x", &v), 1);
-        out[i] = (uint8_t)v;
     }
 }
 
@@ -203,23 +100,6 @@ static void print_uuid(const char *what, const idm_uuid *u)
     print_error("%s: %s\n", what, txt);
 }
 
-static int uuid_cmp(const void *a, const void *b) { return memcmp(a, b, 16); }
-
-static int all_bytes_are(const uint8_t *p, size_t n, uint8_t v)
-{
-    for (size_t i = 0; i < n; i++)
-        if (p[i] != v)
-            return 0;
-    return 1;
-}
-
-static idm_manual_clock *frozen_clock(idm_unix_ms t)
-{
-    idm_manual_clock *mc = NULL;
-    IDM_ASSERT_OK(idm_manual_clock_new(&mc, t, false));
-    return mc;
-}
-
 /* ---- RFC 9562 vectors ---- */
 
 static const char A3_RANDOM[] = "919108F752D133205BACF847DB4148A8";
@@ -231,7 +111,7 @@ static void uuid4_rfc_vector_from_bytes(void **state)
     uint8_t rnd[16];
     idm_uuid u;
     (void)state;
-    hex_to_bytes(A3_RANDOM, rnd, 16);
+    idm_test_hex_to_bytes(A3_RANDOM, rnd, 16);
     memset(&u, 0x77, sizeof u);
     idm_uuid4_from_bytes(rnd, &u);
     expect_text(&u, A3_TEXT);
@@ -255,23 +135,23 @@ static void uuid4_rfc_vector_from_bytes(void **state)
 /* RFC 9562 appendix A.3 through idm_uuid4 with an rng returning the bytes. */
 static void uuid4_rfc_vector_from_rng(void **state)
 {
-    script_rng s;
+    idm_test_script_rng s;
     uint8_t rnd[16];
     idm_uuid u;
     (void)state;
-    script_init(&s);
-    hex_to_bytes(A3_RANDOM, rnd, 16);
-    script_set(&s, rnd, 16);
+    idm_test_script_init(&s);
+    idm_test_hex_to_bytes(A3_RANDOM, rnd, 16);
+    idm_test_script_set(&s, rnd, 16);
     IDM_ASSERT_OK(idm_uuid4(&s.iface, &u));
     expect_text(&u, A3_TEXT);
     CHECK(s.calls >= 1, "idm_uuid4 did not ask the injected rng");
 
     /* An rng failure is IDM_ERANDOM and leaves the output untouched. */
-    script_fail(&s, IDM_ERANDOM);
+    idm_test_script_fail(&s, IDM_ERANDOM);
     memset(&u, 0x5A, sizeof u);
     IDM_ASSERT_RC(idm_uuid4(&s.iface, &u), IDM_ERANDOM);
-    CHECK(all_bytes_are(u.b, 16, 0x5A), "idm_uuid4 wrote its output on failure");
-    script_done(&s);
+    CHECK(idm_test_all_bytes_are(u.b, 16, 0x5A), "idm_uuid4 wrote its output on failure");
+    idm_test_script_done(&s);
 }
 
 /* The system rng: 10,000 UUIDv4, all version 4, variant rfc, distinct. */
@@ -286,7 +166,7 @@ static void uuid4_system(void **state)
         assert_int_equal(idm_uuid_version(&v[i]), 4);
         assert_int_equal(idm_uuid_variant(&v[i]), IDM_UUID_VARIANT_RFC);
     }
-    qsort(v, N, sizeof *v, uuid_cmp);
+    qsort(v, N, sizeof *v, idm_test_cmp16);
     for (size_t i = 1; i < N; i++)
         CHECK(memcmp(&v[i - 1], &v[i], 16) != 0, "repeated UUIDv4");
     free(v);
@@ -305,7 +185,7 @@ static void uuid7_rfc_vector_build(void **state)
     assert_int_equal(A6_MS, INT64_C(1645557742000));
     /* rand_b is 0b01 then 0x8C4DC0C0C07398F: 0x18C4DC0C0C07398F in 62 bits. */
     pack74(0xCC3, UINT64_C(0x18C4DC0C0C07398F), rnd);
-    hex_to_bytes("cc363137030301ce63c0", want, 10);
+    idm_test_hex_to_bytes("cc363137030301ce63c0", want, 10);
     assert_memory_equal(rnd, want, 10);
     memset(&u, 0x77, sizeof u);
     IDM_ASSERT_OK(idm_uuid7_build(A6_MS, rnd, &u));
@@ -342,7 +222,7 @@ static void uuid7_rfc_vector_build(void **state)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         memset(&u, 0x5A, sizeof u);
         IDM_ASSERT_RC(idm_uuid7_build(bad[i], rnd, &u), IDM_ERANGE);
-        CHECK(all_bytes_are(u.b, 16, 0x5A), "build(%lld) wrote its output on failure",
+        CHECK(idm_test_all_bytes_are(u.b, 16, 0x5A), "build(%lld) wrote its output on failure",
               LL(bad[i]));
         CHECK(idm_error_detail()[0] != '\0', "build(%lld) left no detail", LL(bad[i]));
     }
@@ -353,16 +233,16 @@ static void uuid7_rfc_vector_build(void **state)
  * more bytes) is the vector's 10 bytes. */
 static void uuid7_rfc_vector_generator(void **state)
 {
-    script_rng s;
+    idm_test_script_rng s;
     uint8_t rnd[10];
     idm_uuid7_gen *g = NULL;
-    idm_manual_clock *mc = frozen_clock(A6_MS);
+    idm_manual_clock *mc = idm_test_frozen_clock(A6_MS);
     idm_uuid u, next;
     (void)state;
-    script_init(&s);
+    idm_test_script_init(&s);
     IDM_ASSERT_OK(idm_uuid7_gen_new(&g, idm_manual_clock_clock(mc), &s.iface));
     pack74(0xCC3, UINT64_C(0x18C4DC0C0C07398F), rnd);
-    script_vector(&s, rnd, 10);
+    idm_test_script_vector(&s, rnd, 10);
     IDM_ASSERT_OK(idm_uuid7_next(g, &u));
     expect_text(&u, A6_TEXT);
     CHECK(!s.vec_pending, "the generator never drew 10 fresh bytes");
@@ -373,7 +253,7 @@ static void uuid7_rfc_vector_generator(void **state)
           "second id not the vector plus 1..2^32 in the same ms");
     idm_uuid7_gen_free(g);
     idm_manual_clock_free(mc);
-    script_done(&s);
+    idm_test_script_done(&s);
 }
 
 /* ---- nil, max, the RFC 4122 example ---- */
@@ -384,20 +264,20 @@ static void uuid_nil_max(void **state)
     (void)state;
     memset(&u, 0x5A, sizeof u);
     IDM_ASSERT_OK(idm_uuid_parse("00000000-0000-0000-0000-000000000000", &u));
-    CHECK(all_bytes_are(u.b, 16, 0), "nil is not 16 zero bytes");
+    CHECK(idm_test_all_bytes_are(u.b, 16, 0), "nil is not 16 zero bytes");
     expect_text(&u, "00000000-0000-0000-0000-000000000000");
     assert_int_equal(idm_uuid_version(&u), 0);
     assert_int_equal(idm_uuid_variant(&u), IDM_UUID_VARIANT_NCS);
 
     memset(&u, 0x5A, sizeof u);
     IDM_ASSERT_OK(idm_uuid_parse("ffffffff-ffff-ffff-ffff-ffffffffffff", &u));
-    CHECK(all_bytes_are(u.b, 16, 0xFF), "max is not 16 0xff bytes");
+    CHECK(idm_test_all_bytes_are(u.b, 16, 0xFF), "max is not 16 0xff bytes");
     expect_text(&u, "ffffffff-ffff-ffff-ffff-ffffffffffff");
     assert_int_equal(idm_uuid_version(&u), 15);
     assert_int_equal(idm_uuid_variant(&u), IDM_UUID_VARIANT_FUTURE);
     memset(&u, 0x5A, sizeof u);
     IDM_ASSERT_OK(idm_uuid_parse("FFFFFFFF-FFFF-FFFF-FFFF-FFFFFFFFFFFF", &u));
-    CHECK(all_bytes_are(u.b, 16, 0xFF), "upper-case max is not 16 0xff bytes");
+    CHECK(idm_test_all_bytes_are(u.b, 16, 0xFF), "upper-case max is not 16 0xff bytes");
     expect_text(&u, "ffffffff-ffff-ffff-ffff-ffffffffffff");
 }
 
@@ -446,14 +326,7 @@ static void expect_reject(const char *text, const char *why)
 {
     idm_uuid u;
     memset(&u, 0x5A, sizeof u);
-    int rc = idm_uuid_parse(text, &u);
-    if (rc != IDM_EPARSE) {
-        print_error("idm_uuid_parse(\"%s\") [%s] returned %s, expected IDM_EPARSE\n", text, why,
-                    idm_err_name(rc));
-        fail();
-    }
-    CHECK(idm_error_detail()[0] != '\0', "no detail for \"%s\" [%s]", text, why);
-    CHECK(all_bytes_are(u.b, 16, 0x5A), "output written for rejected \"%s\" [%s]", text, why);
+    idm_test_check_rejected("idm_uuid_parse", idm_uuid_parse(text, &u), u.b, sizeof u.b, text, why);
 }
 
 static void uuid_parse_cases(void **state)
@@ -462,14 +335,14 @@ static void uuid_parse_cases(void **state)
     (void)state;
     IDM_ASSERT_OK(idm_uuid_parse(EX_TEXT, &want));
     uint8_t bytes[16];
-    hex_to_bytes("f81d4fae7dec11d0a76500a0c91e6bf6", bytes, 16);
+    idm_test_hex_to_bytes("f81d4fae7dec11d0a76500a0c91e6bf6", bytes, 16);
     assert_memory_equal(want.b, bytes, 16);
     expect_parse("F81D4FAE-7DEC-11D0-A765-00A0C91E6BF6", &want);
     expect_parse("F81d4FaE-7dEc-11D0-a765-00A0c91E6bF6", &want);
     expect_parse("f81D4fAe-7DeC-11d0-A765-00a0C91e6Bf6", &want);
     /* Every hex digit in both cases. */
     idm_uuid w2;
-    hex_to_bytes("0123456789abcdefabcdef0123456789", w2.b, 16);
+    idm_test_hex_to_bytes("0123456789abcdefabcdef0123456789", w2.b, 16);
     expect_parse("01234567-89ab-cdef-abcd-ef0123456789", &w2);
     expect_parse("01234567-89AB-CDEF-ABCD-EF0123456789", &w2);
     expect_text(&w2, "01234567-89ab-cdef-abcd-ef0123456789");
@@ -574,7 +447,7 @@ static void uuid_parse_embedded_nul(void **state)
     idm_uuid want, got;
     assert_non_null(p);
     memcpy(p, EX_TEXT, sizeof EX_TEXT);
-    hex_to_bytes("f81d4fae7dec11d0a76500a0c91e6bf6", want.b, 16);
+    idm_test_hex_to_bytes("f81d4fae7dec11d0a76500a0c91e6bf6", want.b, 16);
     IDM_ASSERT_OK(idm_uuid_parse(p, &got));
     assert_memory_equal(got.b, want.b, 16);
     free(p);
@@ -706,7 +579,7 @@ static void uuid7_monotonic_frozen(void **state)
 {
     enum { N = 1000000 };
     const idm_unix_ms t = INT64_C(1700000000123);
-    idm_manual_clock *mc = frozen_clock(t);
+    idm_manual_clock *mc = idm_test_frozen_clock(t);
     idm_uuid7_gen *g = NULL;
     idm_uuid prev, cur;
     char tprev[IDM_UUID_TEXT_MAX], tcur[IDM_UUID_TEXT_MAX];
@@ -773,16 +646,16 @@ static void uuid7_monotonic_frozen(void **state)
 static void uuid7_overflow_moves_time(void **state)
 {
     const idm_unix_ms t = INT64_C(1700000000000);
-    idm_manual_clock *mc = frozen_clock(t);
+    idm_manual_clock *mc = idm_test_frozen_clock(t);
     idm_uuid7_gen *g = NULL;
-    script_rng s;
+    idm_test_script_rng s;
     uint8_t ones[10];
     idm_uuid a, b, c, d;
     (void)state;
-    script_init(&s);
+    idm_test_script_init(&s);
     IDM_ASSERT_OK(idm_uuid7_gen_new(&g, idm_manual_clock_clock(mc), &s.iface));
     memset(ones, 0xFF, sizeof ones);
-    script_vector(&s, ones, 10);
+    idm_test_script_vector(&s, ones, 10);
     IDM_ASSERT_OK(idm_uuid7_next(g, &a));
     CHECK(ts48(&a) == t && rand74(&a) == (((u128)1 << 74) - 1),
           "first id not all ones at the clock's ms");
@@ -801,7 +674,7 @@ static void uuid7_overflow_moves_time(void **state)
     CHECK(ts48(&a) == t + 2 && memcmp(&d, &a, 16) < 0, "clock past the generator's ms");
     idm_uuid7_gen_free(g);
     idm_manual_clock_free(mc);
-    script_done(&s);
+    idm_test_script_done(&s);
 }
 
 /* The clock steps back 1 ms and 10 s: ids keep increasing and keep the last
@@ -809,7 +682,7 @@ static void uuid7_overflow_moves_time(void **state)
 static void uuid7_clock_step_back(void **state)
 {
     const idm_unix_ms t = INT64_C(1700000005000);
-    idm_manual_clock *mc = frozen_clock(t);
+    idm_manual_clock *mc = idm_test_frozen_clock(t);
     idm_uuid7_gen *g = NULL;
     idm_uuid prev, cur;
     (void)state;
@@ -844,31 +717,31 @@ static void uuid7_clock_step_back(void **state)
 static void uuid7_rng_failure(void **state)
 {
     const idm_unix_ms t = INT64_C(1700000007000);
-    idm_manual_clock *mc = frozen_clock(t);
+    idm_manual_clock *mc = idm_test_frozen_clock(t);
     idm_uuid7_gen *g = NULL;
-    script_rng s;
+    idm_test_script_rng s;
     idm_uuid a, b, x;
     (void)state;
-    script_init(&s);
+    idm_test_script_init(&s);
     IDM_ASSERT_OK(idm_uuid7_gen_new(&g, idm_manual_clock_clock(mc), &s.iface));
 
     /* The very first id. */
-    script_fail(&s, IDM_ERANDOM);
+    idm_test_script_fail(&s, IDM_ERANDOM);
     memset(&x, 0x5A, sizeof x);
     IDM_ASSERT_RC(idm_uuid7_next(g, &x), IDM_ERANDOM);
-    CHECK(all_bytes_are(x.b, 16, 0x5A), "output written on rng failure");
-    script_fail(&s, 0);
+    CHECK(idm_test_all_bytes_are(x.b, 16, 0x5A), "output written on rng failure");
+    idm_test_script_fail(&s, 0);
     IDM_ASSERT_OK(idm_uuid7_next(g, &a));
     assert_int_equal(ts48(&a), t);
 
     /* Within the ms. */
     for (int i = 0; i < 3; i++) {
-        script_fail(&s, IDM_ERANDOM);
+        idm_test_script_fail(&s, IDM_ERANDOM);
         memset(&x, 0x5A, sizeof x);
         IDM_ASSERT_RC(idm_uuid7_next(g, &x), IDM_ERANDOM);
-        CHECK(all_bytes_are(x.b, 16, 0x5A), "output written on rng failure");
+        CHECK(idm_test_all_bytes_are(x.b, 16, 0x5A), "output written on rng failure");
     }
-    script_fail(&s, 0);
+    idm_test_script_fail(&s, 0);
     IDM_ASSERT_OK(idm_uuid7_next(g, &b));
     u128 d = rand74(&b) - rand74(&a);
     CHECK(ts48(&b) == t && memcmp(&a, &b, 16) < 0 && d >= 1 && d <= U128_2_32,
@@ -876,42 +749,22 @@ static void uuid7_rng_failure(void **state)
 
     /* At a new ms. */
     idm_manual_clock_advance(mc, 1);
-    script_fail(&s, IDM_ERANDOM);
+    idm_test_script_fail(&s, IDM_ERANDOM);
     IDM_ASSERT_RC(idm_uuid7_next(g, &x), IDM_ERANDOM);
-    script_fail(&s, 0);
+    idm_test_script_fail(&s, 0);
     IDM_ASSERT_OK(idm_uuid7_next(g, &a));
     CHECK(ts48(&a) == t + 1 && memcmp(&b, &a, 16) < 0, "the id after a failure at a new ms");
 
     /* A failure while the clock is behind. */
     idm_manual_clock_set(mc, t - 50);
-    script_fail(&s, IDM_ERANDOM);
+    idm_test_script_fail(&s, IDM_ERANDOM);
     IDM_ASSERT_RC(idm_uuid7_next(g, &x), IDM_ERANDOM);
-    script_fail(&s, 0);
+    idm_test_script_fail(&s, 0);
     IDM_ASSERT_OK(idm_uuid7_next(g, &b));
     CHECK(ts48(&b) == t + 1 && memcmp(&a, &b, 16) < 0, "the id after a failure, clock behind");
     idm_uuid7_gen_free(g);
     idm_manual_clock_free(mc);
-    script_done(&s);
-}
-
-/* A clock stuck at one wall time in ns, any int64 (the manual clock takes
- * ms and cannot reach the ends of the ns range). */
-typedef struct fixed_clock {
-    idm_clock iface;
-    idm_wall_ns ns;
-} fixed_clock;
-
-static idm_wall_ns fixed_wall(void *ctx) { return ((fixed_clock *)ctx)->ns; }
-static idm_mono_ns fixed_mono(void *ctx) { (void)ctx; return INT64_C(1000000000); }
-static void fixed_sleep(void *ctx, int64_t ns) { (void)ctx; (void)ns; }
-
-static void fixed_init(fixed_clock *c, idm_wall_ns ns)
-{
-    c->iface.ctx = c;
-    c->iface.wall_ns = fixed_wall;
-    c->iface.mono_ns = fixed_mono;
-    c->iface.sleep_ns = fixed_sleep;
-    c->ns = ns;
+    idm_test_script_done(&s);
 }
 
 /*
@@ -928,16 +781,17 @@ static void uuid7_clock_range(void **state)
     idm_uuid u;
     (void)state;
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        fixed_clock c;
+        idm_test_fixed_clock c;
         idm_uuid7_gen *g = NULL;
-        fixed_init(&c, bad[i]);
+        idm_test_fixed_init(&c, bad[i]);
         IDM_ASSERT_OK(idm_uuid7_gen_new(&g, &c.iface, NULL));
         memset(&u, 0x5A, sizeof u);
         int rc = idm_uuid7_next(g, &u);
         CHECK(rc == IDM_ERANGE, "clock at %lld ns: %s, expected IDM_ERANGE", LL(bad[i]),
               idm_err_name(rc));
         CHECK(idm_error_detail()[0] != '\0', "clock at %lld ns: no detail", LL(bad[i]));
-        CHECK(all_bytes_are(u.b, 16, 0x5A), "clock at %lld ns: output written", LL(bad[i]));
+        CHECK(idm_test_all_bytes_are(u.b, 16, 0x5A), "clock at %lld ns: output written",
+              LL(bad[i]));
         /* The clock comes back into range: ids again. */
         c.ns = INT64_C(1700000000000000000);
         IDM_ASSERT_OK(idm_uuid7_next(g, &u));
@@ -947,10 +801,10 @@ static void uuid7_clock_range(void **state)
     static const idm_wall_ns good[] = {0, 999999, 1000000, INT64_MAX};
     static const idm_unix_ms good_ms[] = {0, 0, 1, INT64_C(9223372036854)};
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
-        fixed_clock c;
+        idm_test_fixed_clock c;
         idm_uuid7_gen *g = NULL;
         idm_unix_ms ms = -5;
-        fixed_init(&c, good[i]);
+        idm_test_fixed_init(&c, good[i]);
         IDM_ASSERT_OK(idm_uuid7_gen_new(&g, &c.iface, NULL));
         IDM_ASSERT_OK(idm_uuid7_next(g, &u));
         IDM_ASSERT_OK(idm_uuid7_time(&u, &ms));
@@ -959,10 +813,10 @@ static void uuid7_clock_range(void **state)
     }
     /* A clock stepping back before 1970 after ids in range: never an id
      * before the last one. */
-    fixed_clock c;
+    idm_test_fixed_clock c;
     idm_uuid7_gen *g = NULL;
     idm_uuid prev;
-    fixed_init(&c, INT64_C(1700000000000000000));
+    idm_test_fixed_init(&c, INT64_C(1700000000000000000));
     IDM_ASSERT_OK(idm_uuid7_gen_new(&g, &c.iface, NULL));
     IDM_ASSERT_OK(idm_uuid7_next(g, &prev));
     c.ns = -1;
@@ -978,7 +832,7 @@ static void uuid7_clock_range(void **state)
 static void uuid7_follows_clock(void **state)
 {
     const idm_unix_ms t = INT64_C(1700000009000);
-    idm_manual_clock *mc = frozen_clock(t);
+    idm_manual_clock *mc = idm_test_frozen_clock(t);
     idm_uuid7_gen *g = NULL;
     idm_uuid prev, cur;
     (void)state;
@@ -1000,21 +854,8 @@ static void uuid7_follows_clock(void **state)
 
 enum { THREADS = 4, PER_THREAD = 250000 };
 
-typedef struct mint_job {
-    idm_uuid7_gen *g;
-    pthread_barrier_t *start;
-    idm_uuid *ids;
-    int rc;
-} mint_job;
-
-static void *mint_thread(void *arg)
-{
-    mint_job *j = arg;
-    pthread_barrier_wait(j->start);
-    for (size_t i = 0; i < PER_THREAD && j->rc == 0; i++)
-        j->rc = idm_uuid7_next(j->g, &j->ids[i]);
-    return NULL;
-}
+/* Mints one UUIDv7 from the generator g into out, for the thread harness. */
+static int mint_uuid7(void *g, void *out) { return idm_uuid7_next(g, out); }
 
 /* 4 threads x 250,000 on one generator (system clock): all 1,000,000
  * distinct, each thread's own ids strictly increasing. */
@@ -1022,34 +863,21 @@ static void uuid7_threads(void **state)
 {
     idm_uuid7_gen *g = NULL;
     idm_uuid *all = malloc((size_t)THREADS * PER_THREAD * sizeof *all);
-    pthread_t th[THREADS];
-    mint_job job[THREADS];
-    pthread_barrier_t start;
+    idm_test_threads t;
     (void)state;
     assert_non_null(all);
     IDM_ASSERT_OK(idm_uuid7_gen_new(&g, NULL, NULL));
-    assert_int_equal(pthread_barrier_init(&start, NULL, THREADS), 0);
+    idm_test_threads_run(&t, THREADS, mint_uuid7, g, all, sizeof *all, PER_THREAD);
     for (int i = 0; i < THREADS; i++) {
-        job[i] = (mint_job){g, &start, all + (size_t)i * PER_THREAD, 0};
-        assert_int_equal(pthread_create(&th[i], NULL, mint_thread, &job[i]), 0);
-    }
-    for (int i = 0; i < THREADS; i++)
-        assert_int_equal(pthread_join(th[i], NULL), 0);
-    pthread_barrier_destroy(&start);
-    for (int i = 0; i < THREADS; i++) {
-        IDM_ASSERT_RC(job[i].rc, 0);
+        const idm_uuid *ids = all + (size_t)i * PER_THREAD;
+        IDM_ASSERT_RC(t.job[i].rc, 0);
         for (size_t k = 1; k < PER_THREAD; k++)
-            CHECK(memcmp(&job[i].ids[k - 1], &job[i].ids[k], 16) < 0,
+            CHECK(memcmp(&ids[k - 1], &ids[k], 16) < 0,
                   "thread %d: id %zu does not increase", i, k);
         for (size_t k = 0; k < PER_THREAD; k += 4999)
-            check_v7(&job[i].ids[k]);
+            check_v7(&ids[k]);
     }
-    size_t n = (size_t)THREADS * PER_THREAD;
-    qsort(all, n, sizeof *all, uuid_cmp);
-    size_t dups = 0;
-    for (size_t k = 1; k < n; k++)
-        if (memcmp(&all[k - 1], &all[k], 16) == 0)
-            dups++;
+    size_t n = (size_t)THREADS * PER_THREAD, dups = idm_test_count_dup16(all, n);
     CHECK(dups == 0, "%zu duplicate ids among %zu", dups, n);
     idm_uuid7_gen_free(g);
     free(all);
@@ -1058,32 +886,6 @@ static void uuid7_threads(void **state)
 /* ---- fork ---- */
 
 enum { FORK_N = 10000 };
-
-static int write_all(int fd, const void *p, size_t n)
-{
-    const uint8_t *b = p;
-    while (n > 0) {
-        ssize_t w = write(fd, b, n);
-        if (w <= 0)
-            return -1;
-        b += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
-static size_t read_all(int fd, void *p, size_t n)
-{
-    uint8_t *b = p;
-    size_t got = 0;
-    while (got < n) {
-        ssize_t r = read(fd, b + got, n - got);
-        if (r <= 0)
-            break;
-        got += (size_t)r;
-    }
-    return got;
-}
 
 /* FORK_N UUIDv7 from g then FORK_N UUIDv4 into out; 0 or an IDM_E* code. */
 static int mint_after_fork(idm_uuid7_gen *g, idm_uuid *out)
@@ -1115,7 +917,7 @@ static void uuid_fork(void **state)
     idm_uuid pre[16];
     idm_uuid *mine = malloc(2 * FORK_N * sizeof *mine);
     idm_uuid *theirs = malloc(2 * FORK_N * sizeof *theirs);
-    int fds[2];
+    idm_test_child child;
     (void)state;
     assert_non_null(mine);
     assert_non_null(theirs);
@@ -1123,23 +925,14 @@ static void uuid_fork(void **state)
     for (int i = 0; i < 16; i++)
         IDM_ASSERT_OK(idm_uuid7_next(g, &pre[i]));
     IDM_ASSERT_OK(idm_uuid4(NULL, &pre[0]));
-    assert_int_equal(pipe(fds), 0);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        close(fds[0]);
+    if (idm_test_fork(&child)) {
         int rc = mint_after_fork(g, theirs);
         if (rc != 0)
             _exit(10 + -rc);
-        _exit(write_all(fds[1], theirs, 2 * FORK_N * sizeof *theirs) == 0 ? 0 : 3);
+        idm_test_child_send(&child, theirs, 2 * FORK_N * sizeof *theirs);
     }
-    close(fds[1]);
     IDM_ASSERT_OK(mint_after_fork(g, mine));
-    size_t got = read_all(fds[0], theirs, 2 * FORK_N * sizeof *theirs);
-    close(fds[0]);
-    int status = 0;
-    assert_int_equal(waitpid(pid, &status, 0), pid);
-    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child failed (wait status %d)", status);
+    size_t got = idm_test_child_collect(&child, theirs, 2 * FORK_N * sizeof *theirs);
     CHECK(got == 2 * FORK_N * sizeof *theirs, "child sent %zu bytes", got);
 
     for (size_t i = 1; i < FORK_N; i++) {
@@ -1154,7 +947,7 @@ static void uuid_fork(void **state)
     assert_non_null(all);
     memcpy(all, mine, 2 * FORK_N * sizeof *all);
     memcpy(all + 2 * FORK_N, theirs, 2 * FORK_N * sizeof *all);
-    qsort(all, n, sizeof *all, uuid_cmp);
+    qsort(all, n, sizeof *all, idm_test_cmp16);
     for (size_t i = 1; i < n; i++)
         CHECK(memcmp(&all[i - 1], &all[i], 16) != 0, "parent and child minted the same id");
 
@@ -1187,31 +980,22 @@ static void uuid_fork(void **state)
 static void uuid7_fork_child_starts_afresh(void **state)
 {
     const idm_unix_ms t = INT64_C(1700000011000);
-    idm_manual_clock *mc = frozen_clock(t);
+    idm_manual_clock *mc = idm_test_frozen_clock(t);
     idm_uuid7_gen *g = NULL;
     idm_uuid last, mine, theirs[2];
-    int fds[2];
+    idm_test_child child;
     (void)state;
     IDM_ASSERT_OK(idm_uuid7_gen_new(&g, idm_manual_clock_clock(mc), NULL));
     for (int i = 0; i < 100; i++)
         IDM_ASSERT_OK(idm_uuid7_next(g, &last));
-    assert_int_equal(pipe(fds), 0);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        close(fds[0]);
+    if (idm_test_fork(&child)) {
         for (int i = 0; i < 2; i++)
             if (idm_uuid7_next(g, &theirs[i]) != 0)
                 _exit(2);
-        _exit(write_all(fds[1], theirs, sizeof theirs) == 0 ? 0 : 3);
+        idm_test_child_send(&child, theirs, sizeof theirs);
     }
-    close(fds[1]);
     IDM_ASSERT_OK(idm_uuid7_next(g, &mine));
-    size_t got = read_all(fds[0], theirs, sizeof theirs);
-    close(fds[0]);
-    int status = 0;
-    assert_int_equal(waitpid(pid, &status, 0), pid);
-    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child failed (wait status %d)", status);
+    size_t got = idm_test_child_collect(&child, theirs, sizeof theirs);
     assert_int_equal(got, sizeof theirs);
 
     u128 dp = u128_of(&mine) - u128_of(&last);
