@@ -31,13 +31,14 @@
     XX(ENODE, -14, "node field has no value")                                 \
     XX(ERANDOM, -15, "the system's random source failed")                    \
     XX(EOVERFLOW, -16,                                                       \
-       "random part overflowed within one millisecond")
+       "random part overflowed within one millisecond")                      \
+    XX(ELEASE, -17, "no valid worker-id lease covers this id")
 
 typedef enum idm_errno {
 #define IDM__ERRDEF(name, code, msg) IDM_##name = (code),
     IDM_ERRNO_MAP(IDM__ERRDEF)
 #undef IDM__ERRDEF
-    IDM_ERRNO_MIN = -16
+    IDM_ERRNO_MIN = -17
 } idm_errno;
 
 /*

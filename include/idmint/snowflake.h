@@ -50,9 +50,23 @@
  * renamed over the file, so a crash leaves the old mark or the new one. If the file cannot be written, minting stops at the last stored
  * mark (IDM_EIO) rather than run past it.
  *
- * Thread-safety: idm_snowflake_next, _next_batch and _stats may be called from
- * any number of threads at once on one generator. _open and _close must not
- * race with any other call on the same generator.
+ * Lease guard (optional, opts.guarded): a generator whose node values come
+ * from a worker-id lease mints only while the lease is known to hold. Whoever
+ * renews the lease calls idm_snowflake_guard after each successful renewal
+ * with two deadlines, one on the generator's monotonic clock and one on its
+ * wall clock (both: the renewal's send time + TTL - a safety margin), and the
+ * highest time the lease record allows (the mark it recorded). A mint checks
+ * the monotonic deadline (CLOCK_MONOTONIC_COARSE for the system clock, a few
+ * ns) before it reads the wall clock, and the wall deadline after: a process
+ * paused between the two, or a machine resumed from suspend (monotonic time
+ * stood still, wall time did not), fails the second. Past either deadline,
+ * or past the mark, minting fails with IDM_ELEASE until the next renewal.
+ * opts.after_ms makes a new holder start above the previous holder's mark.
+ *
+ * Thread-safety: idm_snowflake_next, _next_batch, _stats, _guard and
+ * _guard_drop may be called from any number of threads at once on one
+ * generator. _open and _close must not race with any other call on the same
+ * generator.
  */
 #ifndef IDMINT_SNOWFLAKE_H
 #define IDMINT_SNOWFLAKE_H
@@ -91,6 +105,10 @@ typedef struct idm_snowflake_opts {
     bool state_fresh;              /* a missing or corrupt state file starts
                                       from the clock instead of failing */
     int64_t state_lookahead_ms;    /* default 1000; one tick to one day */
+    bool guarded;                  /* mint only under idm_snowflake_guard */
+    idm_unix_ms after_ms;          /* < 0: none; else never mint at or below
+                                      this time (a previous holder's mark),
+                                      as with a state file's mark */
 } idm_snowflake_opts;
 
 typedef struct idm_snowflake idm_snowflake;
@@ -107,6 +125,8 @@ typedef struct idm_snowflake_stats {
     idm_unix_ms state_mark_ms;   /* mark stored in the state file, or 0 */
     uint64_t state_writes;       /* state file rewrites */
     int state_error;             /* last state file error, 0 if none */
+    uint64_t refused_lease;      /* calls failed with IDM_ELEASE */
+    idm_unix_ms lease_limit_ms;  /* the guard's mark (0 if none) */
 } idm_snowflake_stats;
 
 /* Defaults: logical time, wait on exhaustion, auto bounds, no state file. */
@@ -151,6 +171,18 @@ IDM_EXTERN int idm_snowflake_next_batch(idm_snowflake *g, uint64_t *ids,
                                         size_t n);
 
 IDM_EXTERN const idm_layout *idm_snowflake_layout(const idm_snowflake *g);
+
+/*
+ * Extend a guarded generator's lease: minting is allowed while the monotonic
+ * clock is before mono_deadline and the wall clock before wall_deadline, for
+ * ids whose time is at or below limit_ms. A limit below the current one is
+ * ignored (a mark once recorded stays recorded). IDM_EINVAL on a generator
+ * that is not guarded.
+ */
+IDM_EXTERN int idm_snowflake_guard(idm_snowflake *g, idm_mono_ns mono_deadline,
+                                   idm_wall_ns wall_deadline, idm_unix_ms limit_ms);
+/* Stop minting at once (the lease is lost or being released). */
+IDM_EXTERN void idm_snowflake_guard_drop(idm_snowflake *g);
 
 /* A snapshot of the counters (each read atomically; not one instant). */
 IDM_EXTERN void idm_snowflake_stats_get(const idm_snowflake *g,

@@ -11,6 +11,7 @@
  * health (the clock watch does, off this path).
  */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,8 +28,13 @@ struct idm_snowflake {
     _Alignas(CACHELINE) _Atomic uint64_t state;
     _Atomic uint64_t max_wall_tick;
 
-    /* Read on every mint, written only by the state-file slow path. */
+    /* Read on every mint, written only by slow paths: the highest tick
+     * allowed (the lower of the state file's and the lease's limits) and
+     * the lease guard's deadlines. */
     _Alignas(CACHELINE) _Atomic uint64_t limit_tick;
+    _Atomic int64_t mono_deadline;
+    _Atomic int64_t wall_deadline;
+    bool guarded;
     idm_wall_ns (*wall_ns)(void *ctx); /* NULL: the system clock, inlined */
     void *clock_ctx;
     const idm_clock *clock;
@@ -58,9 +64,14 @@ struct idm_snowflake {
     _Atomic int64_t state_mark_ms;
     _Atomic uint64_t state_writes;
     _Atomic int state_error;
+    _Atomic uint64_t refused_lease;
+    _Atomic int64_t lease_limit_ms;
 
-    /* State file (slow path, under the mutex). */
+    /* Limits (slow path, under the mutex). */
     pthread_mutex_t state_mu;
+    uint64_t state_limit_tick; /* UINT64_MAX without a state file */
+    uint64_t lease_limit_tick; /* UINT64_MAX unless guarded */
+    bool has_lease_limit;      /* guarded and a guard has been given */
     bool has_state;
     idm__state st;
     int64_t lookahead_ms;
@@ -76,6 +87,7 @@ void idm_snowflake_opts_init(idm_snowflake_opts *opts)
     opts->max_drift_ms = -1;
     opts->max_wait_ms = -1;
     opts->state_lookahead_ms = 1000;
+    opts->after_ms = -1;
 }
 
 int idm_snowflake_opts_node(idm_snowflake_opts *opts, const char *name, uint64_t value)
@@ -102,6 +114,19 @@ int idm_snowflake_opts_node(idm_snowflake_opts *opts, const char *name, uint64_t
 static inline idm_wall_ns read_wall(const idm_snowflake *g)
 {
     return IDM__LIKELY(g->wall_ns == NULL) ? idm__sys_wall_ns() : g->wall_ns(g->clock_ctx);
+}
+
+/* The monotonic clock for the lease guard: CLOCK_MONOTONIC_COARSE for the
+ * system clock (a vDSO read of a few ns, millisecond resolution, nothing
+ * against a safety margin of seconds). */
+static inline idm_mono_ns read_mono_coarse(const idm_snowflake *g)
+{
+    if (IDM__LIKELY(g->wall_ns == NULL)) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+        return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    }
+    return g->clock->mono_ns(g->clock_ctx);
 }
 
 /* The tick a wall time falls in; t must be at or after the epoch. */
@@ -150,27 +175,89 @@ static void note_backwards(idm_snowflake *g, int64_t ms)
         ;
 }
 
-/* Store a new mark covering at least tick. Called with the state mutex not
- * held; takes it. */
-static int persist_mark(idm_snowflake *g, uint64_t tick)
+/* Recompute the combined limit; called with the mutex held. */
+static void publish_limit(idm_snowflake *g)
+{
+    uint64_t l = g->state_limit_tick < g->lease_limit_tick ? g->state_limit_tick
+                                                           : g->lease_limit_tick;
+    atomic_store_explicit(&g->limit_tick, l, memory_order_release);
+}
+
+/* Store a state-file mark covering at least tick; mutex held. */
+static int persist_state(idm_snowflake *g, uint64_t tick)
+{
+    int64_t mark = tick_start_ms(g, tick) + g->lookahead_ms;
+    int rc = idm__state_write(&g->st, mark);
+    if (rc != 0) {
+        atomic_store_explicit(&g->state_error, rc, memory_order_relaxed);
+        return rc;
+    }
+    g->state_limit_tick = (uint64_t)((mark - g->epoch_ms) / g->tick_ms);
+    atomic_store_explicit(&g->state_mark_ms, mark, memory_order_relaxed);
+    atomic_fetch_add_explicit(&g->state_writes, 1, memory_order_relaxed);
+    atomic_store_explicit(&g->state_error, 0, memory_order_relaxed);
+    return 0;
+}
+
+/*
+ * The slow path for a tick past the combined limit: past the lease's mark
+ * it is refused (only a renewal raises that); past the state file's, a new
+ * mark is written first.
+ */
+static int raise_limit(idm_snowflake *g, uint64_t tick)
 {
     int rc = 0;
     pthread_mutex_lock(&g->state_mu);
-    if (tick > atomic_load_explicit(&g->limit_tick, memory_order_acquire)) {
-        int64_t mark = tick_start_ms(g, tick) + g->lookahead_ms;
-        rc = idm__state_write(&g->st, mark);
-        if (rc == 0) {
-            uint64_t limit = (uint64_t)((mark - g->epoch_ms) / g->tick_ms);
-            atomic_store_explicit(&g->state_mark_ms, mark, memory_order_relaxed);
-            atomic_fetch_add_explicit(&g->state_writes, 1, memory_order_relaxed);
-            atomic_store_explicit(&g->state_error, 0, memory_order_relaxed);
-            atomic_store_explicit(&g->limit_tick, limit, memory_order_release);
-        } else {
-            atomic_store_explicit(&g->state_error, rc, memory_order_relaxed);
-        }
+    if (tick > g->lease_limit_tick) {
+        pthread_mutex_unlock(&g->state_mu);
+        atomic_fetch_add_explicit(&g->refused_lease, 1, memory_order_relaxed);
+        return idm__fail(IDM_ELEASE,
+                         g->has_lease_limit
+                             ? "snowflake: tick %lld ms is past the mark the lease recorded"
+                             : "snowflake: tick %lld ms: no lease yet",
+                         (long long)tick_start_ms(g, tick));
     }
+    if (g->has_state && tick > g->state_limit_tick)
+        rc = persist_state(g, tick);
+    publish_limit(g);
     pthread_mutex_unlock(&g->state_mu);
     return rc;
+}
+
+static int refuse_lease(idm_snowflake *g, const char *what)
+{
+    atomic_fetch_add_explicit(&g->refused_lease, 1, memory_order_relaxed);
+    return idm__fail(IDM_ELEASE, "snowflake: the lease's %s deadline has passed", what);
+}
+
+int idm_snowflake_guard(idm_snowflake *g, idm_mono_ns mono_deadline, idm_wall_ns wall_deadline,
+                        idm_unix_ms limit_ms)
+{
+    idm__clear_detail();
+    if (g == NULL || !g->guarded)
+        return idm__fail(IDM_EINVAL, "snowflake: guard on a generator opened without guarded");
+    pthread_mutex_lock(&g->state_mu);
+    if (limit_ms >= g->epoch_ms) {
+        uint64_t t = (uint64_t)((limit_ms - g->epoch_ms) / g->tick_ms);
+        if (t > g->max_tick)
+            t = g->max_tick;
+        if (!g->has_lease_limit || t > g->lease_limit_tick) {
+            g->lease_limit_tick = t;
+            atomic_store_explicit(&g->lease_limit_ms, limit_ms, memory_order_relaxed);
+        }
+        g->has_lease_limit = true;
+    }
+    publish_limit(g);
+    atomic_store_explicit(&g->mono_deadline, mono_deadline, memory_order_release);
+    atomic_store_explicit(&g->wall_deadline, wall_deadline, memory_order_release);
+    pthread_mutex_unlock(&g->state_mu);
+    return 0;
+}
+
+void idm_snowflake_guard_drop(idm_snowflake *g)
+{
+    atomic_store_explicit(&g->mono_deadline, INT64_MIN, memory_order_release);
+    atomic_store_explicit(&g->wall_deadline, INT64_MIN, memory_order_release);
 }
 
 /* What a call may do when its states would run ahead of the clock. */
@@ -246,8 +333,18 @@ static int give_back(idm_snowflake *g, uint64_t end, uint64_t old, bool regressi
  */
 static IDM__ALWAYS_INLINE int mint(idm_snowflake *g, uint64_t n, uint64_t *first_out)
 {
-    int64_t now_ns = read_wall(g);
+    int64_t now_ns;
     bool fresh = false; /* now_ns was read after the state was first seen */
+
+    /* The lease guard: the monotonic deadline is checked before the wall
+     * clock is read, so an id's time is never read under a lease already
+     * past its deadline; the wall deadline is checked after. */
+    if (g->guarded &&
+        read_mono_coarse(g) >= atomic_load_explicit(&g->mono_deadline, memory_order_acquire))
+        return refuse_lease(g, "monotonic");
+    now_ns = read_wall(g);
+    if (g->guarded && now_ns >= atomic_load_explicit(&g->wall_deadline, memory_order_acquire))
+        return refuse_lease(g, "wall-clock");
 
     for (;;) {
         int64_t since = now_ns - g->epoch_ns;
@@ -299,7 +396,7 @@ static IDM__ALWAYS_INLINE int mint(idm_snowflake *g, uint64_t n, uint64_t *first
         }
 
         if (IDM__UNLIKELY(end_tick > atomic_load_explicit(&g->limit_tick, memory_order_acquire))) {
-            int rc = persist_mark(g, end_tick);
+            int rc = raise_limit(g, end_tick);
             if (rc != 0)
                 return rc;
             continue;
@@ -386,6 +483,8 @@ void idm_snowflake_stats_get(const idm_snowflake *g, idm_snowflake_stats *out)
     out->state_mark_ms = atomic_load(&m->state_mark_ms);
     out->state_writes = atomic_load(&m->state_writes);
     out->state_error = atomic_load(&m->state_error);
+    out->refused_lease = atomic_load(&m->refused_lease);
+    out->lease_limit_ms = atomic_load(&m->lease_limit_ms);
 }
 
 static void destroy(idm_snowflake *g)
@@ -460,7 +559,12 @@ int idm_snowflake_open(idm_snowflake **out, const idm_snowflake_opts *opts)
                       IDM__NS_PER_MS;
     g->max_wait_ns = (opts->max_wait_ms >= 0 ? opts->max_wait_ms : 5 + tick_ms) * IDM__NS_PER_MS;
     g->lookahead_ms = opts->state_lookahead_ms;
-    atomic_init(&g->limit_tick, UINT64_MAX);
+    g->guarded = opts->guarded;
+    g->state_limit_tick = UINT64_MAX;
+    g->lease_limit_tick = opts->guarded ? 0 : UINT64_MAX;
+    atomic_init(&g->mono_deadline, INT64_MIN);
+    atomic_init(&g->wall_deadline, INT64_MIN);
+    atomic_init(&g->limit_tick, g->lease_limit_tick);
 
     now_ns = read_wall(g);
     /* The wall clock in int64 ns ends in 2262: an epoch past that is always
@@ -482,28 +586,42 @@ int idm_snowflake_open(idm_snowflake **out, const idm_snowflake_opts *opts)
     atomic_init(&g->state, 0);
     atomic_init(&g->max_wall_tick, now_tick);
 
-    if (opts->state_path != NULL) {
-        idm_unix_ms mark = 0;
-        bool found = false;
-        rc = idm__state_open(&g->st, opts->state_path, opts->state_fresh, &mark, &found);
-        if (rc != 0) {
-            destroy(g);
-            return rc;
+    {
+        /* Where this generator must start above: the state file's mark, or
+         * a previous lease holder's (opts->after_ms), whichever is later. */
+        idm_unix_ms mark = -1;
+        char src[300] = "";
+        if (opts->state_path != NULL) {
+            idm_unix_ms file_mark = 0;
+            bool found = false;
+            rc = idm__state_open(&g->st, opts->state_path, opts->state_fresh, &file_mark, &found);
+            if (rc != 0) {
+                destroy(g);
+                return rc;
+            }
+            g->has_state = true;
+            if (found && file_mark >= l->epoch) {
+                mark = file_mark;
+                snprintf(src, sizeof src, "the mark in %s", opts->state_path);
+            }
         }
-        g->has_state = true;
-        if (found && mark >= l->epoch) {
+        if (opts->after_ms >= l->epoch && opts->after_ms > mark) {
+            mark = opts->after_ms;
+            snprintf(src, sizeof src, "the previous holder's mark");
+        }
+        if (mark >= 0) {
             idm_unix_ms now_ms = idm__floordiv(now_ns, IDM__NS_PER_MS);
             uint64_t mark_tick;
             if (mark >= l->time_end - tick_ms) {
                 destroy(g);
-                return idm__fail(IDM_ETIMEOVER, "snowflake: the state file's mark %lld ms is at "
-                                                "the end of the layout's time", (long long)mark);
+                return idm__fail(IDM_ETIMEOVER, "snowflake: %s, %lld ms, is at the end of the "
+                                                "layout's time", src, (long long)mark);
             }
             mark_tick = (uint64_t)((mark - l->epoch) / tick_ms);
             if (now_ms < mark) {
-                /* Restarted with the clock behind what an earlier run may
-                 * have minted: the backwards policy decides, as it would
-                 * for a step back while running. */
+                /* Started with the clock behind what an earlier run or
+                 * holder may have minted: the backwards policy decides, as
+                 * it would for a step back while running. */
                 int64_t need_ns = ahead_ns(g, mark_tick + 1, now_tick, now_ns);
                 int64_t back_ms = mark - now_ms;
                 note_backwards(g, back_ms);
@@ -512,20 +630,24 @@ int idm_snowflake_open(idm_snowflake **out, const idm_snowflake_opts *opts)
                 } else if (g->backwards != IDM_BACKWARDS_LOGICAL || need_ns > g->max_drift_ns) {
                     destroy(g);
                     return idm__fail(IDM_ECLOCKBACK,
-                                     "snowflake: the clock is %lld ms behind the mark in %s; "
-                                     "refusing to start until it passes",
-                                     (long long)back_ms, opts->state_path);
+                                     "snowflake: the clock is %lld ms behind %s; refusing to "
+                                     "start until it passes",
+                                     (long long)back_ms, src);
                 }
                 atomic_store(&g->max_wall_tick, mark_tick);
             }
             /* Next state: the first sequence of the tick after the mark. */
             atomic_store(&g->state, (mark_tick << g->sb) | g->seq_mask);
-            atomic_store(&g->state_mark_ms, mark);
+            if (g->has_state)
+                atomic_store(&g->state_mark_ms, mark);
         }
-        atomic_store(&g->limit_tick, 0);
-        rc = persist_mark(g, (uint64_t)(atomic_load(&g->state) >> g->sb) > now_tick
-                                 ? atomic_load(&g->state) >> g->sb
-                                 : now_tick);
+    }
+    if (g->has_state) {
+        uint64_t first = atomic_load(&g->state) >> g->sb;
+        pthread_mutex_lock(&g->state_mu);
+        rc = persist_state(g, first > now_tick ? first : now_tick);
+        publish_limit(g);
+        pthread_mutex_unlock(&g->state_mu);
         if (rc != 0) {
             destroy(g);
             return rc;
