@@ -59,4 +59,11 @@ IDM_EXTERN const char *idm_err_name(int err);
  */
 IDM_EXTERN const char *idm_error_detail(void);
 
+/* For idmint's companion libraries (leases, later segments): set the calling
+ * thread's detail line, printf-style, and return err. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+IDM_EXTERN int idm_error_fail(int err, const char *fmt, ...);
+
 #endif /* IDMINT_ERROR_H */

@@ -55,6 +55,15 @@ int idm__fail(int err, const char *fmt, ...)
     return err;
 }
 
+int idm_error_fail(int err, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(detail, sizeof detail, fmt, ap);
+    va_end(ap);
+    return err;
+}
+
 void idm__clear_detail(void)
 {
     detail[0] = '\0';

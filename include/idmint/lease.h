@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Worker-id leases (library idmint_lease): a process claims a worker id from
+ * a coordinator, and a keeper thread renews the claim and feeds the
+ * generator's guard, so the process stops minting before its claim could
+ * have expired and never mints above the high-water mark it recorded.
+ *
+ * Coordinators are chosen by URL:
+ *   file:///dir   one lock file per worker id in dir, held with flock: the
+ *                 kernel drops the lock when the process dies, so a crashed
+ *                 holder frees its id at once. One machine only.
+ * (etcd:// follows in a later release.)
+ *
+ * Each lease record keeps its holder's high-water mark: at each renewal the
+ * keeper records the highest time the generator may mint before the lease
+ * can expire (the renewal's wall time + TTL), and only then lets the
+ * generator mint up to it. A new holder reads the mark at claim time and
+ * starts above it (idm_lease_mark gives it; pass it as opts.after_ms).
+ *
+ * Use:
+ *     idm_lease_open(&lease, &lease_opts);            claims a worker id
+ *     opts.node[worker] = idm_lease_worker(lease);    (or idm_snowflake_opts_node)
+ *     opts.guarded = true;
+ *     opts.after_ms = idm_lease_mark(lease);
+ *     idm_snowflake_open(&gen, &opts);
+ *     idm_lease_attach(lease, gen);                   first renewal, then the keeper
+ *     ... idm_snowflake_next(gen, &id) ...
+ *     idm_lease_close(lease);                         stop, record the final mark, release
+ *     idm_snowflake_close(gen);
+ *
+ * Thread-safety: idm_lease_worker, _mark and _status may be called from any
+ * thread; _attach and _close by the owner, once each.
+ */
+#ifndef IDMINT_LEASE_H
+#define IDMINT_LEASE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "clock.h"
+#include "export.h"
+#include "snowflake.h"
+
+typedef struct idm_lease idm_lease;
+
+typedef struct idm_lease_opts {
+    const char *url;        /* required: file:///dir */
+    uint32_t max_workers;   /* ids 0 .. max_workers-1; default 1024 */
+    int64_t ttl_ms;         /* default 10000; renewals every ttl/3 */
+    int64_t margin_ms;      /* stop minting this long before the lease
+                               could expire; default ttl/5 */
+    const idm_clock *clock; /* NULL: the system clock; must be the
+                               generator's clock */
+    const char *holder;     /* written into the record; NULL: host:pid */
+} idm_lease_opts;
+
+/* One worker id's record, as idm_lease_list reports it. */
+typedef struct idm_lease_entry {
+    uint32_t worker;
+    int held;               /* 1 if a live process holds it now */
+    idm_unix_ms mark_ms;    /* the last recorded high-water mark, 0 if none */
+    char holder[64];        /* the last holder's description */
+} idm_lease_entry;
+
+/* Status of a held lease, for health checks. */
+typedef struct idm_lease_status {
+    uint32_t worker;
+    int lost;               /* the coordinator says the claim is gone */
+    uint64_t renewals;      /* successful renewals */
+    uint64_t failures;      /* failed renewals */
+    int last_error;         /* the last renewal's error, 0 if it worked */
+    idm_mono_ns deadline;   /* the guard's monotonic deadline */
+    idm_unix_ms mark_ms;    /* the mark last recorded */
+} idm_lease_status;
+
+IDM_EXTERN void idm_lease_opts_init(idm_lease_opts *opts);
+
+/*
+ * Claim a free worker id. IDM_EINVAL (with a detail) for a bad URL or
+ * option, IDM_EBUSY if every id is held ("no free worker id"), IDM_EIO if
+ * the coordinator cannot be used.
+ */
+IDM_EXTERN int idm_lease_open(idm_lease **out, const idm_lease_opts *opts);
+IDM_EXTERN uint32_t idm_lease_worker(const idm_lease *l);
+/* The previous holder's high-water mark (0 if none): start above it. */
+IDM_EXTERN idm_unix_ms idm_lease_mark(const idm_lease *l);
+/*
+ * Start feeding g (opened with opts.guarded and the same clock): one renewal
+ * now, so that g may mint when this returns 0, then a keeper thread renewing
+ * every ttl/3. If a renewal fails, g stops at its deadline; once a renewal
+ * works again, g resumes; if the coordinator says the claim is gone, g stops
+ * at once and the status reports it lost.
+ */
+IDM_EXTERN int idm_lease_attach(idm_lease *l, idm_snowflake *g);
+IDM_EXTERN void idm_lease_status_get(idm_lease *l, idm_lease_status *out);
+/* Stop the keeper, stop g, record the final mark (the last tick g minted)
+ * and release the worker id. Frees l. Returns the release's error, if any. */
+IDM_EXTERN int idm_lease_close(idm_lease *l);
+
+/* Every worker id that has a record, held or not, into a malloc'd array
+ * (free it with free()). */
+IDM_EXTERN int idm_lease_list(const char *url, uint32_t max_workers, idm_lease_entry **entries,
+                              size_t *count);
+
+#endif /* IDMINT_LEASE_H */

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The interface every lease backend implements: one file per backend, each
+ * linking only its own client library, chosen by URL scheme in lease.c.
+ * Internal to idmint_lease.
+ */
+#ifndef IDM_LEASE_BACKEND_H
+#define IDM_LEASE_BACKEND_H
+
+#include <idmint/lease.h>
+
+typedef struct idm__lease_backend {
+    const char *scheme; /* "file" for file:// */
+    /* Open a handle on the coordinator named by the rest of the URL. */
+    int (*open)(void **be, const char *rest, const idm_lease_opts *opts);
+    /* Claim a free id below max_workers for ttl_ms; report the previous
+     * holder's mark and the TTL granted. */
+    int (*claim)(void *be, uint32_t max_workers, int64_t ttl_ms, const char *holder,
+                 uint32_t *worker, idm_unix_ms *prev_mark, int64_t *granted_ttl_ms);
+    /* Extend the claim and record mark. IDM_ELEASE if the claim is gone;
+     * other errors mean "unknown, try again". */
+    int (*renew)(void *be, idm_unix_ms mark, int64_t *granted_ttl_ms);
+    /* Record the final mark and release. */
+    int (*release)(void *be, idm_unix_ms mark);
+    int (*list)(void *be, uint32_t max_workers, idm_lease_entry **entries, size_t *count);
+    void (*close)(void *be);
+} idm__lease_backend;
+
+extern const idm__lease_backend idm__lease_file;
+
+#endif /* IDM_LEASE_BACKEND_H */

@@ -1,0 +1,294 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The file lease backend (file:///dir): worker id N is the file
+ * dir/worker-NNNN.lease, held with flock(LOCK_EX). The kernel drops the lock
+ * when the holder dies, so a crashed process frees its id at once; the
+ * record in the file survives it, so the next holder knows the mark.
+ *
+ * A record is one text line, "idmint-lease 1 <seq> <mark_ms> <holder>
+ * <check>", in one of two 128-byte slots written in turn (slot seq % 2),
+ * each write followed by fsync: a write torn by a crash damages one slot and
+ * the other still holds the previous mark. <check> is a 64-bit FNV-1a of the
+ * line before it, in hex. If both slots are damaged, the mark is taken as
+ * the file's modification time plus a minute, later than any mark a holder
+ * with a TTL under a minute could have recorded.
+ *
+ * What it does not do: work across machines (flock is local), or expire a
+ * live holder (it holds its id as long as it lives).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "lease_internal.h"
+
+#define SLOT 128
+#define LOST_RECORD_SLACK_MS 60000
+
+typedef struct file_be {
+    char *dir;
+    int fd;             /* the held id's file, -1 if none */
+    uint32_t worker;
+    uint64_t seq;       /* last record written */
+    char holder[64];
+    char path[4096];
+} file_be;
+
+static uint64_t fnv1a(const char *s, size_t n)
+{
+    uint64_t h = UINT64_C(0xcbf29ce484222325);
+    for (size_t i = 0; i < n; i++) {
+        h ^= (unsigned char)s[i];
+        h *= UINT64_C(0x100000001b3);
+    }
+    return h;
+}
+
+/* Parse one slot; 0 and its seq and mark if valid. */
+static int parse_slot(const char *slot, uint64_t *seq, idm_unix_ms *mark, char *holder, size_t hlen)
+{
+    char line[SLOT + 1], h[64];
+    const char *nl = memchr(slot, '\n', SLOT), *sp;
+    unsigned long long s, m, check;
+    size_t n;
+    if (nl == NULL)
+        return -1;
+    n = (size_t)(nl - slot);
+    memcpy(line, slot, n);
+    line[n] = '\0';
+    sp = strrchr(line, ' ');
+    if (sp == NULL || sscanf(sp + 1, "%16llx", &check) != 1 || strlen(sp + 1) != 16 ||
+        fnv1a(line, (size_t)(sp - line)) != check)
+        return -1;
+    if (sscanf(line, "idmint-lease 1 %llu %llu %63s", &s, &m, h) != 3)
+        return -1;
+    *seq = s;
+    *mark = (idm_unix_ms)m;
+    if (holder != NULL)
+        snprintf(holder, hlen, "%s", h);
+    return 0;
+}
+
+/* The newest valid record of an open file: 1 found, 0 empty file, -1 both
+ * slots damaged (then *mark is the conservative fallback). */
+static int read_record(int fd, uint64_t *seq, idm_unix_ms *mark, char *holder, size_t hlen)
+{
+    char buf[2 * SLOT];
+    ssize_t n = pread(fd, buf, sizeof buf, 0);
+    uint64_t s[2] = {0, 0};
+    idm_unix_ms m[2] = {0, 0};
+    char h[2][64] = {"", ""};
+    int ok[2];
+    struct stat st;
+    *seq = 0;
+    *mark = 0;
+    if (holder != NULL && hlen > 0)
+        holder[0] = '\0';
+    if (n <= 0)
+        return 0; /* a new file: no holder before us */
+    if (n < (ssize_t)sizeof buf)
+        memset(buf + n, 0, sizeof buf - (size_t)n);
+    ok[0] = parse_slot(buf, &s[0], &m[0], h[0], sizeof h[0]) == 0;
+    ok[1] = parse_slot(buf + SLOT, &s[1], &m[1], h[1], sizeof h[1]) == 0;
+    if (!ok[0] && !ok[1]) {
+        *seq = 0;
+        *mark = fstat(fd, &st) == 0
+                    ? (idm_unix_ms)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000 +
+                          LOST_RECORD_SLACK_MS
+                    : 0;
+        if (holder != NULL)
+            snprintf(holder, hlen, "(damaged record)");
+        return -1;
+    }
+    int i = !ok[0] ? 1 : !ok[1] ? 0 : s[1] > s[0];
+    *seq = s[i];
+    *mark = m[i];
+    if (holder != NULL)
+        snprintf(holder, hlen, "%s", h[i]);
+    return 1;
+}
+
+static int write_record(file_be *f, idm_unix_ms mark)
+{
+    char slot[SLOT];
+    int n;
+    uint64_t seq = f->seq + 1;
+    memset(slot, ' ', sizeof slot);
+    n = snprintf(slot, sizeof slot, "idmint-lease 1 %" PRIu64 " %lld %s", seq, (long long)mark,
+                 f->holder);
+    n += snprintf(slot + n, sizeof slot - (size_t)n, " %016" PRIx64 "\n", fnv1a(slot, (size_t)n));
+    slot[n] = ' '; /* snprintf's NUL: the slot is padded with spaces */
+    slot[SLOT - 1] = '\n';
+    if (pwrite(f->fd, slot, SLOT, (off_t)(seq % 2) * SLOT) != SLOT || fdatasync(f->fd) != 0)
+        return idm__lease_fail(IDM_EIO, "lease: cannot write %s: %s", f->path, strerror(errno));
+    f->seq = seq;
+    return 0;
+}
+
+static void worker_path(const file_be *f, uint32_t n, char *out, size_t len)
+{
+    snprintf(out, len, "%s/worker-%04u.lease", f->dir, n);
+}
+
+static int fb_open(void **be, const char *rest, const idm_lease_opts *opts)
+{
+    file_be *f;
+    struct stat st;
+    (void)opts;
+    if (rest[0] != '/')
+        return idm__lease_fail(IDM_EINVAL,
+                               "lease: file URL needs an absolute directory, as file:///dir");
+    if (strlen(rest) > 3000)
+        return idm__lease_fail(IDM_EINVAL, "lease: directory name too long");
+    if (stat(rest, &st) != 0) {
+        if (errno != ENOENT || mkdir(rest, 0700) != 0)
+            return idm__lease_fail(IDM_EIO, "lease: cannot use directory %s: %s", rest,
+                                   strerror(errno));
+    } else if (!S_ISDIR(st.st_mode)) {
+        return idm__lease_fail(IDM_EINVAL, "lease: %s is not a directory", rest);
+    }
+    f = calloc(1, sizeof *f);
+    if (f == NULL || (f->dir = strdup(rest)) == NULL) {
+        free(f);
+        return IDM_ENOMEM;
+    }
+    f->fd = -1;
+    *be = f;
+    return 0;
+}
+
+static int fb_claim(void *be, uint32_t max_workers, int64_t ttl_ms, const char *holder,
+                    uint32_t *worker, idm_unix_ms *prev_mark, int64_t *granted_ttl_ms)
+{
+    file_be *f = be;
+    snprintf(f->holder, sizeof f->holder, "%s", holder);
+    for (uint32_t n = 0; n < max_workers; n++) {
+        char path[4096];
+        int fd;
+        uint64_t seq;
+        idm_unix_ms mark;
+        worker_path(f, n, path, sizeof path);
+        fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        if (fd < 0)
+            return idm__lease_fail(IDM_EIO, "lease: cannot open %s: %s", path, strerror(errno));
+        if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+            int e = errno;
+            close(fd);
+            if (e == EWOULDBLOCK)
+                continue;
+            return idm__lease_fail(IDM_EIO, "lease: cannot lock %s: %s", path, strerror(e));
+        }
+        /* Ours. The file may have been unlinked by a releasing holder's
+         * cleanup between our open and our lock: check it is still the one
+         * at the path. */
+        {
+            struct stat a, b;
+            if (fstat(fd, &a) != 0 || stat(path, &b) != 0 || a.st_ino != b.st_ino ||
+                a.st_dev != b.st_dev) {
+                close(fd);
+                n--; /* try the same id again */
+                continue;
+            }
+        }
+        read_record(fd, &seq, &mark, NULL, 0);
+        f->fd = fd;
+        f->worker = n;
+        f->seq = seq;
+        snprintf(f->path, sizeof f->path, "%s", path);
+        /* Record the claim with the mark unchanged: nothing minted yet. */
+        if (write_record(f, mark) != 0) {
+            int rc = IDM_EIO;
+            close(fd);
+            f->fd = -1;
+            return rc;
+        }
+        *worker = n;
+        *prev_mark = mark;
+        *granted_ttl_ms = ttl_ms;
+        return 0;
+    }
+    return idm__lease_fail(IDM_EBUSY, "lease: no free worker id: all %u in %s are held",
+                           (unsigned)max_workers, f->dir);
+}
+
+static int fb_renew(void *be, idm_unix_ms mark, int64_t *granted_ttl_ms)
+{
+    file_be *f = be;
+    struct stat a, b;
+    (void)granted_ttl_ms;
+    /* The lock cannot expire while we live, but the file can be removed
+     * (an operator cleaning up): then another process could lock a new
+     * file of the same name, and the id would have two holders. */
+    if (fstat(f->fd, &a) != 0 || stat(f->path, &b) != 0 || a.st_ino != b.st_ino ||
+        a.st_dev != b.st_dev)
+        return idm__lease_fail(IDM_ELEASE, "lease: %s was removed or replaced; the claim is lost",
+                               f->path);
+    return write_record(f, mark);
+}
+
+static int fb_release(void *be, idm_unix_ms mark)
+{
+    file_be *f = be;
+    int rc = 0;
+    if (f->fd < 0)
+        return 0;
+    rc = write_record(f, mark);
+    close(f->fd); /* drops the flock */
+    f->fd = -1;
+    return rc;
+}
+
+static int fb_list(void *be, uint32_t max_workers, idm_lease_entry **entries, size_t *count)
+{
+    file_be *f = be;
+    idm_lease_entry *e = NULL;
+    size_t n = 0;
+    for (uint32_t w = 0; w < max_workers; w++) {
+        char path[4096];
+        int fd;
+        uint64_t seq;
+        idm_lease_entry *grown;
+        worker_path(f, w, path, sizeof path);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        grown = realloc(e, (n + 1) * sizeof *e);
+        if (grown == NULL) {
+            close(fd);
+            free(e);
+            return IDM_ENOMEM;
+        }
+        e = grown;
+        memset(&e[n], 0, sizeof e[n]);
+        e[n].worker = w;
+        if (flock(fd, LOCK_SH | LOCK_NB) != 0)
+            e[n].held = errno == EWOULDBLOCK;
+        read_record(fd, &seq, &e[n].mark_ms, e[n].holder, sizeof e[n].holder);
+        close(fd);
+        n++;
+    }
+    *entries = e;
+    *count = n;
+    return 0;
+}
+
+static void fb_close(void *be)
+{
+    file_be *f = be;
+    if (f->fd >= 0)
+        close(f->fd);
+    free(f->dir);
+    free(f);
+}
+
+const idm__lease_backend idm__lease_file = {
+    "file", fb_open, fb_claim, fb_renew, fb_release, fb_list, fb_close,
+};

@@ -1,0 +1,303 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Leases: URL dispatch to a backend, the claim, and the keeper thread that
+ * renews and feeds the generator's guard.
+ *
+ * The guard's deadlines run from the moment a renewal is sent, not answered
+ * (a slow answer must not buy time the coordinator did not give): the send
+ * time on the generator's monotonic and wall clocks, plus the TTL, minus the
+ * margin. The mark recorded with a renewal is the send's wall time plus the
+ * TTL, never lower than a mark already recorded; the generator may mint up
+ * to it only after the coordinator has it.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "lease_internal.h"
+
+#define NS_PER_MS INT64_C(1000000)
+
+static const idm__lease_backend *const backends[] = {&idm__lease_file};
+
+struct idm_lease {
+    const idm__lease_backend *ops;
+    void *be;
+    const idm_clock *clock;
+    uint32_t worker;
+    idm_unix_ms prev_mark;
+    int64_t ttl_ms;
+    int64_t margin_ms;
+    idm_snowflake *g;
+
+    pthread_t thread;
+    bool running;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool stop;
+
+    /* Written by the keeper (or the owner before the keeper starts). */
+    idm_unix_ms recorded;
+    _Atomic int lost;
+    _Atomic uint64_t renewals;
+    _Atomic uint64_t failures;
+    _Atomic int last_error;
+    _Atomic int64_t deadline;
+    _Atomic int64_t mark_ms;
+};
+
+void idm_lease_opts_init(idm_lease_opts *opts)
+{
+    memset(opts, 0, sizeof *opts);
+    opts->max_workers = 1024;
+    opts->ttl_ms = 10000;
+    opts->margin_ms = -1;
+}
+
+static int pick_backend(const char *url, const idm__lease_backend **ops, const char **rest)
+{
+    const char *sep = url != NULL ? strstr(url, "://") : NULL;
+    if (sep == NULL)
+        return idm__lease_fail(IDM_EINVAL, "lease: '%.60s' is not a URL (want file:///dir)",
+                               url != NULL ? url : "");
+    for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++) {
+        size_t n = strlen(backends[i]->scheme);
+        if ((size_t)(sep - url) == n && strncmp(url, backends[i]->scheme, n) == 0) {
+            *ops = backends[i];
+            *rest = sep + 3;
+            return 0;
+        }
+    }
+    return idm__lease_fail(IDM_EINVAL, "lease: unknown scheme in '%.60s' (known: file://)", url);
+}
+
+int idm_lease_open(idm_lease **out, const idm_lease_opts *opts)
+{
+    idm_lease *l;
+    const idm__lease_backend *ops;
+    const char *rest;
+    char holder[64];
+    int64_t margin;
+    int rc;
+
+    if (out == NULL || opts == NULL)
+        return idm__lease_fail(IDM_EINVAL, "lease: no options");
+    if (opts->max_workers == 0 || opts->max_workers > 65536)
+        return idm__lease_fail(IDM_EINVAL, "lease: max_workers %u is outside 1 to 65536",
+                               (unsigned)opts->max_workers);
+    if (opts->ttl_ms < 1000 || opts->ttl_ms > 3600000)
+        return idm__lease_fail(IDM_EINVAL, "lease: TTL %lld ms is outside 1 s to 1 h",
+                               (long long)opts->ttl_ms);
+    margin = opts->margin_ms >= 0 ? opts->margin_ms : opts->ttl_ms / 5;
+    if (margin >= opts->ttl_ms * 2 / 3)
+        return idm__lease_fail(IDM_EINVAL,
+                               "lease: margin %lld ms leaves no time between renewals (TTL %lld ms)",
+                               (long long)margin, (long long)opts->ttl_ms);
+    rc = pick_backend(opts->url, &ops, &rest);
+    if (rc != 0)
+        return rc;
+    if (opts->holder != NULL) {
+        snprintf(holder, sizeof holder, "%s", opts->holder);
+    } else {
+        char host[48] = "host";
+        gethostname(host, sizeof host - 1);
+        snprintf(holder, sizeof holder, "%s:%ld", host, (long)getpid());
+    }
+    for (char *p = holder; *p != '\0'; p++)
+        if (*p <= ' ' || *p > '~')
+            *p = '_';
+
+    l = calloc(1, sizeof *l);
+    if (l == NULL)
+        return IDM_ENOMEM;
+    l->ops = ops;
+    l->clock = opts->clock != NULL ? opts->clock : idm_clock_system();
+    l->margin_ms = margin;
+    pthread_mutex_init(&l->mu, NULL);
+    {
+        pthread_condattr_t ca;
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&l->cv, &ca);
+        pthread_condattr_destroy(&ca);
+    }
+    rc = ops->open(&l->be, rest, opts);
+    if (rc == 0)
+        rc = ops->claim(l->be, opts->max_workers, opts->ttl_ms, holder, &l->worker, &l->prev_mark,
+                        &l->ttl_ms);
+    if (rc != 0) {
+        if (l->be != NULL)
+            ops->close(l->be);
+        pthread_cond_destroy(&l->cv);
+        pthread_mutex_destroy(&l->mu);
+        free(l);
+        return rc;
+    }
+    l->recorded = l->prev_mark;
+    atomic_store(&l->mark_ms, l->prev_mark);
+    *out = l;
+    return 0;
+}
+
+uint32_t idm_lease_worker(const idm_lease *l)
+{
+    return l->worker;
+}
+
+idm_unix_ms idm_lease_mark(const idm_lease *l)
+{
+    return l->prev_mark;
+}
+
+/* One renewal: record a mark, then let the generator mint up to it. */
+static int renew_once(idm_lease *l)
+{
+    idm_mono_ns send_mono = l->clock->mono_ns(l->clock->ctx);
+    idm_wall_ns send_wall = l->clock->wall_ns(l->clock->ctx);
+    int64_t ttl = l->ttl_ms;
+    idm_unix_ms mark = send_wall / NS_PER_MS + ttl;
+    int rc;
+    if (mark < l->recorded)
+        mark = l->recorded;
+    rc = l->ops->renew(l->be, mark, &ttl);
+    if (rc == 0) {
+        int64_t d = (ttl - l->margin_ms) * NS_PER_MS;
+        l->recorded = mark;
+        if (ttl < l->ttl_ms)
+            l->ttl_ms = ttl;
+        idm_snowflake_guard(l->g, send_mono + d, send_wall + d, mark);
+        atomic_store(&l->deadline, send_mono + d);
+        atomic_store(&l->mark_ms, mark);
+        atomic_fetch_add(&l->renewals, 1);
+        atomic_store(&l->last_error, 0);
+        return 0;
+    }
+    atomic_fetch_add(&l->failures, 1);
+    atomic_store(&l->last_error, rc);
+    if (rc == IDM_ELEASE) {
+        /* The coordinator says the claim is gone: stop now, not at the
+         * deadline, since someone else may already hold the id. */
+        idm_snowflake_guard_drop(l->g);
+        atomic_store(&l->lost, 1);
+    }
+    return rc;
+}
+
+static void *keeper(void *arg)
+{
+    idm_lease *l = arg;
+    pthread_mutex_lock(&l->mu);
+    while (!l->stop && !atomic_load(&l->lost)) {
+        /* Every TTL/3; after a failure, every TTL/10 until one works. */
+        int64_t wait_ms = atomic_load(&l->last_error) == 0 ? l->ttl_ms / 3 : l->ttl_ms / 10;
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_sec += (time_t)(wait_ms / 1000);
+        ts.tv_nsec += (long)(wait_ms % 1000) * 1000000;
+        if (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+        }
+        while (!l->stop && pthread_cond_timedwait(&l->cv, &l->mu, &ts) != ETIMEDOUT)
+            ;
+        if (l->stop)
+            break;
+        pthread_mutex_unlock(&l->mu);
+        renew_once(l);
+        pthread_mutex_lock(&l->mu);
+    }
+    pthread_mutex_unlock(&l->mu);
+    return NULL;
+}
+
+int idm_lease_attach(idm_lease *l, idm_snowflake *g)
+{
+    int rc;
+    if (l == NULL || g == NULL || l->g != NULL)
+        return idm__lease_fail(IDM_EINVAL, "lease: attach needs a lease and a generator, once");
+    l->g = g;
+    rc = renew_once(l);
+    if (rc != 0) {
+        l->g = NULL;
+        return rc;
+    }
+    if (pthread_create(&l->thread, NULL, keeper, l) != 0) {
+        idm_snowflake_guard_drop(g);
+        l->g = NULL;
+        return idm__lease_fail(IDM_ENOMEM, "lease: cannot start the keeper thread");
+    }
+    l->running = true;
+    return 0;
+}
+
+void idm_lease_status_get(idm_lease *l, idm_lease_status *out)
+{
+    memset(out, 0, sizeof *out);
+    out->worker = l->worker;
+    out->lost = atomic_load(&l->lost);
+    out->renewals = atomic_load(&l->renewals);
+    out->failures = atomic_load(&l->failures);
+    out->last_error = atomic_load(&l->last_error);
+    out->deadline = atomic_load(&l->deadline);
+    out->mark_ms = atomic_load(&l->mark_ms);
+}
+
+int idm_lease_close(idm_lease *l)
+{
+    idm_unix_ms final;
+    int rc = 0;
+    if (l == NULL)
+        return 0;
+    if (l->running) {
+        pthread_mutex_lock(&l->mu);
+        l->stop = true;
+        pthread_cond_signal(&l->cv);
+        pthread_mutex_unlock(&l->mu);
+        pthread_join(l->thread, NULL);
+    }
+    final = l->recorded;
+    if (l->g != NULL) {
+        /* Stop the generator, then record exactly what it minted (the
+         * caller has no mint in flight, as idm_lease_close requires), so
+         * the next holder need not wait out the lookahead. Never below the
+         * previous holder's mark. */
+        idm_snowflake_stats st;
+        idm_snowflake_guard_drop(l->g);
+        idm_snowflake_stats_get(l->g, &st);
+        final = st.last_unix_ms > l->prev_mark ? st.last_unix_ms : l->prev_mark;
+    }
+    if (!atomic_load(&l->lost))
+        rc = l->ops->release(l->be, final);
+    l->ops->close(l->be);
+    pthread_cond_destroy(&l->cv);
+    pthread_mutex_destroy(&l->mu);
+    free(l);
+    return rc;
+}
+
+int idm_lease_list(const char *url, uint32_t max_workers, idm_lease_entry **entries, size_t *count)
+{
+    const idm__lease_backend *ops;
+    const char *rest;
+    void *be = NULL;
+    idm_lease_opts o;
+    int rc;
+    if (entries == NULL || count == NULL)
+        return idm__lease_fail(IDM_EINVAL, "lease: no output");
+    idm_lease_opts_init(&o);
+    o.url = url;
+    rc = pick_backend(url, &ops, &rest);
+    if (rc == 0)
+        rc = ops->open(&be, rest, &o);
+    if (rc == 0)
+        rc = ops->list(be, max_workers != 0 ? max_workers : 1024, entries, count);
+    if (be != NULL)
+        ops->close(be);
+    return rc;
+}

@@ -1,0 +1,315 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Worker-id leases on the file backend, in one process and with forked
+ * children: distinct ids for distinct claims, the keeper feeding a guarded
+ * generator, the mark handed from one holder to the next (clean release and
+ * kill -9 alike), "no free worker id", a lock file removed under a holder
+ * (the claim is lost and minting stops at once), damaged records, bad URLs.
+ * Fault rows H5 (two processes, one id) and E12/E13 analogues of the
+ * catalogue for the embedded backend.
+ */
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <idmint/lease.h>
+
+#include "testutil.h"
+
+static char *url_of(const char *dir)
+{
+    char *u = malloc(strlen(dir) + 8);
+    assert_non_null(u);
+    sprintf(u, "file://%s", dir);
+    return u;
+}
+
+static void lease_opts(idm_lease_opts *o, const char *url, uint32_t max)
+{
+    idm_lease_opts_init(o);
+    o->url = url;
+    o->max_workers = max;
+    o->ttl_ms = 3000; /* renewals every second */
+    o->holder = "test";
+}
+
+/* A guarded twitter generator for lease l. */
+static idm_snowflake *gen_for(idm_layout *layout, idm_lease *l)
+{
+    idm_snowflake_opts o;
+    idm_snowflake *g;
+    idm_snowflake_opts_init(&o);
+    o.layout = layout;
+    o.guarded = true;
+    o.after_ms = idm_lease_mark(l);
+    IDM_ASSERT_OK(idm_snowflake_opts_node(&o, "datacenter", 0));
+    IDM_ASSERT_OK(idm_snowflake_opts_node(&o, "worker", idm_lease_worker(l)));
+    IDM_ASSERT_OK(idm_snowflake_open(&g, &o));
+    return g;
+}
+
+static idm_unix_ms time_of(idm_layout *layout, uint64_t id)
+{
+    idm_decoded d;
+    IDM_ASSERT_OK(idm_layout_decode(layout, id, &d));
+    return d.unix_ms;
+}
+
+static void claims_are_distinct_and_marks_hand_over(void **unused)
+{
+    char *dir = idm_test_tmpdir(), *url = url_of(dir);
+    idm_lease_opts o;
+    idm_lease *a, *b, *c;
+    idm_layout *layout;
+    idm_snowflake *g;
+    idm_lease_status st;
+    uint64_t id = 0, last = 0;
+    (void)unused;
+    IDM_ASSERT_OK(idm_layout_preset(&layout, "twitter"));
+    lease_opts(&o, url, 32);
+    IDM_ASSERT_OK(idm_lease_open(&a, &o));
+    IDM_ASSERT_OK(idm_lease_open(&b, &o));
+    assert_int_equal(idm_lease_worker(a), 0);
+    assert_int_equal(idm_lease_worker(b), 1);
+    assert_int_equal(idm_lease_mark(a), 0);
+
+    /* Minting under a: refused before attach, works after. */
+    g = gen_for(layout, a);
+    IDM_ASSERT_RC(idm_snowflake_next(g, &id), IDM_ELEASE);
+    IDM_ASSERT_OK(idm_lease_attach(a, g));
+    for (int i = 0; i < 10000; i++) {
+        IDM_ASSERT_OK(idm_snowflake_next(g, &id));
+        assert_true(id > last);
+        last = id;
+    }
+    idm_lease_status_get(a, &st);
+    assert_int_equal(st.worker, 0);
+    assert_true(st.renewals >= 1);
+    assert_false(st.lost);
+    IDM_ASSERT_OK(idm_lease_close(a));
+    IDM_ASSERT_RC(idm_snowflake_next(g, &id), IDM_ELEASE); /* stopped by close */
+    idm_snowflake_close(g);
+
+    /* The next claim gets id 0 again, with a's final mark: the time of the
+     * last id a minted. */
+    IDM_ASSERT_OK(idm_lease_open(&c, &o));
+    assert_int_equal(idm_lease_worker(c), 0);
+    assert_int_equal(idm_lease_mark(c), time_of(layout, last));
+    g = gen_for(layout, c);
+    IDM_ASSERT_OK(idm_lease_attach(c, g));
+    IDM_ASSERT_OK(idm_snowflake_next(g, &id));
+    assert_true(id > last);
+    assert_true(time_of(layout, id) > idm_lease_mark(c));
+    IDM_ASSERT_OK(idm_lease_close(c));
+    idm_snowflake_close(g);
+    IDM_ASSERT_OK(idm_lease_close(b));
+
+    /* The list shows both records, none held now. */
+    idm_lease_entry *e;
+    size_t n;
+    IDM_ASSERT_OK(idm_lease_list(url, 32, &e, &n));
+    assert_int_equal(n, 2);
+    assert_int_equal(e[0].worker, 0);
+    assert_int_equal(e[0].held, 0);
+    assert_true(e[0].mark_ms >= time_of(layout, id));
+    assert_string_equal(e[0].holder, "test");
+    free(e);
+    idm_layout_free(layout);
+    idm_test_rmtree(dir);
+    free(dir);
+    free(url);
+}
+
+static void no_free_worker_id(void **unused)
+{
+    char *dir = idm_test_tmpdir(), *url = url_of(dir);
+    idm_lease_opts o;
+    idm_lease *a, *b, *c = NULL;
+    (void)unused;
+    lease_opts(&o, url, 2);
+    IDM_ASSERT_OK(idm_lease_open(&a, &o));
+    IDM_ASSERT_OK(idm_lease_open(&b, &o));
+    IDM_ASSERT_RC(idm_lease_open(&c, &o), IDM_EBUSY);
+    CHECK(strstr(idm_error_detail(), "no free worker id") != NULL, "detail: %s", idm_error_detail());
+    assert_null(c);
+    idm_lease_close(a);
+    idm_lease_close(b);
+    idm_test_rmtree(dir);
+    free(dir);
+    free(url);
+}
+
+/* A holder killed with kill -9 frees its id at once, and its last
+ * recorded mark passes to the next holder. */
+static void kill9_frees_at_once(void **unused)
+{
+    char *dir = idm_test_tmpdir(), *url = url_of(dir);
+    idm_lease_opts o;
+    idm_lease *l;
+    int p[2];
+    pid_t pid;
+    long long child_mark = 0;
+    int status;
+    (void)unused;
+    lease_opts(&o, url, 4);
+    assert_int_equal(pipe(p), 0);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        idm_layout *layout;
+        idm_snowflake *g;
+        idm_lease_status st;
+        uint64_t id;
+        if (idm_layout_preset(&layout, "twitter") != 0 || idm_lease_open(&l, &o) != 0)
+            _exit(2);
+        g = gen_for(layout, l);
+        if (idm_lease_attach(l, g) != 0 || idm_snowflake_next(g, &id) != 0)
+            _exit(3);
+        idm_lease_status_get(l, &st);
+        child_mark = st.mark_ms;
+        if (write(p[1], &child_mark, sizeof child_mark) != sizeof child_mark)
+            _exit(4);
+        pause(); /* until killed */
+        _exit(0);
+    }
+    close(p[1]);
+    assert_int_equal(read(p[0], &child_mark, sizeof child_mark), (ssize_t)sizeof child_mark);
+    close(p[0]);
+    /* While the child lives, its id is held. */
+    IDM_ASSERT_OK(idm_lease_open(&l, &o));
+    assert_int_equal(idm_lease_worker(l), 1);
+    idm_lease_close(l);
+    kill(pid, SIGKILL);
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    /* Freed at once, with the child's recorded mark. */
+    IDM_ASSERT_OK(idm_lease_open(&l, &o));
+    assert_int_equal(idm_lease_worker(l), 0);
+    assert_int_equal(idm_lease_mark(l), child_mark);
+    assert_true(child_mark > 0);
+    idm_lease_close(l);
+    idm_test_rmtree(dir);
+    free(dir);
+    free(url);
+}
+
+/* An operator removes the lock file under a live holder: the next renewal
+ * finds the claim lost, and minting stops at once. */
+static void removed_file_loses_claim(void **unused)
+{
+    char *dir = idm_test_tmpdir(), *url = url_of(dir), *path;
+    idm_lease_opts o;
+    idm_lease *l;
+    idm_layout *layout;
+    idm_snowflake *g;
+    idm_lease_status st;
+    uint64_t id;
+    (void)unused;
+    IDM_ASSERT_OK(idm_layout_preset(&layout, "twitter"));
+    lease_opts(&o, url, 4);
+    o.ttl_ms = 1000; /* renewals every 333 ms */
+    IDM_ASSERT_OK(idm_lease_open(&l, &o));
+    g = gen_for(layout, l);
+    IDM_ASSERT_OK(idm_lease_attach(l, g));
+    IDM_ASSERT_OK(idm_snowflake_next(g, &id));
+    path = idm_test_path(dir, "worker-0000.lease");
+    assert_int_equal(unlink(path), 0);
+    for (int i = 0; i < 40; i++) { /* up to 2 s */
+        idm_lease_status_get(l, &st);
+        if (st.lost)
+            break;
+        struct timespec ts = {0, 50000000};
+        nanosleep(&ts, NULL);
+    }
+    assert_true(st.lost);
+    assert_int_equal(st.last_error, IDM_ELEASE);
+    IDM_ASSERT_RC(idm_snowflake_next(g, &id), IDM_ELEASE);
+    idm_lease_close(l);
+    idm_snowflake_close(g);
+    idm_layout_free(layout);
+    free(path);
+    idm_test_rmtree(dir);
+    free(dir);
+    free(url);
+}
+
+/* Both record slots damaged: the mark falls back to the file's mtime plus
+ * a minute, never to zero. One damaged slot: the other one is used. */
+static void damaged_records(void **unused)
+{
+    char *dir = idm_test_tmpdir(), *url = url_of(dir), *path;
+    idm_lease_opts o;
+    idm_lease *l;
+    char junk[256];
+    int fd;
+    struct stat sb;
+    (void)unused;
+    lease_opts(&o, url, 1);
+    IDM_ASSERT_OK(idm_lease_open(&l, &o)); /* writes slot 1 (seq 1) */
+    idm_lease_close(l);                    /* writes slot 0 (seq 2), mark 0 */
+    path = idm_test_path(dir, "worker-0000.lease");
+    /* Damage slot 0 only: slot 1 still reads (mark 0, seq 1). */
+    fd = open(path, O_WRONLY);
+    assert_true(fd >= 0);
+    memset(junk, 'x', sizeof junk);
+    assert_int_equal(pwrite(fd, junk, 10, 0), 10);
+    close(fd);
+    IDM_ASSERT_OK(idm_lease_open(&l, &o));
+    assert_int_equal(idm_lease_mark(l), 0);
+    idm_lease_close(l);
+    /* Damage both. */
+    fd = open(path, O_WRONLY);
+    assert_int_equal(pwrite(fd, junk, sizeof junk, 0), (ssize_t)sizeof junk);
+    close(fd);
+    assert_int_equal(stat(path, &sb), 0);
+    IDM_ASSERT_OK(idm_lease_open(&l, &o));
+    assert_int_equal(idm_lease_mark(l),
+                     (idm_unix_ms)sb.st_mtim.tv_sec * 1000 + sb.st_mtim.tv_nsec / 1000000 + 60000);
+    idm_lease_close(l);
+    free(path);
+    idm_test_rmtree(dir);
+    free(dir);
+    free(url);
+}
+
+static void bad_urls_and_options(void **unused)
+{
+    static const char *bad[] = {"nope", "http://x/y", "file://relative", "file:/", ""};
+    idm_lease_opts o;
+    idm_lease *l = NULL;
+    (void)unused;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        lease_opts(&o, bad[i], 4);
+        IDM_ASSERT_RC(idm_lease_open(&l, &o), IDM_EINVAL);
+        CHECK(idm_error_detail()[0] != '\0', "no detail for '%s'", bad[i]);
+        assert_null(l);
+    }
+    lease_opts(&o, "file:///proc/idmint-no-such-dir", 4);
+    CHECK(idm_lease_open(&l, &o) != 0, "a directory that cannot be made was accepted");
+    lease_opts(&o, "file:///tmp", 0);
+    IDM_ASSERT_RC(idm_lease_open(&l, &o), IDM_EINVAL);
+    lease_opts(&o, "file:///tmp", 4);
+    o.ttl_ms = 10;
+    IDM_ASSERT_RC(idm_lease_open(&l, &o), IDM_EINVAL);
+    lease_opts(&o, "file:///tmp", 4);
+    o.margin_ms = 2500; /* TTL 3 s: no room between renewals */
+    IDM_ASSERT_RC(idm_lease_open(&l, &o), IDM_EINVAL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(claims_are_distinct_and_marks_hand_over),
+        cmocka_unit_test(no_free_worker_id),
+        cmocka_unit_test(kill9_frees_at_once),
+        cmocka_unit_test(removed_file_loses_claim),
+        cmocka_unit_test(damaged_records),
+        cmocka_unit_test(bad_urls_and_options),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
