@@ -46,11 +46,17 @@ const char *idm_error_detail(void)
     return detail;
 }
 
+IDM__PRINTF(2, 0) static int vfail(int err, const char *fmt, va_list ap)
+{
+    vsnprintf(detail, sizeof detail, fmt, ap);
+    return err;
+}
+
 int idm__fail(int err, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(detail, sizeof detail, fmt, ap);
+    err = vfail(err, fmt, ap);
     va_end(ap);
     return err;
 }
@@ -59,7 +65,7 @@ int idm_error_fail(int err, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(detail, sizeof detail, fmt, ap);
+    err = vfail(err, fmt, ap);
     va_end(ap);
     return err;
 }
