@@ -17,6 +17,13 @@
  * generator mint up to it. A new holder reads the mark at claim time and
  * starts above it (idm_lease_mark gives it; pass it as opts.after_ms).
  *
+ * After a holder crashed, its mark can be up to a TTL ahead of the clock
+ * (it recorded how far it might mint, then died): idm_snowflake_open with
+ * after_ms then fails with IDM_ECLOCKBACK under the default policy. Wait
+ * until the clock passes idm_lease_mark (at most a TTL, with clocks that
+ * agree) and open again, as `idmint next --lease` does. A clean close
+ * records the exact last tick, so the next holder need not wait.
+ *
  * Use:
  *     idm_lease_open(&lease, &lease_opts);            claims a worker id
  *     opts.node[worker] = idm_lease_worker(lease);    (or idm_snowflake_opts_node)

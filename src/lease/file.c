@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The file lease backend (file:///dir): worker id N is the file
- * dir/worker-NNNN.lease, held with flock(LOCK_EX). The kernel drops the lock
- * when the holder dies, so a crashed process frees its id at once; the
- * record in the file survives it, so the next holder knows the mark.
+ * dir/worker-NNNN.lease, held with an open-file-description write lock
+ * (fcntl F_OFD_SETLK). The kernel drops the lock when the holder dies, so a
+ * crashed process frees its id at once; the record in the file survives it,
+ * so the next holder knows the mark. OFD locks rather than flock because a
+ * lister can test one (F_OFD_GETLK) without taking it, so listing never
+ * makes a claim skip a free id.
  *
  * A record is one text line, "idmint-lease 1 <seq> <mark_ms> <holder>
  * <check>", in one of two 128-byte slots written in turn (slot seq % 2),
@@ -23,7 +26,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -133,6 +135,20 @@ static int write_record(file_be *f, idm_unix_ms mark)
     return 0;
 }
 
+/* Take (F_OFD_SETLK) or test (F_OFD_GETLK) a write lock on the whole file. */
+static int ofd_lock(int fd, int cmd, short *type)
+{
+    struct flock fl;
+    memset(&fl, 0, sizeof fl);
+    fl.l_type = F_WRLCK;
+    fl.l_whence = SEEK_SET;
+    if (fcntl(fd, cmd, &fl) != 0)
+        return -1;
+    if (type != NULL)
+        *type = fl.l_type;
+    return 0;
+}
+
 static void worker_path(const file_be *f, uint32_t n, char *out, size_t len)
 {
     snprintf(out, len, "%s/worker-%04u.lease", f->dir, n);
@@ -148,10 +164,13 @@ static int fb_open(void **be, const char *rest, const idm_lease_opts *opts)
                                "lease: file URL needs an absolute directory, as file:///dir");
     if (strlen(rest) > 3000)
         return idm__lease_fail(IDM_EINVAL, "lease: directory name too long");
+    /* Two processes may create it at once: EEXIST is success. */
+    if (mkdir(rest, 0700) != 0 && errno != EEXIST)
+        return idm__lease_fail(IDM_EIO, "lease: cannot use directory %s: %s", rest,
+                               strerror(errno));
     if (stat(rest, &st) != 0) {
-        if (errno != ENOENT || mkdir(rest, 0700) != 0)
-            return idm__lease_fail(IDM_EIO, "lease: cannot use directory %s: %s", rest,
-                                   strerror(errno));
+        return idm__lease_fail(IDM_EIO, "lease: cannot use directory %s: %s", rest,
+                               strerror(errno));
     } else if (!S_ISDIR(st.st_mode)) {
         return idm__lease_fail(IDM_EINVAL, "lease: %s is not a directory", rest);
     }
@@ -179,10 +198,10 @@ static int fb_claim(void *be, uint32_t max_workers, int64_t ttl_ms, const char *
         fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
         if (fd < 0)
             return idm__lease_fail(IDM_EIO, "lease: cannot open %s: %s", path, strerror(errno));
-        if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        if (ofd_lock(fd, F_OFD_SETLK, NULL) != 0) {
             int e = errno;
             close(fd);
-            if (e == EWOULDBLOCK)
+            if (e == EAGAIN || e == EACCES)
                 continue;
             return idm__lease_fail(IDM_EIO, "lease: cannot lock %s: %s", path, strerror(e));
         }
@@ -241,7 +260,7 @@ static int fb_release(void *be, idm_unix_ms mark)
     if (f->fd < 0)
         return 0;
     rc = write_record(f, mark);
-    close(f->fd); /* drops the flock */
+    close(f->fd); /* drops the lock */
     f->fd = -1;
     return rc;
 }
@@ -269,8 +288,10 @@ static int fb_list(void *be, uint32_t max_workers, idm_lease_entry **entries, si
         e = grown;
         memset(&e[n], 0, sizeof e[n]);
         e[n].worker = w;
-        if (flock(fd, LOCK_SH | LOCK_NB) != 0)
-            e[n].held = errno == EWOULDBLOCK;
+        {
+            short type = F_UNLCK;
+            e[n].held = ofd_lock(fd, F_OFD_GETLK, &type) == 0 && type != F_UNLCK;
+        }
         read_record(fd, &seq, &e[n].mark_ms, e[n].holder, sizeof e[n].holder);
         close(fd);
         n++;

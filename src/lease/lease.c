@@ -270,7 +270,11 @@ int idm_lease_close(idm_lease *l)
         idm_snowflake_stats st;
         idm_snowflake_guard_drop(l->g);
         idm_snowflake_stats_get(l->g, &st);
-        final = st.last_unix_ms > l->prev_mark ? st.last_unix_ms : l->prev_mark;
+        final = l->prev_mark;
+        /* A generator that minted nothing reports its layout's epoch. */
+        if (st.last_unix_ms > idm_layout_epoch(idm_snowflake_layout(l->g)) &&
+            st.last_unix_ms > final)
+            final = st.last_unix_ms;
     }
     if (!atomic_load(&l->lost))
         rc = l->ops->release(l->be, final);

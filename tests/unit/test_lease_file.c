@@ -301,6 +301,71 @@ static void bad_urls_and_options(void **unused)
     IDM_ASSERT_RC(idm_lease_open(&l, &o), IDM_EINVAL);
 }
 
+/* Eight processes opening a lease directory that does not exist yet: all
+ * succeed (creating it is a race that EEXIST must not lose). */
+static void concurrent_directory_creation(void **unused)
+{
+    char *base = idm_test_tmpdir(), *dir = idm_test_path(base, "new");
+    char *url = url_of(dir);
+    pid_t pids[8];
+    (void)unused;
+    for (int i = 0; i < 8; i++) {
+        pids[i] = fork();
+        assert_true(pids[i] >= 0);
+        if (pids[i] == 0) {
+            idm_lease_entry *e = NULL;
+            size_t n;
+            _exit(idm_lease_list(url, 4, &e, &n) == 0 ? 0 : 1);
+        }
+    }
+    for (int i = 0; i < 8; i++) {
+        int status;
+        assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
+        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child %d failed", i);
+    }
+    idm_test_rmtree(base);
+    free(base);
+    free(dir);
+    free(url);
+}
+
+/* Listing tests locks without taking them: while another process lists in
+ * a loop, 300 claims of the only worker id all succeed. */
+static void listing_never_blocks_a_claim(void **unused)
+{
+    char *dir = idm_test_tmpdir(), *url = url_of(dir);
+    idm_lease_opts o;
+    pid_t lister;
+    int status;
+    (void)unused;
+    lease_opts(&o, url, 1);
+    lister = fork();
+    assert_true(lister >= 0);
+    if (lister == 0) {
+        for (;;) {
+            idm_lease_entry *e = NULL;
+            size_t n;
+            if (idm_lease_list(url, 1, &e, &n) == 0)
+                free(e);
+        }
+    }
+    for (int i = 0; i < 300; i++) {
+        idm_lease *l = NULL;
+        int rc = idm_lease_open(&l, &o);
+        if (rc != 0) {
+            kill(lister, SIGKILL);
+            waitpid(lister, &status, 0);
+            fail_msg("claim %d failed while listing: %s", i, idm_error_detail());
+        }
+        idm_lease_close(l);
+    }
+    kill(lister, SIGKILL);
+    waitpid(lister, &status, 0);
+    idm_test_rmtree(dir);
+    free(dir);
+    free(url);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -310,6 +375,8 @@ int main(void)
         cmocka_unit_test(removed_file_loses_claim),
         cmocka_unit_test(damaged_records),
         cmocka_unit_test(bad_urls_and_options),
+        cmocka_unit_test(concurrent_directory_creation),
+        cmocka_unit_test(listing_never_blocks_a_claim),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
