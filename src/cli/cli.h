@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <idmint/idmint.h>
+#include <idmint/lease.h>
 
 /* Exit statuses. */
 #define CLI_OK 0
@@ -75,6 +76,8 @@ void cli_error(const char *cmd, const char *fmt, ...) CLI_PRINTF(2, 3);
  * library left a detail line. */
 void cli_lib_error(const char *cmd, int rc, const char *fmt, ...)
     CLI_PRINTF(3, 4);
+/* A notice (what -v prints): the same one-line format as cli_error. */
+void cli_note(const char *cmd, const char *fmt, ...) CLI_PRINTF(2, 3);
 
 /* Parse the -n/--count value of a minting command: 1 to CLI_COUNT_MAX,
  * strictly (see idm_u64_parse). On failure prints the message and returns
@@ -144,6 +147,41 @@ char *cli_default_state_path(const char *cmd, const idm_layout *l,
  * holds its state file. Sets opts->state_fresh when the file is missing. */
 int cli_open_generator(idm_snowflake **out, idm_snowflake_opts *opts);
 
+/* ---- worker-id leases (cmd_lease.c) ---- */
+
+/* Default --lease-ttl / --ttl, and the range the library takes. */
+#define CLI_LEASE_TTL_DEFAULT 10000
+#define CLI_LEASE_TTL_MIN 1000
+#define CLI_LEASE_TTL_MAX 3600000
+/* Most worker ids one lease directory can hand out (the library's limit). */
+#define CLI_LEASE_MAX_WORKERS 65536u
+
+/* Parse a TTL in ms (CLI_LEASE_TTL_MIN to _MAX) given to option opt. On
+ * failure prints the message and returns CLI_USAGE. */
+int cli_parse_lease_ttl(const char *cmd, const char *opt, const char *text,
+                        int64_t *ttl_ms);
+
+/*
+ * Report a failed lease call (idm_lease_open, _attach, _list, _close) as one
+ * line, "idmint: CMD: WHAT: <the library's detail>", and return the exit
+ * status: CLI_USAGE for a bad URL or option, else CLI_FAIL.
+ */
+int cli_lease_error(const char *cmd, int rc, const char *what);
+
+/* Claim a worker id below max_workers from url. On failure prints the
+ * message and returns the exit status. */
+int cli_lease_claim(const char *cmd, const char *url, uint32_t max_workers,
+                    int64_t ttl_ms, idm_lease **out);
+
+/*
+ * A previous holder that died without releasing left a mark up to its TTL
+ * ahead of the clock: sleep until the wall clock has passed mark, so that a
+ * generator opened with after_ms = mark can start. Gives up (printing why,
+ * returning CLI_FAIL) if the mark is more than max_wait_ms ahead.
+ */
+int cli_lease_wait_mark(const char *cmd, idm_unix_ms mark,
+                        int64_t max_wait_ms, bool verbose);
+
 /* ---- subcommands: each gets argv[0] = its own name ---- */
 
 int cli_cmd_next(int argc, char **argv);
@@ -154,6 +192,7 @@ int cli_cmd_uuid7(int argc, char **argv);
 int cli_cmd_uuid4(int argc, char **argv);
 int cli_cmd_ulid(int argc, char **argv);
 int cli_cmd_objectid(int argc, char **argv);
+int cli_cmd_lease(int argc, char **argv);
 
 /* Help lines for the --layout and --epoch options every subcommand that
  * builds a layout shares. */

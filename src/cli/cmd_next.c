@@ -2,7 +2,9 @@
 /*
  * `idmint next`: mint ids with a Snowflake generator and print one per line,
  * in decimal, hex or JSON. By default the generator keeps a state file so
- * that two runs never repeat an id (see state.c).
+ * that two runs never repeat an id (see state.c). With --lease, the worker
+ * field comes from a worker-id lease instead, and the lease record carries
+ * the high-water mark from one holder to the next (no state file).
  */
 #include "cli.h"
 
@@ -18,6 +20,7 @@ static const char usage_text[] =
     "usage: idmint next [-n N] [--layout NAME|TEXT] [--epoch T]\n"
     "                   [--node NAME=VALUE]... [--format dec|hex|json]\n"
     "                   [--state FILE | --no-state]\n"
+    "                   [--lease URL [--lease-field NAME] [--lease-ttl MS] [-v]]\n"
     "                   [--policy logical|refuse|wait] [--exhaust wait|borrow]\n"
     "\n"
     "Mint N new ids (default 1) and print one per line.\n"
@@ -34,6 +37,13 @@ static const char usage_text[] =
     "                         refuse or wait\n"
     "      --exhaust P        when a tick's ids run out: wait (default) or\n"
     "                         borrow\n"
+    "      --lease URL        claim the worker field's value from a lease\n"
+    "                         (file:///DIR) instead of --node, and keep it\n"
+    "                         renewed while minting; no state file is used\n"
+    "      --lease-field NAME the node field the lease fills (default: the\n"
+    "                         layout's worker, shard or machine field)\n"
+    "      --lease-ttl MS     the lease's TTL, 1000 to 3600000 (default 10000)\n"
+    "  -v, --verbose          say on stderr which worker id was claimed\n"
     "  -h, --help             show this help\n"
     "\n"
     "The default state file is under $IDMINT_STATE_DIR, else\n"
@@ -49,7 +59,11 @@ enum {
     OPT_STATE,
     OPT_NO_STATE,
     OPT_POLICY,
-    OPT_EXHAUST
+    OPT_EXHAUST,
+    OPT_LEASE,
+    OPT_LEASE_FIELD,
+    OPT_LEASE_TTL,
+    OPT_VERBOSE
 };
 
 static const cli_opt options[] = {
@@ -63,6 +77,10 @@ static const cli_opt options[] = {
     {"no-state", 0, false, OPT_NO_STATE},
     {"policy", 0, true, OPT_POLICY},
     {"exhaust", 0, true, OPT_EXHAUST},
+    {"lease", 0, true, OPT_LEASE},
+    {"lease-field", 0, true, OPT_LEASE_FIELD},
+    {"lease-ttl", 0, true, OPT_LEASE_TTL},
+    {"verbose", 'v', false, OPT_VERBOSE},
     {NULL, 0, false, 0},
 };
 
@@ -78,6 +96,11 @@ typedef struct next_args {
     const char *exhaust_text;
     const char **nodes; /* the --node values, in order */
     size_t node_count;
+    const char *lease_url;
+    const char *lease_field;
+    const char *lease_ttl_text;
+    int64_t lease_ttl_ms;
+    bool verbose;
 } next_args;
 
 static int parse_args(int argc, char **argv, next_args *a, bool *help)
@@ -123,6 +146,18 @@ static int parse_args(int argc, char **argv, next_args *a, bool *help)
         case OPT_EXHAUST:
             a->exhaust_text = v;
             break;
+        case OPT_LEASE:
+            a->lease_url = v;
+            break;
+        case OPT_LEASE_FIELD:
+            a->lease_field = v;
+            break;
+        case OPT_LEASE_TTL:
+            a->lease_ttl_text = v;
+            break;
+        case OPT_VERBOSE:
+            a->verbose = true;
+            break;
         default:
             break;
         }
@@ -130,8 +165,9 @@ static int parse_args(int argc, char **argv, next_args *a, bool *help)
     return CLI_OK;
 }
 
-/* Check the options that need no layout; fill count, format and policies. */
-static int check_simple(const next_args *a, uint64_t *count, out_format *fmt,
+/* Check the options that need no layout; fill count, format, policies and
+ * the lease's TTL. */
+static int check_simple(next_args *a, uint64_t *count, out_format *fmt,
                         idm_snowflake_opts *opts)
 {
     *count = 1;
@@ -184,11 +220,94 @@ static int check_simple(const next_args *a, uint64_t *count, out_format *fmt,
         cli_error("next", "bad --state '': empty path");
         return CLI_USAGE;
     }
+    if (a->lease_url == NULL) {
+        const char *needs = a->lease_field != NULL ? "--lease-field"
+                            : a->lease_ttl_text != NULL ? "--lease-ttl"
+                                                        : NULL;
+        if (needs != NULL) {
+            cli_error("next", "%s needs --lease URL", needs);
+            return CLI_USAGE;
+        }
+        return CLI_OK;
+    }
+    if (a->state_path != NULL) {
+        cli_error("next", "--lease and --state exclude each other (the lease "
+                  "record keeps the mark)");
+        return CLI_USAGE;
+    }
+    a->lease_ttl_ms = CLI_LEASE_TTL_DEFAULT;
+    if (a->lease_ttl_text != NULL &&
+        cli_parse_lease_ttl("next", "--lease-ttl", a->lease_ttl_text,
+                            &a->lease_ttl_ms) != CLI_OK)
+        return CLI_USAGE;
     return CLI_OK;
 }
 
-/* Apply the --node assignments; every node field must get exactly one. */
-static int set_nodes(const next_args *a, const idm_layout *l,
+/*
+ * The node field --lease fills: --lease-field NAME, else the first of
+ * worker, shard and machine the layout has as a node field. *index: its
+ * field index.
+ */
+static int find_lease_field(const next_args *a, const idm_layout *l,
+                            int *index)
+{
+    char label[IDM_LAYOUT_TEXT_MAX];
+    cli_layout_label(l, label, sizeof label);
+    size_t count = idm_layout_field_count(l);
+    idm_field_info f;
+
+    if (a->lease_field != NULL) {
+        for (size_t i = 0; i < count; i++) {
+            if (idm_layout_field(l, i, &f) == 0 &&
+                strcmp(f.name, a->lease_field) == 0) {
+                if (f.kind != IDM_FIELD_NODE) {
+                    cli_error("next", "bad --lease-field '%s': it is the %s "
+                              "field, not a node field", a->lease_field,
+                              f.kind == IDM_FIELD_TIME ? "time" : "sequence");
+                    return CLI_USAGE;
+                }
+                *index = (int)i;
+                return CLI_OK;
+            }
+        }
+        cli_error("next", "bad --lease-field '%s': layout %s has no such "
+                  "field", a->lease_field, label);
+        return CLI_USAGE;
+    }
+
+    static const char *const names[] = {"worker", "shard", "machine"};
+    for (size_t n = 0; n < sizeof names / sizeof names[0]; n++) {
+        for (size_t i = 0; i < count; i++) {
+            if (idm_layout_field(l, i, &f) == 0 && f.kind == IDM_FIELD_NODE &&
+                strcmp(f.name, names[n]) == 0) {
+                *index = (int)i;
+                return CLI_OK;
+            }
+        }
+    }
+    char nodes[512] = "";
+    size_t len = 0;
+    for (size_t i = 0; i < count; i++) {
+        if (idm_layout_field(l, i, &f) != 0 || f.kind != IDM_FIELD_NODE)
+            continue;
+        int w = snprintf(nodes + len, sizeof nodes - len, "%s%s",
+                         len > 0 ? ", " : "", f.name);
+        if (w > 0 && (size_t)w < sizeof nodes - len)
+            len += (size_t)w;
+    }
+    if (len == 0)
+        cli_error("next", "layout %s has no node field for --lease to fill",
+                  label);
+    else
+        cli_error("next", "layout %s has no worker, shard or machine field "
+                  "for --lease to fill: name one of its node fields (%s) "
+                  "with --lease-field NAME", label, nodes);
+    return CLI_USAGE;
+}
+
+/* Apply the --node assignments; every node field must get exactly one,
+ * but the one a lease fills (lease_index, -1 if none), which gets none. */
+static int set_nodes(const next_args *a, const idm_layout *l, int lease_index,
                      idm_snowflake_opts *opts)
 {
     /* Made first: the library's detail line must survive until printed. */
@@ -210,6 +329,13 @@ static int set_nodes(const next_args *a, const idm_layout *l,
         for (unsigned b = 0; b < IDM_LAYOUT_MAX_FIELDS; b++) {
             if ((set & (UINT32_C(1) << b)) == 0)
                 continue;
+            if ((int)b == lease_index) {
+                idm_field_info f;
+                idm_layout_field(l, b, &f);
+                cli_error("next", "--node %s and --lease exclude each other "
+                          "(the lease gives %s)", f.name, f.name);
+                return CLI_USAGE;
+            }
             if (opts->node_set & (UINT32_C(1) << b)) {
                 idm_field_info f;
                 idm_layout_field(l, b, &f);
@@ -228,7 +354,7 @@ static int set_nodes(const next_args *a, const idm_layout *l,
         idm_field_info f;
         if (idm_layout_field(l, i, &f) != 0 || f.kind != IDM_FIELD_NODE)
             continue;
-        if (opts->node_set & (UINT32_C(1) << i))
+        if ((opts->node_set & (UINT32_C(1) << i)) || (int)i == lease_index)
             continue;
         int w = snprintf(missing + len, sizeof missing - len,
                          " --node %s=N", f.name);
@@ -267,6 +393,85 @@ static bool print_ids(const idm_layout *l, const uint64_t *ids, size_t n,
     return !ferror(stdout);
 }
 
+/* Report a failed idm_snowflake_open; returns the exit status. */
+static int open_error(const next_args *a, const idm_snowflake_opts *opts,
+                      int rc)
+{
+    int status = CLI_FAIL;
+    if (rc == IDM_ECORRUPT) {
+        /* The library's detail only repeats the path; say instead what the
+         * user may do about it. */
+        cli_error("next", "state file '%s': %s; delete it only if you are "
+                  "sure no ids with a time ahead of now were minted with it",
+                  opts->state_path, idm_strerror(rc));
+    } else if (opts->state_path != NULL &&
+               (rc == IDM_EBUSY || rc == IDM_EIO || rc == IDM_ENOENT)) {
+        cli_lib_error("next", rc, "state file '%s'", opts->state_path);
+    } else if (rc == IDM_EEPOCH || rc == IDM_ETIMEOVER) {
+        /* With an --epoch given, that epoch cannot mint at this time: bad
+         * input. Without one, the clock is at fault. */
+        cli_lib_error("next", rc, "cannot mint with this layout now");
+        if (a->layout.epoch != NULL)
+            status = CLI_USAGE;
+    } else {
+        cli_lib_error("next", rc, "cannot start the generator");
+        if (rc == IDM_EINVAL || rc == IDM_ENODE || rc == IDM_ELAYOUT)
+            status = CLI_USAGE;
+    }
+    return status;
+}
+
+/* Set by SIGINT/SIGTERM while minting under a lease. */
+static volatile sig_atomic_t stop_signal = 0;
+
+static void on_stop_signal(int sig)
+{
+    stop_signal = sig;
+}
+
+/* Mint count ids with g and print them; stops early on a failure or, under
+ * a lease, a signal. Returns the exit status. */
+static int mint_loop(idm_snowflake *g, const idm_layout *l, uint64_t count,
+                     out_format fmt)
+{
+    uint64_t per_tick = UINT64_C(1) << idm_layout_seq_bits(l);
+    size_t chunk_max = per_tick < CHUNK_MAX ? (size_t)per_tick : CHUNK_MAX;
+    if (count < chunk_max)
+        chunk_max = (size_t)count;
+    uint64_t *ids = malloc(chunk_max * sizeof *ids);
+    if (ids == NULL) {
+        cli_error("next", "out of memory");
+        return CLI_FAIL;
+    }
+
+    /* A closed pipe must not kill us before the state file or the lease is
+     * closed. */
+    signal(SIGPIPE, SIG_IGN);
+
+    int status = CLI_OK;
+    bool warned = false;
+    uint64_t done = 0;
+    while (done < count && stop_signal == 0) {
+        size_t n = count - done < chunk_max ? (size_t)(count - done) : chunk_max;
+        int rc = idm_snowflake_next_batch(g, ids, n);
+        if (rc != 0) {
+            char d[CLI_U64_TEXT_MAX];
+            cli_u64_dec(done, d);
+            cli_lib_error("next", rc, "minting failed after %s ids", d);
+            status = CLI_FAIL;
+            break;
+        }
+        done += n;
+        if (!print_ids(l, ids, n, fmt, &warned))
+            break;
+    }
+    int write_errno = ferror(stdout) ? errno : 0;
+    free(ids);
+    if (cli_output_status("next", write_errno) != CLI_OK)
+        status = CLI_FAIL;
+    return status;
+}
+
 static int mint(const next_args *a, idm_snowflake_opts *opts,
                 const idm_layout *l, uint64_t count, out_format fmt)
 {
@@ -295,66 +500,12 @@ static int mint(const next_args *a, idm_snowflake_opts *opts,
     if (rc == 0)
         rc = cli_open_generator(&g, opts);
     if (rc != 0) {
-        int status = CLI_FAIL;
-        if (rc == IDM_ECORRUPT) {
-            /* The library's detail only repeats the path; say instead
-             * what the user may do about it. */
-            cli_error("next", "state file '%s': %s; delete it only if you "
-                      "are sure no ids with a time ahead of now were minted "
-                      "with it", opts->state_path, idm_strerror(rc));
-        } else if (rc == IDM_EBUSY || rc == IDM_EIO || rc == IDM_ENOENT) {
-            cli_lib_error("next", rc, "state file '%s'", opts->state_path);
-        } else if (rc == IDM_EEPOCH || rc == IDM_ETIMEOVER) {
-            /* With an --epoch given, that epoch cannot mint at this time:
-             * bad input. Without one, the clock is at fault. */
-            cli_lib_error("next", rc, "cannot mint with this layout now");
-            if (a->layout.epoch != NULL)
-                status = CLI_USAGE;
-        } else {
-            cli_lib_error("next", rc, "cannot start the generator");
-            if (rc == IDM_EINVAL || rc == IDM_ENODE || rc == IDM_ELAYOUT)
-                status = CLI_USAGE;
-        }
+        int status = open_error(a, opts, rc);
         free(default_path);
         return status;
     }
 
-    uint64_t per_tick = UINT64_C(1) << idm_layout_seq_bits(l);
-    size_t chunk_max = per_tick < CHUNK_MAX ? (size_t)per_tick : CHUNK_MAX;
-    if (count < chunk_max)
-        chunk_max = (size_t)count;
-    uint64_t *ids = malloc(chunk_max * sizeof *ids);
-    if (ids == NULL) {
-        cli_error("next", "out of memory");
-        idm_snowflake_close(g);
-        free(default_path);
-        return CLI_FAIL;
-    }
-
-    /* A closed pipe must not kill us before the state file is closed. */
-    signal(SIGPIPE, SIG_IGN);
-
-    int status = CLI_OK;
-    bool warned = false;
-    uint64_t done = 0;
-    while (done < count) {
-        size_t n = count - done < chunk_max ? (size_t)(count - done) : chunk_max;
-        rc = idm_snowflake_next_batch(g, ids, n);
-        if (rc != 0) {
-            char d[CLI_U64_TEXT_MAX];
-            cli_u64_dec(done, d);
-            cli_lib_error("next", rc, "minting failed after %s ids", d);
-            status = CLI_FAIL;
-            break;
-        }
-        done += n;
-        if (!print_ids(l, ids, n, fmt, &warned))
-            break;
-    }
-    int write_errno = ferror(stdout) ? errno : 0;
-    free(ids);
-    if (cli_output_status("next", write_errno) != CLI_OK)
-        status = CLI_FAIL;
+    int status = mint_loop(g, l, count, fmt);
     rc = idm_snowflake_close(g);
     if (rc != 0) {
         cli_lib_error("next", rc, "closing state file '%s'",
@@ -362,6 +513,99 @@ static int mint(const next_args *a, idm_snowflake_opts *opts,
         status = CLI_FAIL;
     }
     free(default_path);
+    return status;
+}
+
+/*
+ * Mint under a lease: claim a worker id for field lease_index, start above
+ * the previous holder's mark, let the lease's keeper guard the generator,
+ * and release the lease (recording the last tick minted) before closing the
+ * generator.
+ */
+static int mint_leased(const next_args *a, idm_snowflake_opts *opts,
+                       const idm_layout *l, int lease_index, uint64_t count,
+                       out_format fmt)
+{
+    const uint32_t bit = UINT32_C(1) << lease_index;
+    idm_field_info f;
+    idm_layout_field(l, (size_t)lease_index, &f);
+
+    /* Check the layout, the other nodes and the clock before claiming. */
+    idm_snowflake *g = NULL;
+    opts->node[lease_index] = 0;
+    opts->node_set |= bit;
+    int rc = idm_snowflake_open(&g, opts);
+    if (rc != 0)
+        return open_error(a, opts, rc);
+    idm_snowflake_close(g);
+    g = NULL;
+
+    uint32_t max_workers = f.bits >= 16 ? CLI_LEASE_MAX_WORKERS
+                                        : UINT32_C(1) << f.bits;
+    idm_lease *lease = NULL;
+    int status = cli_lease_claim("next", a->lease_url, max_workers,
+                                 a->lease_ttl_ms, &lease);
+    if (status != CLI_OK)
+        return status;
+    uint32_t worker = idm_lease_worker(lease);
+    idm_unix_ms mark = idm_lease_mark(lease);
+    if (a->verbose)
+        cli_note("next", "lease: %s=%u mark_ms=%lld", f.name,
+                 (unsigned)worker, (long long)mark);
+
+    /* A holder that died left a mark up to its TTL ahead: wait it out. A
+     * damaged record's mark is at most a minute ahead. */
+    int64_t max_wait = a->lease_ttl_ms > 60000 ? a->lease_ttl_ms : 60000;
+    status = cli_lease_wait_mark("next", mark, max_wait + 5000, a->verbose);
+    if (status != CLI_OK) {
+        idm_lease_close(lease);
+        return status;
+    }
+
+    opts->node[lease_index] = worker;
+    opts->guarded = true;
+    opts->after_ms = mark;
+    rc = idm_snowflake_open(&g, opts);
+    if (rc != 0) {
+        status = open_error(a, opts, rc);
+        idm_lease_close(lease);
+        return status;
+    }
+    rc = idm_lease_attach(lease, g);
+    if (rc != 0) {
+        cli_lease_error("next", rc, "cannot renew the lease");
+        idm_lease_close(lease);
+        idm_snowflake_close(g);
+        return CLI_FAIL;
+    }
+
+    /* SIGINT and SIGTERM stop minting and release the lease with the exact
+     * mark, so the next holder need not wait out the TTL. */
+    struct sigaction sa, old_int, old_term;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+
+    status = mint_loop(g, l, count, fmt);
+
+    rc = idm_lease_close(lease);
+    if (rc != 0) {
+        cli_lease_error("next", rc, "releasing the lease");
+        status = CLI_FAIL;
+    }
+    idm_snowflake_close(g);
+
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    if (stop_signal != 0) {
+        /* Die of the signal, as the caller expects, now that the lease is
+         * released. */
+        fflush(stdout);
+        signal(stop_signal, SIG_DFL);
+        raise(stop_signal);
+    }
     return status;
 }
 
@@ -389,15 +633,22 @@ int cli_cmd_next(int argc, char **argv)
     uint64_t count;
     out_format fmt;
     idm_layout *l = NULL;
+    int lease_index = -1;
     status = check_simple(&a, &count, &fmt, &opts);
     if (status == CLI_OK)
         status = cli_build_layout("next", &a.layout, &l);
+    if (status == CLI_OK && a.lease_url != NULL)
+        status = find_lease_field(&a, l, &lease_index);
     if (status == CLI_OK) {
         opts.layout = l;
-        status = set_nodes(&a, l, &opts);
+        status = set_nodes(&a, l, lease_index, &opts);
     }
-    if (status == CLI_OK)
-        status = mint(&a, &opts, l, count, fmt);
+    if (status == CLI_OK) {
+        if (a.lease_url != NULL)
+            status = mint_leased(&a, &opts, l, lease_index, count, fmt);
+        else
+            status = mint(&a, &opts, l, count, fmt);
+    }
     idm_layout_free(l);
     free(a.nodes);
     return status;

@@ -145,6 +145,16 @@ void cli_error(const char *cmd, const char *fmt, ...)
     emit_line(cmd, msg);
 }
 
+void cli_note(const char *cmd, const char *fmt, ...)
+{
+    char msg[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    emit_line(cmd, msg);
+}
+
 void cli_lib_error(const char *cmd, int rc, const char *fmt, ...)
 {
     /* Read the detail first: nothing below calls the library before. */

@@ -1,0 +1,524 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# End-to-end tests of idmint's worker-id leases with real processes:
+# `lease hold` holders get distinct ids, `lease list` shows them, SIGTERM
+# releases an id and kill -9 frees it at once with its mark kept; --max
+# bounds the ids; `next --lease` under churn (parallel processes, some
+# killed with SIGKILL) never repeats an id; consecutive holders of one id
+# hand the mark on; and bad URLs and options fail with one stderr line.
+#
+# Usage: bash test_lease.sh /path/to/idmint
+# Ends with one line "N passed, N failed"; exits non-zero if any check failed.
+
+set -u
+
+BIN=${1:-}
+PASS=0
+FAIL=0
+
+if [ -z "$BIN" ] || [ ! -x "$BIN" ]; then
+    echo "test_lease.sh: no idmint binary given or not executable: '$BIN'" >&2
+    echo "0 passed, 1 failed"
+    exit 1
+fi
+
+T=$(mktemp -d) || exit 1
+PIDS=()
+cleanup() {
+    local p
+    for p in "${PIDS[@]}"; do
+        kill -9 "$p" 2>/dev/null
+    done
+    for p in "${PIDS[@]}"; do
+        wait "$p" 2>/dev/null
+    done
+    rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+export LC_ALL=C
+export HOME="$T/home"
+export IDMINT_STATE_DIR="$T/state"
+
+TW_EPOCH=2010-11-04T01:42:54.657Z
+ONE_BIT=time:41@1ms,worker:1,seq:12
+
+ok() { PASS=$((PASS + 1)); }
+exec 3>&2 # failures go here even where the shell's own stderr is muted
+bad() {
+    FAIL=$((FAIL + 1))
+    printf 'FAIL: %s\n' "$*" >&3
+}
+check() { # check DESCRIPTION COMMAND...: passes if COMMAND succeeds
+    local desc=$1
+    shift
+    if "$@"; then ok; else bad "$desc"; fi
+}
+finish() {
+    echo "$PASS passed, $FAIL failed"
+    [ "$FAIL" -eq 0 ] && [ "$PASS" -gt 0 ]
+    exit $?
+}
+
+# run ARGS...: run idmint; stdout in $T/out, stderr in $T/err, status in RC.
+run() {
+    "$BIN" "$@" >"$T/out" 2>"$T/err"
+    RC=$?
+}
+show() { printf 'rc=%s stdout=[%s] stderr=[%s]' "$RC" "$(head -c 300 "$T/out")" "$(head -c 600 "$T/err")"; }
+one_err_line() { [ "$(wc -l <"$T/err")" -eq 1 ] && [ "$(tail -c 1 "$T/err" | od -An -c | tr -d ' ')" = '\n' ]; }
+
+# fails_with STATUS TEXT ARGS...: exit STATUS, nothing on stdout, exactly one
+# stderr line, starting with "idmint: " and containing TEXT.
+fails_with() {
+    local status=$1 text=$2 line
+    shift 2
+    run "$@"
+    line=$(head -n 1 "$T/err")
+    if [ "$RC" -eq "$status" ] && [ ! -s "$T/out" ] && one_err_line &&
+        [ "${line#idmint: }" != "$line" ] && [ "${line#*"$text"}" != "$line" ]; then
+        ok
+    else
+        bad "idmint $*: want exit $status and one stderr line with [$text]; $(show)"
+    fi
+}
+
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+
+# start_hold NAME ARGS...: `idmint lease hold ARGS` in the background,
+# stdout in $T/NAME.out; its pid in $HOLD_PID.
+start_hold() {
+    local name=$1
+    shift
+    "$BIN" lease hold "$@" >"$T/$name.out" 2>"$T/$name.err" &
+    HOLD_PID=$!
+    PIDS+=("$HOLD_PID")
+}
+
+# wait_line FILE PID: wait up to 5 s for a complete line in FILE while PID
+# lives; prints the line.
+wait_line() {
+    local file=$1 pid=$2 i
+    for i in $(seq 100); do
+        if [ -s "$file" ] && [ "$(tail -c 1 "$file" | od -An -c | tr -d ' ')" = '\n' ]; then
+            head -n 1 "$file"
+            return 0
+        fi
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.05
+    done
+    [ -s "$file" ] && head -n 1 "$file"
+    return 1
+}
+
+# field LINE KEY: the value of KEY=value in LINE.
+field() { printf '%s\n' "$1" | tr ' ' '\n' | sed -n "s/^$2=//p" | head -n 1; }
+
+# list_line URL WORKER: the `lease list` line of WORKER.
+list_line() { "$BIN" lease list "$1" 2>/dev/null | grep "^worker=$2 " | head -n 1; }
+
+# stop PID SIGNAL: send SIGNAL, wait; the exit status in $STOPPED.
+stop() {
+    kill -"$2" "$1" 2>/dev/null
+    { wait "$1"; } 2>/dev/null
+    STOPPED=$?
+}
+
+is_num() { [[ $1 =~ ^[0-9]+$ ]]; }
+
+# ---- the binary knows leases at all (else stop here, failing) ----
+
+run lease --help
+if [ "$RC" -eq 0 ] && grep -q 'lease hold URL' "$T/out" && grep -q 'lease list URL' "$T/out"; then
+    ok
+else
+    bad "idmint lease --help: $(show)"
+    finish
+fi
+run next --help
+check "next --help names --lease" grep -q -- '--lease URL' "$T/out"
+run help lease
+check "idmint help lease prints the usage" grep -q 'lease hold URL' "$T/out"
+
+# The directories processes share from their start are made here: two
+# processes creating one lease directory at once can fail with "File exists"
+# (a library race, reported). Directories of single processes (l4 on) are
+# left to idmint to create.
+mkdir -p "$T/l1" "$T/l2" "$T/l3"
+
+# ---- two holders, list, SIGTERM, kill -9 ----
+
+U="file://$T/l1"
+# A first `next --lease` takes worker 0 and leaves the time of its id as the
+# record's mark.
+run next --lease "$U" --node datacenter=1
+ID0=$(cat "$T/out")
+M0=$("$BIN" decode "$ID0" 2>/dev/null | sed -n 's/.* unix_ms=\([0-9]*\) .*worker=0 .*/\1/p')
+LL=$(list_line "$U" 0)
+if [ "$RC" -eq 0 ] && [ -n "$M0" ] && [ "$(field "$LL" held)" = no ] &&
+    [ "$(field "$LL" mark_ms)" = "$M0" ]; then
+    ok
+else
+    bad "next --lease: want worker 0 released with mark_ms = its id's time [$M0]; [$LL]; $(show)"
+fi
+
+start_hold h1 "$U"
+P1=$HOLD_PID
+start_hold h2 "$U"
+P2=$HOLD_PID
+L1=$(wait_line "$T/h1.out" "$P1")
+L2=$(wait_line "$T/h2.out" "$P2")
+# Which holder got worker 0 is up to the race: PA holds 0, PB holds 1.
+if [ "$(field "$L1" worker)" = 0 ]; then
+    PA=$P1 LA=$L1 PB=$P2 LB=$L2
+else
+    PA=$P2 LA=$L2 PB=$P1 LB=$L1
+fi
+if [ "$LA" = "worker=0 mark_ms=$M0" ] && [ "$LB" = "worker=1 mark_ms=0" ]; then
+    ok
+else
+    bad "two holders: want [worker=0 mark_ms=$M0] and [worker=1 mark_ms=0]; got [$L1] [$L2]"
+fi
+check "holders print nothing on stderr" test ! -s "$T/h1.err" -a ! -s "$T/h2.err"
+
+run lease list "$U"
+if [ "$RC" -eq 0 ] && [ ! -s "$T/err" ] && [ "$(wc -l <"$T/out")" -eq 2 ] &&
+    grep -Eq "^worker=0 held=yes mark=[0-9T:.Z-]+ mark_ms=[0-9]+ holder=[^ ]+:$PA$" "$T/out" &&
+    grep -Eq "^worker=1 held=yes mark=[0-9T:.Z-]+ mark_ms=[0-9]+ holder=[^ ]+:$PB$" "$T/out"; then
+    ok
+else
+    bad "lease list with two holders: $(show)"
+fi
+run lease list --json "$U"
+if [ "$RC" -eq 0 ] && [ "$(wc -l <"$T/out")" -eq 2 ] &&
+    grep -Eq "^\{\"worker\":0,\"held\":true,\"mark\":\"[^\"]+\",\"mark_ms\":[0-9]+,\"holder\":\"[^\"]+:$PA\"\}$" "$T/out" &&
+    grep -Eq "^\{\"worker\":1,\"held\":true,\"mark\":\"[^\"]+\",\"mark_ms\":[0-9]+,\"holder\":\"[^\"]+:$PB\"\}$" "$T/out"; then
+    ok
+else
+    bad "lease list --json with two holders: $(show)"
+fi
+# A held record's mark is its holder's last renewal plus the TTL: ahead.
+M1=$(field "$(list_line "$U" 1)" mark_ms)
+check "a holder's recorded mark is ahead of the clock [$M1]" test "${M1:-0}" -gt "$(now_ms)"
+
+# SIGTERM: exit 0, the id is free, its record keeps its mark (a holder that
+# minted nothing leaves it as it found it).
+stop "$PA" TERM
+check "lease hold exits 0 on SIGTERM (got $STOPPED)" test "$STOPPED" -eq 0
+LL=$(list_line "$U" 0)
+if [ "$(field "$LL" held)" = no ] && [ "$(field "$LL" mark_ms)" = "$M0" ] &&
+    [ "$(field "$LL" mark)" != - ]; then
+    ok
+else
+    bad "after SIGTERM: want worker=0 held=no with mark_ms=$M0; got [$LL]"
+fi
+# The freed id is claimed again, and the claimer sees its mark.
+start_hold h3 "$U"
+P3=$HOLD_PID
+L3=$(wait_line "$T/h3.out" "$P3")
+check "re-claim after SIGTERM: want [worker=0 mark_ms=$M0], got [$L3]" \
+    test "$L3" = "worker=0 mark_ms=$M0"
+
+# kill -9: the id is free at once and the next holder starts from the dead
+# holder's last recorded mark (or a later one it recorded meanwhile).
+M2=$(field "$(list_line "$U" 1)" mark_ms)
+check "holder's recorded mark is a number [$M2]" is_num "$M2"
+stop "$PB" 9
+LL=$(list_line "$U" 1)
+M2K=$(field "$LL" mark_ms)
+if [ "$(field "$LL" held)" = no ] && is_num "$M2K" && [ "$M2K" -ge "${M2:-0}" ]; then
+    ok
+else
+    bad "after kill -9: want worker=1 held=no mark_ms>=$M2; got [$LL]"
+fi
+T0=$(now_ms)
+start_hold h4 "$U"
+P4=$HOLD_PID
+L4=$(wait_line "$T/h4.out" "$P4")
+T1=$(now_ms)
+M4=$(field "$L4" mark_ms)
+if [ "$(field "$L4" worker)" = 1 ] && is_num "$M4" && [ "$M4" -ge "${M2:-0}" ] &&
+    [ $((T1 - T0)) -lt 2000 ]; then
+    ok
+else
+    bad "claim after kill -9: want worker=1 within 2 s with mark_ms >= $M2; got [$L4] after $((T1 - T0)) ms"
+fi
+stop "$P3" TERM
+check "third holder exits 0 on SIGTERM" test "$STOPPED" -eq 0
+stop "$P4" INT
+check "lease hold exits 0 on SIGINT" test "$STOPPED" -eq 0
+run lease list "$U"
+check "no id held once all holders stopped" test "$RC" -eq 0 -a "$(grep -c 'held=no' "$T/out")" -eq 2
+
+# ---- --max 2: a third holder fails at once ----
+
+U2="file://$T/l2"
+start_hold m1 --max 2 "$U2"
+PM1=$HOLD_PID
+start_hold m2 --max 2 "$U2"
+PM2=$HOLD_PID
+LM1=$(wait_line "$T/m1.out" "$PM1")
+LM2=$(wait_line "$T/m2.out" "$PM2")
+check "two holders under --max 2 get 0 and 1 [$LM1] [$LM2]" \
+    test "$(printf '%s\n%s\n' "$(field "$LM1" worker)" "$(field "$LM2" worker)" | sort | tr '\n' ' ')" = "0 1 "
+T0=$(now_ms)
+"$BIN" lease hold --max 2 "$U2" >"$T/out" 2>"$T/err" &
+PX=$!
+PIDS+=("$PX")
+for _ in $(seq 100); do
+    kill -0 "$PX" 2>/dev/null || break
+    sleep 0.05
+done
+T1=$(now_ms)
+kill -9 "$PX" 2>/dev/null
+{ wait "$PX"; } 2>/dev/null
+RC=$?
+if [ "$RC" -eq 1 ] && [ ! -s "$T/out" ] && one_err_line && grep -q 'no free worker id' "$T/err" &&
+    [ $((T1 - T0)) -lt 2000 ]; then
+    ok
+else
+    bad "third holder under --max 2: want exit 1 at once with 'no free worker id'; $(show) after $((T1 - T0)) ms"
+fi
+# next --lease on a layout with a 1-bit worker field: only ids 0 and 1.
+fails_with 1 'no free worker id' next --lease "$U2" --layout "$ONE_BIT" --epoch "$TW_EPOCH"
+stop "$PM1" TERM
+stop "$PM2" TERM
+
+# ---- churn: 50 processes, 10 at a time, about one in five killed ----
+
+U3="file://$T/l3"
+mkdir -p "$T/churn"
+KILLED=0
+# The shell reports each job killed by SIGKILL on its stderr: muted here.
+for batch in 0 1 2 3 4; do
+    pids=()
+    victims=()
+    for j in 0 1 2 3 4 5 6 7 8 9; do
+        i=$((batch * 10 + j))
+        if [ $((j % 5)) -eq 2 ]; then
+            n=1000000 # long enough to be killed mid-run
+        else
+            n=2000
+        fi
+        "$BIN" next --lease "$U3" --lease-ttl 1000 -n "$n" --node datacenter=1 \
+            >"$T/churn/$i.out" 2>"$T/churn/$i.err" &
+        pids[j]=$!
+        PIDS+=("$!")
+        [ "$n" -ne 2000 ] && victims+=("$j")
+    done
+    sleep 0.15
+    for j in "${victims[@]}"; do
+        kill -9 "${pids[j]}" 2>/dev/null
+    done 2>/dev/null
+    for j in 0 1 2 3 4 5 6 7 8 9; do
+        i=$((batch * 10 + j))
+        { wait "${pids[j]}"; } 2>/dev/null
+        st=$?
+        if [ "$st" -eq 137 ]; then
+            KILLED=$((KILLED + 1))
+            # A kill mid-write leaves a partial last line: drop it.
+            if [ -s "$T/churn/$i.out" ] && [ "$(tail -c 1 "$T/churn/$i.out" | od -An -c | tr -d ' ')" != '\n' ]; then
+                head -n -1 "$T/churn/$i.out" >"$T/churn/$i.tmp" && mv "$T/churn/$i.tmp" "$T/churn/$i.out"
+            fi
+        elif [ "$st" -ne 0 ] || [ "$(wc -l <"$T/churn/$i.out")" -ne 2000 ] ||
+            [ -s "$T/churn/$i.err" ]; then
+            bad "churn process $i: exit $st, $(wc -l <"$T/churn/$i.out") ids, stderr [$(head -c 300 "$T/churn/$i.err")]"
+        fi
+    done
+done 2>/dev/null
+check "churn: at least 5 processes were killed mid-run (got $KILLED)" test "$KILLED" -ge 5
+cat "$T"/churn/*.out >"$T/churn.all"
+TOTAL=$(wc -l <"$T/churn.all")
+check "churn: every line is an id" test "$(grep -cv '^[0-9]\{1,20\}$' "$T/churn.all")" -eq 0
+check "churn: at least 40 x 2000 ids (got $TOTAL)" test "$TOTAL" -ge 80000
+DUPS=$(sort "$T/churn.all" | uniq -d | wc -l)
+check "churn: all $TOTAL ids unique ($DUPS repeated)" test "$DUPS" -eq 0
+# The worker ids: from the first and last id of every process.
+SAMPLE=()
+for f in "$T"/churn/*.out; do
+    [ -s "$f" ] && SAMPLE+=("$(head -n 1 "$f")" "$(tail -n 1 "$f")")
+done
+"$BIN" decode "${SAMPLE[@]}" >"$T/out" 2>"$T/err"
+WORKERS=$(sed -n 's/.* worker=\([0-9]*\) .*/\1/p' "$T/out" | sort -nu | tr '\n' ' ')
+if [ "$(wc -l <"$T/out")" -eq "${#SAMPLE[@]}" ] && [ "${#SAMPLE[@]}" -ge 80 ] &&
+    [ "$(grep -c ' datacenter=1 worker=\([0-9]\|[12][0-9]\|3[01]\) ' "$T/out")" -eq "${#SAMPLE[@]}" ]; then
+    ok
+else
+    bad "churn: decoded workers must be 0..31 with datacenter=1; workers [$WORKERS]; $(head -c 300 "$T/err")"
+fi
+run lease list "$U3"
+check "churn: no id held afterwards" test "$RC" -eq 0 -a "$(grep -c 'held=yes' "$T/out")" -eq 0
+check "churn: no more than 32 records" test "$(wc -l <"$T/out")" -le 32
+
+# ---- sequential reuse: the mark goes from holder to holder ----
+
+U4="file://$T/l4"
+mkdir -p "$T/seq"
+SEQ_OK=1
+PREV_LAST=
+PREV_W=
+SAME=0
+for i in $(seq 1 20); do
+    if ! "$BIN" next --lease "$U4" --layout "$ONE_BIT" --epoch "$TW_EPOCH" -n 5000 \
+        >"$T/seq/$i.out" 2>"$T/seq/$i.err" || [ "$(wc -l <"$T/seq/$i.out")" -ne 5000 ]; then
+        bad "sequential run $i: $(head -c 300 "$T/seq/$i.err")"
+        SEQ_OK=0
+        continue
+    fi
+    FIRST=$(head -n 1 "$T/seq/$i.out")
+    LAST=$(tail -n 1 "$T/seq/$i.out")
+    W=$("$BIN" decode --layout "$ONE_BIT" --epoch "$TW_EPOCH" "$FIRST" | sed -n 's/.* worker=\([0-9]*\) .*/\1/p')
+    if [ -n "$PREV_W" ] && [ "$W" = "$PREV_W" ]; then
+        SAME=$((SAME + 1))
+        if [ "$FIRST" -le "$PREV_LAST" ]; then
+            bad "sequential run $i (worker $W): first id $FIRST not above the previous holder's last $PREV_LAST"
+            SEQ_OK=0
+        fi
+    fi
+    PREV_LAST=$LAST
+    PREV_W=$W
+done
+check "sequential: consecutive runs shared a worker id ($SAME times)" test "$SAME" -ge 10
+check "sequential: every handoff started above the previous holder" test "$SEQ_OK" -eq 1
+cat "$T"/seq/*.out >"$T/seq.all"
+check "sequential: 100000 ids" test "$(wc -l <"$T/seq.all")" -eq 100000
+check "sequential: all ids unique" test "$(sort "$T/seq.all" | uniq -d | wc -l)" -eq 0
+
+# Holders that run ahead of the clock (--exhaust borrow mints up to 10 ms
+# ahead): the next holder of the id must start above the previous holder's
+# ids even though the clock has not reached them yet.
+U4B="file://$T/l4b"
+AHEAD_OK=1
+PREV_LAST=
+for i in $(seq 1 10); do
+    if ! "$BIN" next --lease "$U4B" --layout "$ONE_BIT" --epoch "$TW_EPOCH" -n 40000 \
+        --exhaust borrow >"$T/seq/b$i.out" 2>"$T/seq/b$i.err"; then
+        bad "borrowing run $i: $(head -c 300 "$T/seq/b$i.err")"
+        AHEAD_OK=0
+        continue
+    fi
+    FIRST=$(head -n 1 "$T/seq/b$i.out")
+    if [ -n "$PREV_LAST" ] && [ "$FIRST" -le "$PREV_LAST" ]; then
+        bad "borrowing run $i: first id $FIRST not above the previous holder's last $PREV_LAST"
+        AHEAD_OK=0
+    fi
+    PREV_LAST=$(tail -n 1 "$T/seq/b$i.out")
+done
+check "borrowing: every handoff started above the previous holder" test "$AHEAD_OK" -eq 1
+check "borrowing: 400000 unique ids" \
+    test "$(cat "$T"/seq/b*.out | sort -u | wc -l)" -eq 400000
+
+# ---- next --lease: SIGTERM releases with the exact last tick ----
+
+U5="file://$T/l5"
+"$BIN" next --lease "$U5" -n 10000000 --node datacenter=2 >"$T/term.out" 2>"$T/term.err" &
+PT=$!
+PIDS+=("$PT")
+for _ in $(seq 100); do # wait until it mints: its handlers are in place
+    [ -s "$T/term.out" ] && break
+    sleep 0.05
+done
+sleep 0.1
+stop "$PT" TERM
+LAST=$(tail -n 1 "$T/term.out")
+LL=$(list_line "$U5" 0)
+MT=$(field "$LL" mark_ms)
+LT=$("$BIN" decode "$LAST" | sed -n 's/.* unix_ms=\([0-9]*\) .*/\1/p')
+if [ "$STOPPED" -eq 143 ] && [ ! -s "$T/term.err" ] && [ "$(field "$LL" held)" = no ] &&
+    [ -n "$LT" ] && [ "$MT" = "$LT" ]; then
+    ok
+else
+    bad "next --lease on SIGTERM: want death by SIGTERM and mark_ms = last id's time $LT; exit $STOPPED, [$LL], stderr [$(head -c 300 "$T/term.err")]"
+fi
+T0=$(now_ms)
+run next --lease "$U5" --node datacenter=2 -v
+T1=$(now_ms)
+if [ "$RC" -eq 0 ] && [ "$(wc -l <"$T/out")" -eq 1 ] && [ "$(cat "$T/out")" -gt "$LAST" ] &&
+    grep -q '^idmint: next: lease: worker=0 ' "$T/err" && ! grep -q waiting "$T/err" &&
+    [ $((T1 - T0)) -lt 1000 ]; then
+    ok
+else
+    bad "next --lease -v after a clean stop: want one id above $LAST at once; $(show)"
+fi
+
+# kill -9 mid-run: the next holder of the id waits for the clock to pass the
+# dead holder's mark (at most its TTL ahead), then mints above its ids.
+U7="file://$T/l7"
+"$BIN" next --lease "$U7" --lease-ttl 1000 -n 10000000 --node datacenter=2 >"$T/k9.out" 2>/dev/null &
+PK=$!
+PIDS+=("$PK")
+for _ in $(seq 100); do
+    [ -s "$T/k9.out" ] && break
+    sleep 0.05
+done
+stop "$PK" 9
+MK=$(field "$(list_line "$U7" 0)" mark_ms)
+head -n -1 "$T/k9.out" >"$T/k9.ids" # the last line may be cut short
+run next --lease "$U7" --node datacenter=2 -n 3 -v
+FIRST=$(head -n 1 "$T/out")
+MAXK=$(sort -n "$T/k9.ids" | tail -n 1)
+if [ "$STOPPED" -eq 137 ] && [ "$RC" -eq 0 ] && [ "$(wc -l <"$T/out")" -eq 3 ] && is_num "$MK" &&
+    grep -q "^idmint: next: lease: worker=0 mark_ms=$MK\$" "$T/err" &&
+    grep -q "^idmint: next: waiting [0-9]* ms for the clock to pass the previous holder's mark\$" "$T/err" &&
+    [ -n "$MAXK" ] && [ "$FIRST" -gt "$MAXK" ] && [ "$(($(now_ms) - MK))" -ge 0 ]; then
+    ok
+else
+    bad "next --lease after kill -9: want a wait for mark $MK, then ids above $MAXK; $(show)"
+fi
+check "--lease uses no state file" test ! -e "$T/state"
+
+# ---- layouts: which field a lease fills ----
+
+U6="file://$T/l6"
+run next --lease "$U6" --layout instagram -n 2 --format json
+check "instagram: the lease fills shard [$(head -c 200 "$T/out")]" \
+    test "$RC" -eq 0 -a "$(grep -c '"shard":0,' "$T/out")" -eq 2
+run next --lease "$U6" --layout sonyflake -n 2 --format json
+check "sonyflake: the lease fills machine [$(head -c 200 "$T/out")]" \
+    test "$RC" -eq 0 -a "$(grep -c '"machine":0}' "$T/out")" -eq 2
+run next --lease "$U6" --layout discord --node process=3 -n 1 --format json
+check "discord: the lease fills worker [$(head -c 200 "$T/out")]" \
+    test "$RC" -eq 0 -a "$(grep -c '"worker":0,"process":3,' "$T/out")" -eq 1
+fails_with 2 '--lease-field NAME' next --lease "$U6" --layout time:41@1ms,node:10,seq:12 --epoch "$TW_EPOCH"
+fails_with 2 'no node field' next --lease "$U6" --layout time:41@1ms,seq:12 --epoch "$TW_EPOCH"
+run next --lease "$U6" --layout time:41@1ms,node:10,seq:12 --epoch "$TW_EPOCH" --lease-field node -n 1 --format json
+check "--lease-field node [$(head -c 200 "$T/out")]" \
+    test "$RC" -eq 0 -a "$(grep -c '"node":0,' "$T/out")" -eq 1
+fails_with 2 "bad --lease-field 'seq'" next --lease "$U6" --lease-field seq --node datacenter=1
+fails_with 2 "bad --lease-field 'nope'" next --lease "$U6" --lease-field nope --node datacenter=1
+
+# ---- bad input: exit status and one stderr line ----
+
+fails_with 2 "'nope' is not a URL" lease list nope
+fails_with 2 "'nope' is not a URL" lease hold nope
+fails_with 2 "unknown scheme" lease hold http://x
+fails_with 2 "unknown scheme" lease list http://x
+fails_with 2 "absolute directory" lease hold file://relative
+fails_with 2 "'nope' is not a URL" next --lease nope --node datacenter=1
+fails_with 2 "unknown scheme" next --lease http://x --node datacenter=1
+fails_with 2 "absolute directory" next --lease file://relative --node datacenter=1
+: >"$T/plain"
+fails_with 1 "cannot use directory" lease hold "file://$T/missing/a/b"
+fails_with 1 "cannot use directory" lease list "file://$T/plain/sub"
+fails_with 1 "cannot use directory" next --lease "file://$T/missing/a/b" --node datacenter=1
+fails_with 2 "not a directory" lease hold "file://$T/plain"
+fails_with 2 "--lease and --state exclude each other" next --lease "$U6" --state "$T/s" --node datacenter=1
+fails_with 2 "--node worker and --lease exclude each other" next --lease "$U6" --node worker=3 --node datacenter=1
+fails_with 2 "needs --node datacenter=N" next --lease "$U6"
+fails_with 2 "--lease-ttl needs --lease URL" next --lease-ttl 5000 --node datacenter=1 --node worker=1
+fails_with 2 "--lease-field needs --lease URL" next --lease-field worker --node datacenter=1 --node worker=1
+fails_with 2 "bad --lease-ttl '500'" next --lease "$U6" --lease-ttl 500 --node datacenter=1
+fails_with 2 "bad --lease-ttl 'x'" next --lease "$U6" --lease-ttl x --node datacenter=1
+fails_with 2 "bad --ttl '3600001'" lease hold "$U6" --ttl 3600001
+fails_with 2 "bad --max '0'" lease hold "$U6" --max 0
+fails_with 2 "bad --max '65537'" lease list "$U6" --max 65537
+fails_with 2 "missing URL" lease list
+fails_with 2 "unexpected argument 'y'" lease list "$U6" y
+fails_with 2 "unknown option '--ttl'" lease list "$U6" --ttl 2000
+fails_with 2 "unknown option '--json'" lease hold "$U6" --json
+fails_with 2 "missing subcommand" lease
+fails_with 2 "unknown subcommand 'grab'" lease grab "$U6"
+check "bad input left no holder behind" test "$("$BIN" lease list "$U6" | grep -c 'held=yes')" -eq 0
+
+finish
