@@ -9,7 +9,17 @@
  *   file:///dir   one lock file per worker id in dir, held with flock: the
  *                 kernel drops the lock when the process dies, so a crashed
  *                 holder frees its id at once. One machine only.
- * (etcd:// follows in a later release.)
+ *   etcd://host:port[,host:port...]/prefix
+ *                 etcd v3 through its HTTP/JSON gateway (libcurl, json-c):
+ *                 a lease granted with the TTL, worker id N claimed by a
+ *                 transaction that creates <prefix>/workers/N bound to it
+ *                 only if absent (taken ids read in one range request, so a
+ *                 claim costs 3 round trips at any occupancy), renewed by
+ *                 keepalive, the mark kept in <prefix>/hwm/N (no lease) by a
+ *                 transaction guarded on owning the worker key, released by
+ *                 revoking the lease. Endpoints are tried in turn on
+ *                 transport errors; every answer's cluster id must match
+ *                 the first, or the claim is taken as lost.
  *
  * Each lease record keeps its holder's high-water mark: at each renewal the
  * keeper records the highest time the generator may mint before the lease
@@ -50,11 +60,11 @@
 typedef struct idm_lease idm_lease;
 
 typedef struct idm_lease_opts {
-    const char *url;        /* required: file:///dir */
+    const char *url;        /* required: file:///dir or etcd://... */
     uint32_t max_workers;   /* ids 0 .. max_workers-1; default 1024 */
     int64_t ttl_ms;         /* default 10000; renewals every ttl/3 */
     int64_t margin_ms;      /* stop minting this long before the lease
-                               could expire; default ttl/5 */
+                               could expire; default ttl/5, at least 10 */
     const idm_clock *clock; /* NULL: the system clock; must be the
                                generator's clock */
     const char *holder;     /* written into the record; NULL: host:pid */

@@ -27,5 +27,6 @@ typedef struct idm__lease_backend {
 } idm__lease_backend;
 
 extern const idm__lease_backend idm__lease_file;
+extern const idm__lease_backend idm__lease_etcd;
 
 #endif /* IDM_LEASE_BACKEND_H */

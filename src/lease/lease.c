@@ -24,7 +24,7 @@
 
 #define NS_PER_MS INT64_C(1000000)
 
-static const idm__lease_backend *const backends[] = {&idm__lease_file};
+static const idm__lease_backend *const backends[] = {&idm__lease_file, &idm__lease_etcd};
 
 struct idm_lease {
     const idm__lease_backend *ops;
@@ -64,7 +64,7 @@ static int pick_backend(const char *url, const idm__lease_backend **ops, const c
 {
     const char *sep = url != NULL ? strstr(url, "://") : NULL;
     if (sep == NULL)
-        return idm__lease_fail(IDM_EINVAL, "lease: '%.60s' is not a URL (want file:///dir)",
+        return idm__lease_fail(IDM_EINVAL, "lease: '%.60s' is not a URL (want file:///dir or etcd://host:port/prefix)",
                                url != NULL ? url : "");
     for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++) {
         size_t n = strlen(backends[i]->scheme);
@@ -74,7 +74,7 @@ static int pick_backend(const char *url, const idm__lease_backend **ops, const c
             return 0;
         }
     }
-    return idm__lease_fail(IDM_EINVAL, "lease: unknown scheme in '%.60s' (known: file://)", url);
+    return idm__lease_fail(IDM_EINVAL, "lease: unknown scheme in '%.60s' (known: file://, etcd://)", url);
 }
 
 int idm_lease_open(idm_lease **out, const idm_lease_opts *opts)
@@ -95,6 +95,11 @@ int idm_lease_open(idm_lease **out, const idm_lease_opts *opts)
         return idm__lease_fail(IDM_EINVAL, "lease: TTL %lld ms is outside 1 s to 1 h",
                                (long long)opts->ttl_ms);
     margin = opts->margin_ms >= 0 ? opts->margin_ms : opts->ttl_ms / 5;
+    /* The guard reads CLOCK_MONOTONIC_COARSE, which lags by up to a jiffy,
+     * and clocks run at slightly different rates: some margin is needed. */
+    if (margin < 10)
+        return idm__lease_fail(IDM_EINVAL, "lease: margin %lld ms is under the 10 ms minimum",
+                               (long long)margin);
     if (margin >= opts->ttl_ms * 2 / 3)
         return idm__lease_fail(IDM_EINVAL,
                                "lease: margin %lld ms leaves no time between renewals (TTL %lld ms)",

@@ -1,0 +1,1261 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The etcd lease backend (etcd://host:port[,host:port...]/prefix): worker id
+ * N is the key <prefix>/workers/N, bound to an etcd lease that the keeper
+ * keeps alive; etcd deletes the key when the lease expires or is revoked, so
+ * a dead holder frees its id after its TTL. Each id's high-water mark lives
+ * in <prefix>/hwm/N (decimal Unix ms, bound to no lease), so it outlives the
+ * claim and passes to the next holder.
+ *
+ * It speaks etcd v3's HTTP/JSON gateway (POST /v3/...) with one libcurl easy
+ * handle per backend, used by one thread at a time, and parses answers with
+ * json-c, strictly: one JSON object and nothing after it, no duplicate keys,
+ * at most 1 MiB; 64-bit integers only as JSON strings, converted with
+ * overflow checks (lease ids exceed 2^53 and never go through a double); a
+ * field left out means zero or false, as the gateway omits default values.
+ *
+ *   claim    lease/grant (etcd may raise the TTL: the granted one is used),
+ *            one kv/range of <prefix>/workers/ (keys only) for the ids taken,
+ *            then for each free id in order one kv/txn: if the key was never
+ *            created, put it bound to the lease and read the id's mark, in
+ *            the same txn; else (a race lost) the next free id. Three round
+ *            trips when no race is lost, at any occupancy.
+ *   renew    lease/keepalive (no TTL in the answer: the lease is gone), then
+ *            a kv/txn that writes the mark only if the worker key is still
+ *            bound to our lease (deleted or re-bound: the claim is gone).
+ *   release  the same guarded mark write, then lease/revoke: the id is free
+ *            at once.
+ *
+ * Every answer's header carries the cluster id; one that differs from the
+ * first answer's means another cluster answered (re-created with a wiped
+ * data directory, or a misrouted endpoint): the claim is lost and nothing
+ * more is sent. A transport error (no connection, timeout) moves to the next
+ * endpoint, as does "unavailable" (no leader); the one that answered is used
+ * first from then on. Transport errors, 5xx, timeouts and malformed answers
+ * are IDM_EIO ("unknown, try again"); only etcd saying the lease or key is
+ * gone is IDM_ELEASE. Each request times out after TTL/6 (at most 5 s) and
+ * each operation has a budget (renew and release TTL/3, claim 2/3 TTL) on
+ * CLOCK_MONOTONIC, whatever clock the lease is given: network time is real.
+ *
+ * What it does not do: TLS, authentication, HTTP proxies (none is used,
+ * whatever the environment says), watches (a deleted key is noticed at the
+ * next renewal), or reattach to a lease after a restart (a restarted
+ * process claims anew; its old key expires with its lease).
+ */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <curl/curl.h>
+#include <json-c/json.h>
+
+#include "backend.h"
+#include "lease_internal.h"
+
+#define MAX_ENDPOINTS 16
+#define MAX_HOST 256
+#define MAX_PREFIX 256
+#define MAX_BODY (1024 * 1024) /* largest answer accepted */
+#define MAX_KEY 1024           /* largest key decoded */
+#define RANGE_PAGE 2048        /* keys per range request */
+#define CLAIM_PASSES 3         /* re-reads of the taken ids after lost races */
+#define MAX_TTL_S INT64_C(31536000)
+#define JSON_DEPTH 32
+#define GRPC_NOT_FOUND 5
+#define GRPC_UNAVAILABLE 14
+
+typedef struct etcd_be {
+    char *eps[MAX_ENDPOINTS]; /* "host:port" */
+    size_t neps;
+    size_t cur;               /* the endpoint tried first */
+    char prefix[MAX_PREFIX + 1];
+    CURL *curl;
+    struct curl_slist *hdrs;
+    char errbuf[CURL_ERROR_SIZE];
+    int64_t ttl_ms;           /* for timeouts */
+    int64_t deadline_ns;      /* the current operation's budget */
+    /* the last answer */
+    char *buf;
+    size_t len, cap;
+    bool overflow;
+    int grpc_code;            /* of the last error answer, 0 if none */
+    const char *ep;           /* endpoint of the last answer */
+    /* the cluster */
+    uint64_t cluster_id;
+    bool have_cluster;
+    bool foreign;             /* another cluster answered: send nothing more */
+    /* the claim */
+    bool held;
+    int64_t lease_id;
+    uint32_t worker;
+} etcd_be;
+
+/* ---------------------------------------------------------------- helpers */
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static CURLcode curl_init_rc = CURLE_OK;
+
+static void curl_init(void)
+{
+    curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void begin_op(etcd_be *e, int64_t budget_ms)
+{
+    e->deadline_ns = mono_ns() + budget_ms * 1000000;
+}
+
+static const char b64_alphabet[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/* Standard base64 with padding; out must hold 4 * ((n + 2) / 3) + 1. */
+static void b64_encode(const unsigned char *in, size_t n, char *out)
+{
+    size_t i, o = 0;
+    for (i = 0; i + 2 < n; i += 3) {
+        uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 | in[i + 2];
+        out[o++] = b64_alphabet[v >> 18];
+        out[o++] = b64_alphabet[(v >> 12) & 63];
+        out[o++] = b64_alphabet[(v >> 6) & 63];
+        out[o++] = b64_alphabet[v & 63];
+    }
+    if (i < n) {
+        uint32_t v = (uint32_t)in[i] << 16 | (i + 1 < n ? (uint32_t)in[i + 1] << 8 : 0);
+        out[o++] = b64_alphabet[v >> 18];
+        out[o++] = b64_alphabet[(v >> 12) & 63];
+        out[o++] = i + 1 < n ? b64_alphabet[(v >> 6) & 63] : '=';
+        out[o++] = '=';
+    }
+    out[o] = '\0';
+}
+
+static int b64_value(char c)
+{
+    const char *p = c != '\0' ? strchr(b64_alphabet, c) : NULL;
+    return p != NULL ? (int)(p - b64_alphabet) : -1;
+}
+
+/* Strict standard base64 (padding required) into out[0..cap); -1 if
+ * malformed or longer than cap. */
+static int b64_decode(const char *in, size_t n, unsigned char *out, size_t cap, size_t *outlen)
+{
+    size_t o = 0;
+    if (n % 4 != 0)
+        return -1;
+    for (size_t i = 0; i < n; i += 4) {
+        int v[4];
+        bool last = i + 4 == n;
+        for (int k = 0; k < 4; k++) {
+            v[k] = b64_value(in[i + (size_t)k]);
+            if (v[k] < 0 && !(last && k >= 2 && in[i + (size_t)k] == '='))
+                return -1;
+        }
+        if (v[2] < 0 && v[3] >= 0)
+            return -1; /* "x=y" */
+        uint32_t w = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 |
+                     (uint32_t)(v[2] < 0 ? 0 : v[2]) << 6 | (uint32_t)(v[3] < 0 ? 0 : v[3]);
+        size_t k = v[2] < 0 ? 1 : v[3] < 0 ? 2 : 3;
+        if ((k == 1 && (w & 0xffff) != 0) || (k == 2 && (w & 0xff) != 0))
+            return -1; /* non-canonical padding bits */
+        if (o + k > cap)
+            return -1;
+        out[o++] = (unsigned char)(w >> 16);
+        if (k > 1)
+            out[o++] = (unsigned char)(w >> 8);
+        if (k > 2)
+            out[o++] = (unsigned char)w;
+    }
+    *outlen = o;
+    return 0;
+}
+
+/* Strict decimal: an optional '-' (if allowed), then 1 to 20 digits, no
+ * white space, no '+', no leading zeros; overflow checked digit by digit. */
+static int dec_u64(const char *s, size_t n, uint64_t *out)
+{
+    uint64_t v = 0;
+    if (n == 0 || n > 20 || (s[0] == '0' && n > 1))
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        unsigned d;
+        if (s[i] < '0' || s[i] > '9')
+            return -1;
+        d = (unsigned)(s[i] - '0');
+        if (v > (UINT64_MAX - d) / 10)
+            return -1;
+        v = v * 10 + d;
+    }
+    *out = v;
+    return 0;
+}
+
+static int dec_i64(const char *s, size_t n, int64_t *out)
+{
+    uint64_t u;
+    bool neg = n > 0 && s[0] == '-';
+    if (dec_u64(s + neg, n - neg, &u) != 0)
+        return -1;
+    if (neg) {
+        if (u > (uint64_t)INT64_MAX + 1 || u == 0)
+            return -1;
+        *out = u == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)u;
+    } else {
+        if (u > (uint64_t)INT64_MAX)
+            return -1;
+        *out = (int64_t)u;
+    }
+    return 0;
+}
+
+/* Field readers: 0 and the value (zero, false or NULL when the field is
+ * absent, as the gateway leaves out defaults), -1 when present with the
+ * wrong type or form. */
+static int get_field(json_object *o, const char *k, json_type t, json_object **out)
+{
+    json_object *v = NULL;
+    *out = NULL;
+    if (o == NULL || !json_object_object_get_ex(o, k, &v) || v == NULL)
+        return 0;
+    if (!json_object_is_type(v, t))
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int get_i64(json_object *o, const char *k, int64_t *out, bool *present)
+{
+    json_object *v;
+    *out = 0;
+    if (present != NULL)
+        *present = false;
+    if (get_field(o, k, json_type_string, &v) != 0)
+        return -1;
+    if (v == NULL)
+        return 0;
+    if (present != NULL)
+        *present = true;
+    return dec_i64(json_object_get_string(v), (size_t)json_object_get_string_len(v), out);
+}
+
+static int get_u64(json_object *o, const char *k, uint64_t *out, bool *present)
+{
+    json_object *v;
+    *out = 0;
+    if (present != NULL)
+        *present = false;
+    if (get_field(o, k, json_type_string, &v) != 0)
+        return -1;
+    if (v == NULL)
+        return 0;
+    if (present != NULL)
+        *present = true;
+    return dec_u64(json_object_get_string(v), (size_t)json_object_get_string_len(v), out);
+}
+
+static int get_bool(json_object *o, const char *k, bool *out)
+{
+    json_object *v;
+    *out = false;
+    if (get_field(o, k, json_type_boolean, &v) != 0)
+        return -1;
+    *out = v != NULL && json_object_get_boolean(v);
+    return 0;
+}
+
+/* A base64 field (key, value) decoded into out (NUL-terminated); absent is
+ * empty. */
+static int get_bytes(json_object *o, const char *k, unsigned char *out, size_t cap, size_t *len)
+{
+    json_object *v;
+    *len = 0;
+    out[0] = '\0';
+    if (get_field(o, k, json_type_string, &v) != 0)
+        return -1;
+    if (v == NULL)
+        return 0;
+    if (b64_decode(json_object_get_string(v), (size_t)json_object_get_string_len(v), out,
+                   cap - 1, len) != 0)
+        return -1;
+    out[*len] = '\0';
+    return 0;
+}
+
+/* Members in the text (each ':' outside strings separates one) and in the
+ * parsed tree (json-c keeps the last of duplicate keys): they differ if a
+ * key repeats. */
+static size_t text_members(const char *s, size_t n)
+{
+    size_t c = 0;
+    bool in = false;
+    for (size_t i = 0; i < n; i++) {
+        if (in) {
+            if (s[i] == '\\')
+                i++;
+            else if (s[i] == '"')
+                in = false;
+        } else if (s[i] == '"') {
+            in = true;
+        } else if (s[i] == ':') {
+            c++;
+        }
+    }
+    return c;
+}
+
+static size_t tree_members(json_object *o)
+{
+    size_t c = 0;
+    if (json_object_is_type(o, json_type_object)) {
+        json_object_object_foreach(o, k, v)
+        {
+            (void)k;
+            c += 1 + (v != NULL ? tree_members(v) : 0);
+        }
+    } else if (json_object_is_type(o, json_type_array)) {
+        size_t n = json_object_array_length(o);
+        for (size_t i = 0; i < n; i++) {
+            json_object *v = json_object_array_get_idx(o, i);
+            if (v != NULL)
+                c += tree_members(v);
+        }
+    }
+    return c;
+}
+
+static int garbage(etcd_be *e, const char *path, const char *what)
+{
+    return idm__lease_fail(IDM_EIO, "lease: etcd %s%s: malformed answer (%s)",
+                           e->ep != NULL ? e->ep : "?", path, what);
+}
+
+/* The last answer as one JSON object: strict, whole, no duplicate keys. */
+static int parse_answer(etcd_be *e, const char *path, json_object **out)
+{
+    json_tokener *tok;
+    json_object *o;
+    size_t end;
+    *out = NULL;
+    if (e->len == 0)
+        return garbage(e, path, "empty");
+    if (memchr(e->buf, '\0', e->len) != NULL)
+        return garbage(e, path, "a NUL byte");
+    tok = json_tokener_new_ex(JSON_DEPTH);
+    if (tok == NULL)
+        return IDM_ENOMEM;
+    json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_ALLOW_TRAILING_CHARS |
+                                    JSON_TOKENER_VALIDATE_UTF8);
+    o = json_tokener_parse_ex(tok, e->buf, (int)e->len);
+    if (o == NULL || json_tokener_get_error(tok) != json_tokener_success) {
+        enum json_tokener_error je = json_tokener_get_error(tok);
+        json_object_put(o);
+        json_tokener_free(tok);
+        return garbage(e, path,
+                       je == json_tokener_continue ? "truncated JSON" : json_tokener_error_desc(je));
+    }
+    end = json_tokener_get_parse_end(tok);
+    json_tokener_free(tok);
+    for (size_t i = end; i < e->len; i++) {
+        if (e->buf[i] != ' ' && e->buf[i] != '\n' && e->buf[i] != '\r' && e->buf[i] != '\t') {
+            json_object_put(o);
+            return garbage(e, path, "text after the JSON object");
+        }
+    }
+    if (!json_object_is_type(o, json_type_object)) {
+        json_object_put(o);
+        return garbage(e, path, "not a JSON object");
+    }
+    if (text_members(e->buf, end) != tree_members(o)) {
+        json_object_put(o);
+        return garbage(e, path, "a key repeats");
+    }
+    *out = o;
+    return 0;
+}
+
+/* The answer's header: present, with a cluster id, and the same cluster as
+ * the first answer's. */
+static int check_header(etcd_be *e, json_object *resp, const char *path)
+{
+    json_object *h;
+    uint64_t cid;
+    bool present;
+    if (get_field(resp, "header", json_type_object, &h) != 0 || h == NULL)
+        return garbage(e, path, "no header");
+    if (get_u64(h, "cluster_id", &cid, &present) != 0 || !present || cid == 0)
+        return garbage(e, path, "no cluster id in the header");
+    if (!e->have_cluster) {
+        e->cluster_id = cid;
+        e->have_cluster = true;
+        return 0;
+    }
+    if (cid != e->cluster_id) {
+        e->foreign = true;
+        return idm__lease_fail(IDM_ELEASE,
+                               "lease: etcd %s answered for cluster %" PRIu64 ", not %" PRIu64
+                               " (re-created, or a misrouted endpoint): the claim is lost",
+                               e->ep, cid, e->cluster_id);
+    }
+    return 0;
+}
+
+static size_t on_data(char *p, size_t size, size_t n, void *ud)
+{
+    etcd_be *e = ud;
+    size_t len = size * n;
+    if (len > MAX_BODY - e->len) {
+        e->overflow = true;
+        return 0; /* aborts the transfer */
+    }
+    if (e->len + len + 1 > e->cap) {
+        size_t cap = e->cap != 0 ? e->cap : 4096;
+        char *grown;
+        while (cap < e->len + len + 1)
+            cap *= 2;
+        if (cap > MAX_BODY + 1)
+            cap = MAX_BODY + 1;
+        grown = realloc(e->buf, cap);
+        if (grown == NULL)
+            return 0;
+        e->buf = grown;
+        e->cap = cap;
+    }
+    memcpy(e->buf + e->len, p, len);
+    e->len += len;
+    e->buf[e->len] = '\0';
+    return len;
+}
+
+/* The gRPC code and message of an error answer, if it has them. */
+static void error_answer(etcd_be *e, int *code, char *msg, size_t msglen)
+{
+    json_object *o = NULL, *v;
+    json_tokener *tok;
+    *code = 0;
+    snprintf(msg, msglen, "(no message)");
+    if (e->len == 0 || memchr(e->buf, '\0', e->len) != NULL)
+        return;
+    tok = json_tokener_new_ex(JSON_DEPTH);
+    if (tok == NULL)
+        return;
+    o = json_tokener_parse_ex(tok, e->buf, (int)e->len);
+    json_tokener_free(tok);
+    if (o == NULL || !json_object_is_type(o, json_type_object)) {
+        json_object_put(o);
+        return;
+    }
+    if (json_object_object_get_ex(o, "code", &v) && json_object_is_type(v, json_type_int))
+        *code = (int)json_object_get_int(v);
+    if (json_object_object_get_ex(o, "message", &v) && json_object_is_type(v, json_type_string))
+        snprintf(msg, msglen, "%s", json_object_get_string(v));
+    json_object_put(o);
+    for (char *p = msg; *p != '\0'; p++)
+        if (*p < ' ' || *p > '~')
+            *p = '?';
+}
+
+/*
+ * POST body to path; 0 and the answer (a JSON object, status 200), or an
+ * error: IDM_EIO with e->grpc_code set for an error answer (0 if it had no
+ * code). A transport error or "unavailable" moves on to the next endpoint,
+ * each tried once, within the operation's budget.
+ */
+static int call(etcd_be *e, const char *path, const char *body, json_object **out)
+{
+    char last[320] = "no endpoint tried";
+    *out = NULL;
+    e->grpc_code = 0;
+    if (e->foreign)
+        return idm__lease_fail(IDM_ELEASE,
+                               "lease: a different etcd cluster answered earlier: the claim is lost");
+    for (size_t i = 0; i < e->neps; i++) {
+        size_t k = (e->cur + i) % e->neps;
+        char url[MAX_HOST + 64];
+        int64_t left_ms = (e->deadline_ns - mono_ns()) / 1000000, t;
+        CURLcode cc;
+        long status = 0;
+        if (left_ms < 10) {
+            snprintf(last, sizeof last, "out of time before %s%s", e->eps[k], path);
+            break;
+        }
+        t = e->ttl_ms / 6;
+        if (t < 100)
+            t = 100;
+        if (t > 5000)
+            t = 5000;
+        if (t > left_ms)
+            t = left_ms;
+        snprintf(url, sizeof url, "http://%s%s", e->eps[k], path);
+        e->ep = e->eps[k];
+        e->len = 0;
+        e->overflow = false;
+        e->errbuf[0] = '\0';
+        curl_easy_setopt(e->curl, CURLOPT_URL, url);
+        curl_easy_setopt(e->curl, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(e->curl, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+        curl_easy_setopt(e->curl, CURLOPT_TIMEOUT_MS, (long)t);
+        curl_easy_setopt(e->curl, CURLOPT_CONNECTTIMEOUT_MS, (long)t);
+        cc = curl_easy_perform(e->curl);
+        if (cc != CURLE_OK) {
+            if (e->overflow)
+                return idm__lease_fail(IDM_EIO, "lease: etcd %s%s: answer larger than %d bytes",
+                                       e->eps[k], path, MAX_BODY);
+            snprintf(last, sizeof last, "%s%s: %s", e->eps[k], path,
+                     e->errbuf[0] != '\0' ? e->errbuf : curl_easy_strerror(cc));
+            continue;
+        }
+        curl_easy_getinfo(e->curl, CURLINFO_RESPONSE_CODE, &status);
+        if (status == 200) {
+            e->cur = k;
+            return parse_answer(e, path, out);
+        }
+        {
+            int code;
+            char msg[160];
+            error_answer(e, &code, msg, sizeof msg);
+            if (status == 502 || status == 503 || status == 504 || code == GRPC_UNAVAILABLE) {
+                snprintf(last, sizeof last, "%s%s: HTTP %ld: %s", e->eps[k], path, status, msg);
+                continue;
+            }
+            e->cur = k;
+            e->grpc_code = code;
+            return idm__lease_fail(IDM_EIO, "lease: etcd %s%s: HTTP %ld: %s", e->eps[k], path,
+                                   status, msg);
+        }
+    }
+    return idm__lease_fail(IDM_EIO, "lease: etcd unreachable: %s", last);
+}
+
+static void key_of(const etcd_be *e, const char *kind, uint32_t id, char *out, size_t len)
+{
+    snprintf(out, len, "%s/%s/%u", e->prefix, kind, (unsigned)id);
+}
+
+static void b64_str(const char *s, char *out)
+{
+    b64_encode((const unsigned char *)s, strlen(s), out);
+}
+
+/* The id in a key <prefix>/<kind>/<id>, if it is one of ours (canonical
+ * decimal below max); else -1. */
+static int64_t id_of_key(const etcd_be *e, const char *kind, const unsigned char *key,
+                         size_t len, uint32_t max)
+{
+    size_t pl = strlen(e->prefix), kl = strlen(kind);
+    uint64_t id;
+    if (len <= pl + kl + 2 || memcmp(key, e->prefix, pl) != 0 || key[pl] != '/' ||
+        memcmp(key + pl + 1, kind, kl) != 0 || key[pl + 1 + kl] != '/')
+        return -1;
+    if (dec_u64((const char *)key + pl + kl + 2, len - pl - kl - 2, &id) != 0 || id >= max)
+        return -1;
+    return (int64_t)id;
+}
+
+/* A mark as stored: decimal Unix ms, not negative. */
+static int parse_mark(const unsigned char *v, size_t len, idm_unix_ms *mark)
+{
+    int64_t m;
+    if (dec_i64((const char *)v, len, &m) != 0 || m < 0)
+        return -1;
+    *mark = m;
+    return 0;
+}
+
+/* ------------------------------------------------------------ range pages */
+
+typedef int (*kv_fn)(etcd_be *e, json_object *kv, void *ud);
+
+/* Every key under <prefix>/<kind>/, a page at a time, to fn. */
+static int range_all(etcd_be *e, const char *kind, bool keys_only, kv_fn fn, void *ud)
+{
+    char from[MAX_KEY + 2], end[MAX_PREFIX + 32];
+    size_t fromlen;
+    static const char path[] = "/v3/kv/range";
+    int pages = 0;
+    fromlen = (size_t)snprintf(from, sizeof from, "%s/%s/", e->prefix, kind);
+    snprintf(end, sizeof end, "%s/%s0", e->prefix, kind); /* '/' + 1 */
+    for (;;) {
+        char from64[4 * (MAX_KEY + 2) / 3 + 8], end64[4 * sizeof end / 3 + 8];
+        char body[sizeof from64 + sizeof end64 + 128];
+        json_object *resp, *kvs;
+        bool more;
+        size_t n;
+        int rc;
+        b64_encode((const unsigned char *)from, fromlen, from64);
+        b64_str(end, end64);
+        snprintf(body, sizeof body, "{\"key\":\"%s\",\"range_end\":\"%s\",\"limit\":\"%d\"%s}",
+                 from64, end64, RANGE_PAGE, keys_only ? ",\"keys_only\":true" : "");
+        rc = call(e, path, body, &resp);
+        if (rc != 0)
+            return rc;
+        rc = check_header(e, resp, path);
+        if (rc == 0 && (get_field(resp, "kvs", json_type_array, &kvs) != 0 ||
+                        get_bool(resp, "more", &more) != 0))
+            rc = garbage(e, path, "kvs or more");
+        n = rc == 0 && kvs != NULL ? json_object_array_length(kvs) : 0;
+        if (rc == 0 && n > RANGE_PAGE)
+            rc = garbage(e, path, "more keys than asked for");
+        for (size_t i = 0; rc == 0 && i < n; i++) {
+            json_object *kv = json_object_array_get_idx(kvs, i);
+            unsigned char key[MAX_KEY + 1];
+            size_t klen;
+            if (kv == NULL || !json_object_is_type(kv, json_type_object) ||
+                get_bytes(kv, "key", key, sizeof key, &klen) != 0 || klen == 0)
+                rc = garbage(e, path, "a key");
+            else
+                rc = fn(e, kv, ud);
+            if (rc == 0 && i + 1 == n) {
+                /* the next page starts just after the last key */
+                if (klen + 1 > MAX_KEY) {
+                    rc = garbage(e, path, "a key too long");
+                } else {
+                    memcpy(from, key, klen);
+                    from[klen] = '\0';
+                    fromlen = klen + 1;
+                }
+            }
+        }
+        json_object_put(resp);
+        if (rc != 0)
+            return rc;
+        if (!more || n == 0)
+            return 0;
+        if (++pages > 65536 / RANGE_PAGE + 4)
+            return garbage(e, path, "pages without end");
+    }
+}
+
+/* ------------------------------------------------------------------ open */
+
+static int bad_url(const char *why, const char *rest)
+{
+    return idm__lease_fail(IDM_EINVAL,
+                           "lease: etcd URL 'etcd://%.80s': %s (want "
+                           "etcd://host:port[,host:port...]/prefix)",
+                           rest, why);
+}
+
+static bool host_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '.' || c == '-' || c == '_';
+}
+
+/* One "host:port" or "[v6]:port" of length n. */
+static int check_endpoint(const char *s, size_t n)
+{
+    size_t i = 0;
+    uint64_t port;
+    if (n == 0 || n > MAX_HOST)
+        return -1;
+    if (s[0] == '[') {
+        for (i = 1; i < n && s[i] != ']'; i++)
+            if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f') ||
+                  (s[i] >= 'A' && s[i] <= 'F') || s[i] == ':' || s[i] == '.'))
+                return -1;
+        if (i >= n || i == 1)
+            return -1;
+        i++;
+    } else {
+        for (; i < n && s[i] != ':'; i++)
+            if (!host_char(s[i]))
+                return -1;
+        if (i == 0)
+            return -1;
+    }
+    if (i >= n || s[i] != ':' || dec_u64(s + i + 1, n - i - 1, &port) != 0 || port == 0 ||
+        port > 65535)
+        return -1;
+    return 0;
+}
+
+static bool prefix_char(char c)
+{
+    return host_char(c) || c == '/';
+}
+
+static void eb_free(etcd_be *e)
+{
+    if (e == NULL)
+        return;
+    for (size_t i = 0; i < e->neps; i++)
+        free(e->eps[i]);
+    if (e->curl != NULL)
+        curl_easy_cleanup(e->curl);
+    curl_slist_free_all(e->hdrs);
+    free(e->buf);
+    free(e);
+}
+
+static int eb_open(void **be, const char *rest, const idm_lease_opts *opts)
+{
+    const char *slash = strchr(rest, '/'), *p;
+    size_t plen;
+    etcd_be *e;
+    struct curl_slist *h;
+
+    if (slash == NULL)
+        return bad_url("no /prefix", rest);
+    plen = strlen(slash);
+    if (plen < 2)
+        return bad_url("the prefix is empty", rest);
+    if (plen > MAX_PREFIX)
+        return bad_url("the prefix is longer than 256 bytes", rest);
+    if (slash[plen - 1] == '/')
+        return bad_url("the prefix ends with '/'", rest);
+    for (size_t i = 0; i < plen; i++) {
+        if (!prefix_char(slash[i]))
+            return bad_url("the prefix may hold only letters, digits, '.', '-', '_' and '/'",
+                           rest);
+        if (slash[i] == '/' && slash[i + 1] == '/')
+            return bad_url("the prefix holds '//'", rest);
+    }
+    if (slash == rest)
+        return bad_url("no host:port", rest);
+
+    e = calloc(1, sizeof *e);
+    if (e == NULL)
+        return IDM_ENOMEM;
+    memcpy(e->prefix, slash, plen + 1);
+    for (p = rest; p < slash;) {
+        const char *c = memchr(p, ',', (size_t)(slash - p));
+        size_t n = (size_t)((c != NULL ? c : slash) - p);
+        if (check_endpoint(p, n) != 0) {
+            eb_free(e);
+            return bad_url("an endpoint is not host:port (port 1 to 65535)", rest);
+        }
+        if (e->neps == MAX_ENDPOINTS) {
+            eb_free(e);
+            return bad_url("more than 16 endpoints", rest);
+        }
+        e->eps[e->neps] = strndup(p, n);
+        if (e->eps[e->neps] == NULL) {
+            eb_free(e);
+            return IDM_ENOMEM;
+        }
+        e->neps++;
+        p += n;
+        if (c != NULL && ++p == slash) {
+            eb_free(e);
+            return bad_url("an endpoint is empty", rest);
+        }
+    }
+    e->ttl_ms = opts->ttl_ms > 0 ? opts->ttl_ms : 10000;
+
+    pthread_once(&curl_once, curl_init);
+    if (curl_init_rc != CURLE_OK) {
+        eb_free(e);
+        return idm__lease_fail(IDM_EIO, "lease: libcurl does not start: %s",
+                               curl_easy_strerror(curl_init_rc));
+    }
+    e->curl = curl_easy_init();
+    h = curl_slist_append(NULL, "Content-Type: application/json");
+    e->hdrs = h;
+    if (h != NULL)
+        e->hdrs = curl_slist_append(h, "Expect:"); /* no 100-continue round trip */
+    if (e->curl == NULL || e->hdrs == NULL) {
+        if (e->hdrs == NULL)
+            curl_slist_free_all(h);
+        eb_free(e);
+        return IDM_ENOMEM;
+    }
+    curl_easy_setopt(e->curl, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e->curl, CURLOPT_HTTPHEADER, e->hdrs);
+    curl_easy_setopt(e->curl, CURLOPT_POST, 1L);
+    curl_easy_setopt(e->curl, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(e->curl, CURLOPT_WRITEDATA, e);
+    curl_easy_setopt(e->curl, CURLOPT_ERRORBUFFER, e->errbuf);
+    curl_easy_setopt(e->curl, CURLOPT_PROXY, "");
+    curl_easy_setopt(e->curl, CURLOPT_FOLLOWLOCATION, 0L);
+#if LIBCURL_VERSION_NUM >= 0x075500
+    curl_easy_setopt(e->curl, CURLOPT_PROTOCOLS_STR, "http");
+#else
+    curl_easy_setopt(e->curl, CURLOPT_PROTOCOLS, (long)CURLPROTO_HTTP);
+#endif
+    *be = e;
+    return 0;
+}
+
+/* ----------------------------------------------------------------- claim */
+
+static int grant(etcd_be *e, int64_t ttl_ms, int64_t *granted_s)
+{
+    static const char path[] = "/v3/lease/grant";
+    char body[96];
+    json_object *resp, *err;
+    int64_t id, ttl;
+    bool has_id, has_ttl;
+    int rc;
+    snprintf(body, sizeof body, "{\"TTL\":\"%lld\",\"ID\":\"0\"}",
+             (long long)((ttl_ms + 999) / 1000));
+    rc = call(e, path, body, &resp);
+    if (rc != 0)
+        return rc;
+    rc = check_header(e, resp, path);
+    if (rc == 0 && (get_i64(resp, "ID", &id, &has_id) != 0 ||
+                    get_i64(resp, "TTL", &ttl, &has_ttl) != 0 ||
+                    get_field(resp, "error", json_type_string, &err) != 0))
+        rc = garbage(e, path, "ID, TTL or error");
+    if (rc == 0 && err != NULL && json_object_get_string_len(err) > 0)
+        rc = idm__lease_fail(IDM_EIO, "lease: etcd %s%s: %.100s", e->ep, path,
+                             json_object_get_string(err));
+    if (rc == 0 && (!has_id || id == 0))
+        rc = garbage(e, path, "no lease ID");
+    if (rc == 0 && (!has_ttl || ttl <= 0 || ttl > MAX_TTL_S))
+        rc = garbage(e, path, "no TTL, or one out of range");
+    json_object_put(resp);
+    if (rc == 0) {
+        e->lease_id = id;
+        *granted_s = ttl;
+    }
+    return rc;
+}
+
+static int revoke(etcd_be *e)
+{
+    static const char path[] = "/v3/lease/revoke";
+    char body[64];
+    json_object *resp;
+    int rc;
+    snprintf(body, sizeof body, "{\"ID\":\"%" PRId64 "\"}", e->lease_id);
+    rc = call(e, path, body, &resp);
+    if (rc == IDM_EIO && e->grpc_code == GRPC_NOT_FOUND)
+        return 0; /* expired already: as good */
+    if (rc != 0)
+        return rc;
+    rc = check_header(e, resp, path);
+    json_object_put(resp);
+    return rc;
+}
+
+typedef struct taken_set {
+    uint8_t *taken;
+    uint32_t max;
+} taken_set;
+
+static int note_taken(etcd_be *e, json_object *kv, void *ud)
+{
+    taken_set *t = ud;
+    unsigned char key[MAX_KEY + 1];
+    size_t klen;
+    int64_t id;
+    if (get_bytes(kv, "key", key, sizeof key, &klen) != 0)
+        return garbage(e, "/v3/kv/range", "a key");
+    id = id_of_key(e, "workers", key, klen, t->max);
+    if (id >= 0)
+        t->taken[id] = 1;
+    return 0;
+}
+
+/* The mark in a txn's range answer for <prefix>/hwm/<id>: 0 if none. */
+static int mark_of(etcd_be *e, json_object *op, uint32_t id, idm_unix_ms *mark)
+{
+    static const char path[] = "/v3/kv/txn";
+    json_object *rr, *kvs, *kv;
+    unsigned char key[MAX_KEY + 1], val[64];
+    size_t klen, vlen;
+    *mark = 0;
+    if (get_field(op, "response_range", json_type_object, &rr) != 0 || rr == NULL ||
+        get_field(rr, "kvs", json_type_array, &kvs) != 0)
+        return garbage(e, path, "the mark's range");
+    if (kvs == NULL || json_object_array_length(kvs) == 0)
+        return 0;
+    kv = json_object_array_get_idx(kvs, 0);
+    if (json_object_array_length(kvs) != 1 || kv == NULL ||
+        !json_object_is_type(kv, json_type_object) ||
+        get_bytes(kv, "key", key, sizeof key, &klen) != 0 ||
+        id_of_key(e, "hwm", key, klen, UINT32_MAX) != (int64_t)id)
+        return garbage(e, path, "the mark's key");
+    if (get_bytes(kv, "value", val, sizeof val, &vlen) != 0 || parse_mark(val, vlen, mark) != 0)
+        return idm__lease_fail(IDM_EIO,
+                               "lease: etcd %s/hwm/%u does not hold a mark (decimal Unix ms); "
+                               "refusing to claim worker id %u without knowing its last mark",
+                               e->prefix, (unsigned)id, (unsigned)id);
+    return 0;
+}
+
+/*
+ * One claim attempt on id: *won and the previous mark, or not won (a race
+ * lost). If an earlier attempt of ours went through but its answer was lost
+ * (a timeout, then the next endpoint), the key is already bound to our
+ * lease: that counts as won too.
+ */
+static int try_claim(etcd_be *e, uint32_t id, const char *value64, bool *won, idm_unix_ms *mark)
+{
+    static const char path[] = "/v3/kv/txn";
+    char key[MAX_PREFIX + 32], hwm[MAX_PREFIX + 32];
+    char key64[4 * sizeof key / 3 + 8], hwm64[4 * sizeof hwm / 3 + 8];
+    char body[2 * sizeof key64 + 2 * sizeof hwm64 + 1024 + 600];
+    json_object *resp, *ops, *first;
+    bool ok;
+    int rc;
+    *won = false;
+    key_of(e, "workers", id, key, sizeof key);
+    key_of(e, "hwm", id, hwm, sizeof hwm);
+    b64_str(key, key64);
+    b64_str(hwm, hwm64);
+    if (snprintf(body, sizeof body,
+                 "{\"compare\":[{\"target\":\"CREATE\",\"result\":\"EQUAL\",\"key\":\"%s\","
+                 "\"create_revision\":\"0\"}],"
+                 "\"success\":[{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\",\"lease\":\"%"
+                 PRId64 "\"}},{\"request_range\":{\"key\":\"%s\"}}],"
+                 "\"failure\":[{\"request_range\":{\"key\":\"%s\"}},{\"request_range\":{\"key\":"
+                 "\"%s\"}}]}",
+                 key64, key64, value64, e->lease_id, hwm64, key64, hwm64) >= (int)sizeof body)
+        return idm__lease_fail(IDM_EINVAL, "lease: claim request too long");
+    rc = call(e, path, body, &resp);
+    if (rc == IDM_EIO && e->grpc_code == GRPC_NOT_FOUND)
+        return idm__lease_fail(IDM_EIO, "lease: etcd: the new lease expired during the claim");
+    if (rc != 0)
+        return rc;
+    rc = check_header(e, resp, path);
+    if (rc == 0 && (get_bool(resp, "succeeded", &ok) != 0 ||
+                    get_field(resp, "responses", json_type_array, &ops) != 0 || ops == NULL ||
+                    json_object_array_length(ops) != 2))
+        rc = garbage(e, path, "succeeded or responses");
+    if (rc == 0) {
+        first = json_object_array_get_idx(ops, 0);
+        if (ok) {
+            json_object *put;
+            if (get_field(first, "response_put", json_type_object, &put) != 0 || put == NULL)
+                rc = garbage(e, path, "no response_put");
+            else
+                *won = true;
+        } else {
+            /* Lost, unless the key is bound to our own lease already. */
+            json_object *rr, *kvs, *kv;
+            int64_t lease;
+            if (get_field(first, "response_range", json_type_object, &rr) != 0 || rr == NULL ||
+                get_field(rr, "kvs", json_type_array, &kvs) != 0)
+                rc = garbage(e, path, "the key's range");
+            else if (kvs != NULL && json_object_array_length(kvs) > 0 &&
+                     (kv = json_object_array_get_idx(kvs, 0)) != NULL &&
+                     json_object_is_type(kv, json_type_object)) {
+                if (get_i64(kv, "lease", &lease, NULL) != 0)
+                    rc = garbage(e, path, "the key's lease");
+                else if (lease == e->lease_id)
+                    *won = true;
+            }
+        }
+    }
+    if (rc == 0 && *won)
+        rc = mark_of(e, json_object_array_get_idx(ops, 1), id, mark);
+    json_object_put(resp);
+    return rc;
+}
+
+static int eb_claim(void *be, uint32_t max_workers, int64_t ttl_ms, const char *holder,
+                    uint32_t *worker, idm_unix_ms *prev_mark, int64_t *granted_ttl_ms)
+{
+    etcd_be *e = be;
+    taken_set t = {NULL, max_workers};
+    json_object *v;
+    char value64[400];
+    int64_t granted_s;
+    int rc;
+
+    if (e->held)
+        return idm__lease_fail(IDM_EINVAL, "lease: this etcd handle holds a claim already");
+    t.taken = calloc(max_workers, 1);
+    if (t.taken == NULL)
+        return IDM_ENOMEM;
+    begin_op(e, ttl_ms * 2 / 3 > 1000 ? ttl_ms * 2 / 3 : 1000);
+    rc = grant(e, ttl_ms, &granted_s);
+    if (rc != 0) {
+        free(t.taken);
+        return rc;
+    }
+    /* The key's value: who holds it, for how long. */
+    v = json_object_new_object();
+    if (v != NULL) {
+        const char *s;
+        json_object_object_add(v, "holder", json_object_new_string(holder));
+        json_object_object_add(v, "ttl_ms", json_object_new_int64(granted_s * 1000));
+        s = json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN |
+                                                  JSON_C_TO_STRING_NOSLASHESCAPE);
+        if (s != NULL && strlen(s) <= 3 * (sizeof value64 / 4) - 8)
+            b64_str(s, value64);
+        else
+            rc = idm__lease_fail(IDM_EINVAL, "lease: holder too long");
+        json_object_put(v);
+    } else {
+        rc = IDM_ENOMEM;
+    }
+    for (int pass = 0; rc == 0 && pass < CLAIM_PASSES; pass++) {
+        bool lost_race = false;
+        memset(t.taken, 0, max_workers);
+        rc = range_all(e, "workers", true, note_taken, &t);
+        if (rc != 0)
+            break;
+        for (uint32_t id = 0; id < max_workers; id++) {
+            bool won;
+            idm_unix_ms mark;
+            if (t.taken[id])
+                continue;
+            rc = try_claim(e, id, value64, &won, &mark);
+            if (rc != 0)
+                break;
+            if (won) {
+                free(t.taken);
+                e->held = true;
+                e->worker = id;
+                e->ttl_ms = granted_s * 1000;
+                *worker = id;
+                *prev_mark = mark;
+                *granted_ttl_ms = granted_s * 1000;
+                return 0;
+            }
+            lost_race = true; /* someone else took it meanwhile: the next one */
+        }
+        if (rc != 0 || !lost_race)
+            break;
+    }
+    free(t.taken);
+    if (rc == 0)
+        rc = idm__lease_fail(IDM_EBUSY, "lease: no free worker id: all %u under etcd %s/workers/ "
+                                        "are held",
+                             (unsigned)max_workers, e->prefix);
+    /* Give the lease back (and any key a lost answer bound to it); if this
+     * fails too, it expires by itself. Keep the claim's error. */
+    if (!e->foreign) {
+        char keep[256];
+        snprintf(keep, sizeof keep, "%s", idm_error_detail());
+        begin_op(e, e->ttl_ms / 3 > 500 ? e->ttl_ms / 3 : 500);
+        revoke(e);
+        idm__lease_fail(rc, "%s", keep);
+    }
+    e->lease_id = 0;
+    return rc;
+}
+
+/* ----------------------------------------------------------------- renew */
+
+static int keepalive(etcd_be *e, int64_t *ttl_s)
+{
+    static const char path[] = "/v3/lease/keepalive";
+    char body[64];
+    json_object *root, *res, *err;
+    int64_t id, ttl;
+    bool has_id;
+    int rc;
+    snprintf(body, sizeof body, "{\"ID\":\"%" PRId64 "\"}", e->lease_id);
+    rc = call(e, path, body, &root);
+    if (rc != 0)
+        return rc;
+    /* A stream: {"result":{...}} or {"error":{...}}. */
+    if (get_field(root, "error", json_type_object, &err) != 0 || err != NULL) {
+        json_object *m = NULL;
+        json_object_object_get_ex(err, "message", &m);
+        rc = idm__lease_fail(IDM_EIO, "lease: etcd %s%s: %.100s", e->ep, path,
+                             m != NULL && json_object_is_type(m, json_type_string)
+                                 ? json_object_get_string(m)
+                                 : "an error");
+        json_object_put(root);
+        return rc;
+    }
+    if (get_field(root, "result", json_type_object, &res) != 0 || res == NULL)
+        rc = garbage(e, path, "no result");
+    if (rc == 0)
+        rc = check_header(e, res, path);
+    if (rc == 0 && (get_i64(res, "ID", &id, &has_id) != 0 || get_i64(res, "TTL", &ttl, NULL) != 0))
+        rc = garbage(e, path, "ID or TTL");
+    if (rc == 0 && (!has_id || id != e->lease_id))
+        rc = garbage(e, path, "another lease's ID");
+    if (rc == 0 && ttl > MAX_TTL_S)
+        rc = garbage(e, path, "TTL out of range");
+    if (rc == 0 && ttl <= 0)
+        rc = idm__lease_fail(IDM_ELEASE,
+                             "lease: etcd lease %" PRId64 " of worker id %u expired or was "
+                             "revoked: the claim is lost",
+                             e->lease_id, (unsigned)e->worker);
+    json_object_put(root);
+    if (rc == 0)
+        *ttl_s = ttl;
+    return rc;
+}
+
+/* Store mark in <prefix>/hwm/<id> if <prefix>/workers/<id> is still bound
+ * to our lease; IDM_ELEASE if it is not. */
+static int put_mark(etcd_be *e, idm_unix_ms mark)
+{
+    static const char path[] = "/v3/kv/txn";
+    char key[MAX_PREFIX + 32], hwm[MAX_PREFIX + 32], val[32];
+    char key64[4 * sizeof key / 3 + 8], hwm64[4 * sizeof hwm / 3 + 8], val64[48];
+    char body[sizeof key64 + sizeof hwm64 + sizeof val64 + 256];
+    json_object *resp;
+    bool ok;
+    int rc;
+    key_of(e, "workers", e->worker, key, sizeof key);
+    key_of(e, "hwm", e->worker, hwm, sizeof hwm);
+    snprintf(val, sizeof val, "%lld", (long long)(mark > 0 ? mark : 0));
+    b64_str(key, key64);
+    b64_str(hwm, hwm64);
+    b64_str(val, val64);
+    snprintf(body, sizeof body,
+             "{\"compare\":[{\"target\":\"LEASE\",\"result\":\"EQUAL\",\"key\":\"%s\",\"lease\":"
+             "\"%" PRId64 "\"}],\"success\":[{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\"}}]}",
+             key64, e->lease_id, hwm64, val64);
+    rc = call(e, path, body, &resp);
+    if (rc != 0)
+        return rc;
+    rc = check_header(e, resp, path);
+    if (rc == 0 && get_bool(resp, "succeeded", &ok) != 0)
+        rc = garbage(e, path, "succeeded");
+    if (rc == 0 && !ok)
+        rc = idm__lease_fail(IDM_ELEASE,
+                             "lease: etcd %s was deleted or is bound to another lease: the claim "
+                             "is lost",
+                             key);
+    json_object_put(resp);
+    return rc;
+}
+
+static int eb_renew(void *be, idm_unix_ms mark, int64_t *granted_ttl_ms)
+{
+    etcd_be *e = be;
+    int64_t ttl_s = 0;
+    int rc;
+    if (!e->held)
+        return idm__lease_fail(IDM_ELEASE, "lease: no claim to renew");
+    begin_op(e, e->ttl_ms / 3 > 300 ? e->ttl_ms / 3 : 300);
+    rc = keepalive(e, &ttl_s);
+    if (rc == 0)
+        rc = put_mark(e, mark);
+    if (rc == 0)
+        *granted_ttl_ms = ttl_s * 1000;
+    return rc;
+}
+
+/* --------------------------------------------------------------- release */
+
+static int eb_release(void *be, idm_unix_ms mark)
+{
+    etcd_be *e = be;
+    int rc;
+    if (!e->held)
+        return 0;
+    begin_op(e, e->ttl_ms / 3 > 300 ? e->ttl_ms / 3 : 300);
+    rc = put_mark(e, mark);
+    /* Revoke even if the mark was refused (the key is not ours then; our
+     * lease binds nothing of anyone else's), but never on another cluster.
+     * The first error is the one reported. */
+    if (rc != 0 && !e->foreign) {
+        char keep[256];
+        snprintf(keep, sizeof keep, "%s", idm_error_detail());
+        revoke(e);
+        idm__lease_fail(rc, "%s", keep);
+    } else if (!e->foreign) {
+        rc = revoke(e);
+    }
+    e->held = false;
+    return rc;
+}
+
+/* ------------------------------------------------------------------ list */
+
+typedef struct list_state {
+    idm_lease_entry *all; /* indexed by id */
+    uint8_t *seen;
+    uint32_t max;
+} list_state;
+
+static int list_worker(etcd_be *e, json_object *kv, void *ud)
+{
+    list_state *s = ud;
+    unsigned char key[MAX_KEY + 1], val[1024];
+    size_t klen, vlen;
+    int64_t id;
+    if (get_bytes(kv, "key", key, sizeof key, &klen) != 0)
+        return garbage(e, "/v3/kv/range", "a key");
+    id = id_of_key(e, "workers", key, klen, s->max);
+    if (id < 0)
+        return 0;
+    s->seen[id] = 1;
+    s->all[id].held = 1;
+    snprintf(s->all[id].holder, sizeof s->all[id].holder, "?");
+    if (get_bytes(kv, "value", val, sizeof val, &vlen) == 0 && vlen > 0) {
+        json_object *o = json_tokener_parse((const char *)val), *h;
+        if (o != NULL && json_object_is_type(o, json_type_object) &&
+            json_object_object_get_ex(o, "holder", &h) && json_object_is_type(h, json_type_string))
+            snprintf(s->all[id].holder, sizeof s->all[id].holder, "%s", json_object_get_string(h));
+        json_object_put(o);
+    }
+    return 0;
+}
+
+static int list_mark(etcd_be *e, json_object *kv, void *ud)
+{
+    list_state *s = ud;
+    unsigned char key[MAX_KEY + 1], val[64];
+    size_t klen, vlen;
+    int64_t id;
+    if (get_bytes(kv, "key", key, sizeof key, &klen) != 0)
+        return garbage(e, "/v3/kv/range", "a key");
+    id = id_of_key(e, "hwm", key, klen, s->max);
+    if (id < 0)
+        return 0;
+    s->seen[id] = 1;
+    if (get_bytes(kv, "value", val, sizeof val, &vlen) != 0 ||
+        parse_mark(val, vlen, &s->all[id].mark_ms) != 0) {
+        s->all[id].mark_ms = 0;
+        snprintf(s->all[id].holder, sizeof s->all[id].holder, "(unreadable mark)");
+    }
+    return 0;
+}
+
+static int eb_list(void *be, uint32_t max_workers, idm_lease_entry **entries, size_t *count)
+{
+    etcd_be *e = be;
+    list_state s = {NULL, NULL, max_workers};
+    size_t n = 0;
+    int rc;
+    s.all = calloc(max_workers, sizeof *s.all);
+    s.seen = calloc(max_workers, 1);
+    if (s.all == NULL || s.seen == NULL) {
+        free(s.all);
+        free(s.seen);
+        return IDM_ENOMEM;
+    }
+    begin_op(e, e->ttl_ms > 2000 ? e->ttl_ms : 2000);
+    rc = range_all(e, "workers", false, list_worker, &s);
+    if (rc == 0)
+        rc = range_all(e, "hwm", false, list_mark, &s);
+    if (rc == 0) {
+        for (uint32_t id = 0; id < max_workers; id++) {
+            if (!s.seen[id])
+                continue;
+            s.all[n] = s.all[id];
+            s.all[n].worker = id;
+            n++;
+        }
+    }
+    free(s.seen);
+    if (rc != 0 || n == 0) {
+        free(s.all);
+        s.all = NULL;
+    }
+    *entries = s.all;
+    *count = rc == 0 ? n : 0;
+    return rc;
+}
+
+static void eb_close(void *be)
+{
+    /* A claim still held here was lost (lease.c releases the others): its
+     * lease expires by itself. Revoking it could reach another cluster. */
+    eb_free(be);
+}
+
+const idm__lease_backend idm__lease_etcd = {
+    "etcd", eb_open, eb_claim, eb_renew, eb_release, eb_list, eb_close,
+};

@@ -1,0 +1,2035 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Worker-id leases on the etcd backend, against etcd servers this program
+ * starts with scripts/etcd-test-server.sh (one member for most tests, three
+ * for the leader-loss ones; each group stops its servers in its teardown,
+ * and the script's watcher kills them if this program dies), and against a
+ * fake HTTP server thread that serves canned answers or forwards to etcd
+ * (counting requests, rewriting lease ids, or holding answers back).
+ *
+ * The etcd rows of the fault catalogue: E1 racing claimants, E2 etcd
+ * frozen past the TTL, E3 lease revoked, E4 worker key deleted, E6 answers
+ * lost (the proxy holds them back), E8 leader killed, E10 quorum lost, E11
+ * etcd restarted, E12 a holder killed with kill -9, E13 clean release, E14
+ * every id taken (8 and 1,024), E15 garbage answers, E16 lease ids >= 2^53,
+ * E17 a TTL below etcd's minimum, E18 etcd re-created with a wiped data
+ * directory, E19 an answer from another cluster; plus a handoff to a holder
+ * whose clock is behind, endpoint failover and bad URLs. Every test checks
+ * that no id is minted twice.
+ *
+ * Not covered here: E5 (needs a network partition), E7 (latency injection),
+ * E9 (a stopped leader with clients attached).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <idmint/lease.h>
+
+#include "testutil.h"
+
+#define ETCDCTL "ETCDCTL_API=3 etcdctl --dial-timeout=2s --command-timeout=5s --endpoints="
+
+static char g_script[4096];
+static char *g_dir;         /* the one-member server's directory */
+static char g_eps[256];     /* its endpoint, host:port */
+static char *g_cdir;        /* the three-member cluster's */
+static char g_ceps[512];
+static atomic_int g_frozen; /* a member stopped with SIGSTOP, to resume */
+
+/* ------------------------------------------------------------- helpers */
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(int64_t ms)
+{
+    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+/* Run a shell command; its exit status (or 128 + signal, -1). */
+__attribute__((format(printf, 1, 2))) static int run(const char *fmt, ...)
+{
+    char cmd[8192];
+    va_list ap;
+    int st;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    st = system(cmd);
+    if (st == -1)
+        return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* The same, with its standard output (trailing white space cut) in out. */
+__attribute__((format(printf, 3, 4))) static int run_out(char *out, size_t n, const char *fmt,
+                                                         ...)
+{
+    char cmd[8192];
+    va_list ap;
+    FILE *p;
+    size_t len = 0, got;
+    int st;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    out[0] = '\0';
+    p = popen(cmd, "r");
+    if (p == NULL)
+        return -1;
+    while (len + 1 < n && (got = fread(out + len, 1, n - 1 - len, p)) > 0)
+        len += got;
+    out[len] = '\0';
+    while (len > 0 && (out[len - 1] == '\n' || out[len - 1] == ' ' || out[len - 1] == '\r'))
+        out[--len] = '\0';
+    {
+        char sink[256];
+        while (fread(sink, 1, sizeof sink, p) > 0)
+            ;
+    }
+    st = pclose(p);
+    if (st == -1)
+        return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* The test server script, with args. */
+static int srv(char *out, size_t n, const char *args)
+{
+    char sink[64];
+    if (out == NULL) {
+        out = sink;
+        n = sizeof sink;
+    }
+    return run_out(out, n, "IDM_ETCD_OWNER=%ld bash '%s' %s", (long)getpid(), g_script, args);
+}
+
+static pid_t member_pid(const char *dir, int n)
+{
+    char args[4200], out[64];
+    snprintf(args, sizeof args, "pid '%s' %d", dir, n);
+    if (srv(out, sizeof out, args) != 0)
+        return -1;
+    return (pid_t)atol(out);
+}
+
+static char *url_for(const char *eps, const char *name)
+{
+    char *u = malloc(strlen(eps) + strlen(name) + 32);
+    assert_non_null(u);
+    sprintf(u, "etcd://%s/idmint/%s", eps, name);
+    return u;
+}
+
+static void lease_opts(idm_lease_opts *o, const char *url, uint32_t max)
+{
+    idm_lease_opts_init(o);
+    o->url = url;
+    o->max_workers = max;
+    o->ttl_ms = 3000; /* renewals every second */
+    o->holder = "test";
+}
+
+static idm_snowflake *gen_with(idm_layout *layout, idm_lease *l, const idm_clock *clock, int *rc)
+{
+    idm_snowflake_opts o;
+    idm_snowflake *g = NULL;
+    idm_snowflake_opts_init(&o);
+    o.layout = layout;
+    o.guarded = true;
+    o.clock = clock;
+    o.after_ms = idm_lease_mark(l);
+    IDM_ASSERT_OK(idm_snowflake_opts_node(&o, "datacenter", 0));
+    IDM_ASSERT_OK(idm_snowflake_opts_node(&o, "worker", idm_lease_worker(l)));
+    *rc = idm_snowflake_open(&g, &o);
+    return g;
+}
+
+static idm_snowflake *gen_for(idm_layout *layout, idm_lease *l)
+{
+    int rc;
+    idm_snowflake *g = gen_with(layout, l, NULL, &rc);
+    IDM_ASSERT_OK(rc);
+    return g;
+}
+
+static idm_unix_ms time_of(idm_layout *layout, uint64_t id)
+{
+    idm_decoded d;
+    IDM_ASSERT_OK(idm_layout_decode(layout, id, &d));
+    return d.unix_ms;
+}
+
+/* Mint n ids into iv (all must work). */
+static void mint_n(idm_snowflake *g, idm_test_idvec *iv, int n)
+{
+    for (int i = 0; i < n; i++) {
+        uint64_t id;
+        IDM_ASSERT_OK(idm_snowflake_next(g, &id));
+        idm_test_idvec_push(iv, id);
+    }
+}
+
+static void no_duplicates(const idm_test_idvec *iv)
+{
+    uint64_t *copy = malloc((iv->n + 1) * sizeof *copy);
+    assert_non_null(copy);
+    memcpy(copy, iv->v, iv->n * sizeof *copy);
+    CHECK(idm_test_count_duplicates(copy, iv->n) == 0, "%zu ids, some minted twice", iv->n);
+    free(copy);
+}
+
+/* The lease etcd has bound <prefix>/workers/<id> to, 0 if none. */
+static int64_t key_lease(const char *eps, const char *name, uint32_t id)
+{
+    char out[2048];
+    const char *p;
+    run_out(out, sizeof out, ETCDCTL "%s get /idmint/%s/workers/%u -w fields", eps, name,
+            (unsigned)id);
+    p = strstr(out, "\"Lease\" : ");
+    return p != NULL ? strtoll(p + 10, NULL, 10) : 0;
+}
+
+static bool key_exists(const char *eps, const char *key)
+{
+    char out[1024];
+    run_out(out, sizeof out, ETCDCTL "%s get '%s' --keys-only", eps, key);
+    return strstr(out, key) != NULL;
+}
+
+/* A holder that follows a lost (not released) claim gets the mark the old
+ * holder recorded with its last renewal, up to a TTL ahead of the clock:
+ * its generator refuses to start until the clock has passed it. */
+static idm_snowflake *gen_after_loss(idm_layout *layout, idm_lease *l)
+{
+    idm_unix_ms mark = idm_lease_mark(l);
+    idm_snowflake *g;
+    int rc;
+    for (;;) {
+        struct timespec ts;
+        idm_unix_ms now;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        now = (idm_unix_ms)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+        if (now > mark + 1)
+            break;
+        CHECK(mark - now < 10000, "mark %lld ms ahead", LL(mark - now));
+        g = gen_with(layout, l, NULL, &rc);
+        if (now < mark - 50) {
+            IDM_ASSERT_RC(rc, IDM_ECLOCKBACK);
+            assert_null(g);
+        } else if (rc == 0) {
+            idm_snowflake_close(g);
+        }
+        sleep_ms(mark + 2 - now);
+    }
+    return gen_for(layout, l);
+}
+
+/* Wait up to ms for the lease to be lost, or to renew past `renewals`
+ * with no error. */
+static void wait_status(idm_lease *l, idm_lease_status *st, int64_t ms, bool want_lost,
+                        uint64_t renewals)
+{
+    int64_t until = mono_ms() + ms;
+    do {
+        idm_lease_status_get(l, st);
+        if (want_lost ? st->lost != 0
+                      : (st->lost != 0 || (st->renewals > renewals && st->last_error == 0)))
+            return;
+        sleep_ms(20);
+    } while (mono_ms() < until);
+}
+
+/* ---------------------------------------------- raw HTTP/1.0 client */
+
+/* POST body to http://ep/path; 0 with the status and a malloc'd body. */
+static int http_post(const char *ep, const char *path, const char *body, int timeout_ms,
+                     int *status, char **out)
+{
+    struct sockaddr_in sa;
+    char host[64], head[512], *buf = NULL, *p;
+    const char *colon = strrchr(ep, ':');
+    size_t len = 0, cap = 0;
+    struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+    int fd, rc = -1;
+    *out = NULL;
+    if (colon == NULL || (size_t)(colon - ep) >= sizeof host)
+        return -1;
+    memcpy(host, ep, (size_t)(colon - ep));
+    host[colon - ep] = '\0';
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons((uint16_t)atoi(colon + 1));
+    if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
+        return -1;
+    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0)
+        goto out;
+    snprintf(head, sizeof head,
+             "POST %s HTTP/1.0\r\nHost: %s\r\nContent-Type: application/json\r\n"
+             "Content-Length: %zu\r\n\r\n",
+             path, ep, strlen(body));
+    if (send(fd, head, strlen(head), MSG_NOSIGNAL) != (ssize_t)strlen(head) ||
+        send(fd, body, strlen(body), MSG_NOSIGNAL) != (ssize_t)strlen(body))
+        goto out;
+    for (;;) {
+        ssize_t n;
+        if (len + 4097 > cap) {
+            char *grown;
+            cap = cap != 0 ? cap * 2 : 16384;
+            if (cap > (8u << 20) || (grown = realloc(buf, cap)) == NULL)
+                goto out;
+            buf = grown;
+        }
+        n = recv(fd, buf + len, 4096, 0);
+        if (n < 0)
+            goto out;
+        if (n == 0)
+            break;
+        len += (size_t)n;
+    }
+    if (buf == NULL)
+        goto out;
+    buf[len] = '\0';
+    p = strstr(buf, "\r\n\r\n");
+    if (p == NULL || sscanf(buf, "HTTP/%*s %d", status) != 1)
+        goto out;
+    *out = strdup(p + 4);
+    rc = *out != NULL ? 0 : -1;
+out:
+    free(buf);
+    close(fd);
+    return rc;
+}
+
+/* --------------------------------------------------- the fake server */
+
+enum { K_GRANT, K_RANGE, K_TXN_CLAIM, K_TXN_MARK, K_KEEPALIVE, K_REVOKE, K_OTHER, K_N };
+enum { S_ANSWER, S_HANG, S_CLOSE, S_HUGE };
+
+typedef struct canned {
+    bool set;
+    int special;
+    int status;
+    const char *body;
+} canned;
+
+typedef struct fake {
+    int lfd, port;
+    pthread_t th;
+    atomic_int stop;
+    atomic_int conns;
+    pthread_mutex_t mu;
+    /* under mu */
+    bool proxy;          /* forward to upstream */
+    char upstream[64];
+    bool hold;           /* proxy: forward, then hold the answer back */
+    char lease_id[32];   /* canned: the lease handed out; proxy: rewrite grants to it */
+    canned over[K_N];    /* canned: answers replacing the normal ones */
+    int count[K_N];
+    int total;
+    int bad_id;          /* canned: requests without the lease id */
+} fake;
+
+#define H "{\"cluster_id\":\"1\",\"member_id\":\"2\",\"revision\":\"5\",\"raft_term\":\"1\"}"
+
+static void send_all(int c, const char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = send(c, p, n, MSG_NOSIGNAL);
+        if (w <= 0)
+            return;
+        p += w;
+        n -= (size_t)w;
+    }
+}
+
+static void respond(int c, int status, const char *body)
+{
+    char head[256];
+    snprintf(head, sizeof head,
+             "HTTP/1.1 %d X\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
+             "Connection: close\r\n\r\n",
+             status, strlen(body));
+    send_all(c, head, strlen(head));
+    send_all(c, body, strlen(body));
+}
+
+/* Answer nothing until the client gives up (or the server stops). */
+static void hang(fake *f, int c)
+{
+    char sink[512];
+    while (!atomic_load(&f->stop)) {
+        struct pollfd p = {c, POLLIN, 0};
+        if (poll(&p, 1, 50) > 0 && recv(c, sink, sizeof sink, 0) <= 0)
+            return;
+    }
+}
+
+static void huge(int c)
+{
+    static char chunk[65536];
+    const char *head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                       "Content-Length: 4194304\r\nConnection: close\r\n\r\n{\"result\":";
+    memset(chunk, ' ', sizeof chunk);
+    send_all(c, head, strlen(head));
+    for (int i = 0; i < 64; i++) {
+        ssize_t w = send(c, chunk, sizeof chunk, MSG_NOSIGNAL);
+        if (w <= 0)
+            return;
+    }
+}
+
+static int read_request(fake *f, int c, char *buf, size_t cap, char *path, size_t plen,
+                        char **body)
+{
+    size_t len = 0;
+    int64_t until = mono_ms() + 5000;
+    for (;;) {
+        char *hend;
+        buf[len] = '\0';
+        hend = strstr(buf, "\r\n\r\n");
+        if (hend != NULL) {
+            size_t hl = (size_t)(hend + 4 - buf), blen = 0;
+            const char *cl = strcasestr(buf, "\r\ncontent-length:");
+            if (cl != NULL && cl < hend)
+                blen = strtoul(cl + 17, NULL, 10);
+            if (hl + blen < cap && len >= hl + blen) {
+                const char *sp = strchr(buf, ' '), *sp2;
+                buf[hl + blen] = '\0';
+                sp2 = sp != NULL ? strchr(sp + 1, ' ') : NULL;
+                if (sp2 == NULL || (size_t)(sp2 - sp - 1) >= plen)
+                    return -1;
+                memcpy(path, sp + 1, (size_t)(sp2 - sp - 1));
+                path[sp2 - sp - 1] = '\0';
+                *body = buf + hl;
+                return 0;
+            }
+        }
+        if (len + 1 >= cap || mono_ms() > until || atomic_load(&f->stop))
+            return -1;
+        {
+            struct pollfd p = {c, POLLIN, 0};
+            ssize_t n;
+            if (poll(&p, 1, 50) <= 0)
+                continue;
+            n = recv(c, buf + len, cap - 1 - len, 0);
+            if (n <= 0)
+                return -1;
+            len += (size_t)n;
+        }
+    }
+}
+
+static int kind_of(const char *path, const char *body)
+{
+    if (strcmp(path, "/v3/lease/grant") == 0)
+        return K_GRANT;
+    if (strcmp(path, "/v3/kv/range") == 0)
+        return K_RANGE;
+    if (strcmp(path, "/v3/kv/txn") == 0)
+        return strstr(body, "\"CREATE\"") != NULL ? K_TXN_CLAIM : K_TXN_MARK;
+    if (strcmp(path, "/v3/lease/keepalive") == 0)
+        return K_KEEPALIVE;
+    if (strcmp(path, "/v3/lease/revoke") == 0)
+        return K_REVOKE;
+    return K_OTHER;
+}
+
+static void serve_canned(fake *f, int c, int k, const char *body)
+{
+    char out[1024], want[64];
+    canned cn;
+    pthread_mutex_lock(&f->mu);
+    cn = f->over[k];
+    snprintf(want, sizeof want, "\"%s\":\"%s\"",
+             k == K_TXN_CLAIM || k == K_TXN_MARK ? "lease" : "ID", f->lease_id);
+    if (!cn.set && k != K_GRANT && k != K_RANGE && k != K_OTHER && strstr(body, want) == NULL) {
+        f->bad_id++;
+        cn = (canned){true, S_ANSWER, 500, "{\"error\":\"bad id\",\"code\":3,\"message\":\"bad id\"}"};
+    }
+    switch (k) {
+    case K_GRANT:
+        snprintf(out, sizeof out, "{\"header\":" H ",\"ID\":\"%s\",\"TTL\":\"2\"}", f->lease_id);
+        break;
+    case K_TXN_CLAIM:
+        snprintf(out, sizeof out,
+                 "{\"header\":" H ",\"succeeded\":true,\"responses\":[{\"response_put\":{"
+                 "\"header\":{\"revision\":\"5\"}}},{\"response_range\":{\"header\":{"
+                 "\"revision\":\"5\"}}}]}");
+        break;
+    case K_TXN_MARK:
+        snprintf(out, sizeof out,
+                 "{\"header\":" H ",\"succeeded\":true,\"responses\":[{\"response_put\":{"
+                 "\"header\":{\"revision\":\"6\"}}}]}");
+        break;
+    case K_KEEPALIVE:
+        snprintf(out, sizeof out, "{\"result\":{\"header\":" H ",\"ID\":\"%s\",\"TTL\":\"2\"}}\n",
+                 f->lease_id);
+        break;
+    case K_RANGE:
+    case K_REVOKE:
+        snprintf(out, sizeof out, "{\"header\":" H "}");
+        break;
+    default:
+        snprintf(out, sizeof out, "{\"error\":\"no\",\"code\":12,\"message\":\"no\"}");
+        break;
+    }
+    pthread_mutex_unlock(&f->mu);
+    if (!cn.set) {
+        respond(c, k == K_OTHER ? 501 : 200, out);
+        return;
+    }
+    switch (cn.special) {
+    case S_HANG:
+        hang(f, c);
+        break;
+    case S_CLOSE:
+        break;
+    case S_HUGE:
+        huge(c);
+        break;
+    default:
+        respond(c, cn.status, cn.body);
+        break;
+    }
+}
+
+/* Forward to etcd; answer with its answer, unless answers are held back
+ * (then the request took effect and the client never learns it). */
+static void serve_proxy(fake *f, int c, int k, const char *path, const char *body)
+{
+    char up[64], rewritten[8192], *answer = NULL;
+    const char *send_body = body;
+    bool hold;
+    int status = 0;
+    pthread_mutex_lock(&f->mu);
+    snprintf(up, sizeof up, "%s", f->upstream);
+    if (k == K_GRANT && f->lease_id[0] != '\0') {
+        const char *p = strstr(body, "\"ID\":\"0\"");
+        if (p != NULL && strlen(body) + 40 < sizeof rewritten) {
+            snprintf(rewritten, sizeof rewritten, "%.*s\"ID\":\"%s\"%s", (int)(p - body), body,
+                     f->lease_id, p + 8);
+            send_body = rewritten;
+        }
+    }
+    pthread_mutex_unlock(&f->mu);
+    if (http_post(up, path, send_body, 5000, &status, &answer) != 0)
+        return; /* the client sees the connection closed */
+    pthread_mutex_lock(&f->mu);
+    hold = f->hold;
+    pthread_mutex_unlock(&f->mu);
+    if (hold)
+        hang(f, c);
+    else
+        respond(c, status, answer);
+    free(answer);
+}
+
+static void *fake_main(void *arg)
+{
+    fake *f = arg;
+    static _Thread_local char buf[65536];
+    while (!atomic_load(&f->stop)) {
+        struct pollfd p = {f->lfd, POLLIN, 0};
+        char path[256], *body;
+        int c, k;
+        bool proxy;
+        if (poll(&p, 1, 50) <= 0)
+            continue;
+        c = accept4(f->lfd, NULL, NULL, SOCK_CLOEXEC);
+        if (c < 0)
+            continue;
+        atomic_fetch_add(&f->conns, 1);
+        if (read_request(f, c, buf, sizeof buf, path, sizeof path, &body) != 0) {
+            close(c);
+            continue;
+        }
+        k = kind_of(path, body);
+        pthread_mutex_lock(&f->mu);
+        f->count[k]++;
+        f->total++;
+        proxy = f->proxy;
+        pthread_mutex_unlock(&f->mu);
+        if (proxy)
+            serve_proxy(f, c, k, path, body);
+        else
+            serve_canned(f, c, k, body);
+        close(c);
+    }
+    return NULL;
+}
+
+static void fake_start(fake *f, const char *upstream, const char *lease_id)
+{
+    struct sockaddr_in sa;
+    socklen_t sl = sizeof sa;
+    memset(f, 0, sizeof *f);
+    pthread_mutex_init(&f->mu, NULL);
+    f->proxy = upstream != NULL;
+    snprintf(f->upstream, sizeof f->upstream, "%s", upstream != NULL ? upstream : "");
+    snprintf(f->lease_id, sizeof f->lease_id, "%s", lease_id != NULL ? lease_id : "");
+    f->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_true(f->lfd >= 0);
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(bind(f->lfd, (struct sockaddr *)&sa, sizeof sa), 0);
+    assert_int_equal(listen(f->lfd, 64), 0);
+    assert_int_equal(getsockname(f->lfd, (struct sockaddr *)&sa, &sl), 0);
+    f->port = ntohs(sa.sin_port);
+    assert_int_equal(pthread_create(&f->th, NULL, fake_main, f), 0);
+}
+
+static void fake_stop(fake *f)
+{
+    atomic_store(&f->stop, 1);
+    pthread_join(f->th, NULL);
+    close(f->lfd);
+    pthread_mutex_destroy(&f->mu);
+}
+
+static int fake_total(fake *f)
+{
+    int n;
+    pthread_mutex_lock(&f->mu);
+    n = f->total;
+    pthread_mutex_unlock(&f->mu);
+    return n;
+}
+
+static void fake_set(fake *f, int k, int special, int status, const char *body)
+{
+    pthread_mutex_lock(&f->mu);
+    f->over[k] = (canned){true, special, status, body};
+    pthread_mutex_unlock(&f->mu);
+}
+
+static void fake_clear(fake *f)
+{
+    pthread_mutex_lock(&f->mu);
+    memset(f->over, 0, sizeof f->over);
+    f->bad_id = 0;
+    pthread_mutex_unlock(&f->mu);
+}
+
+static void fake_hold(fake *f, bool on)
+{
+    pthread_mutex_lock(&f->mu);
+    f->hold = on;
+    pthread_mutex_unlock(&f->mu);
+}
+
+static char *fake_url(const fake *f, const char *name)
+{
+    char eps[64];
+    snprintf(eps, sizeof eps, "127.0.0.1:%d", f->port);
+    return url_for(eps, name);
+}
+
+/* ------------------------------------------------------------- servers */
+
+static int start_server(char **dir, char *eps, size_t n, int members)
+{
+    char args[4400];
+    *dir = idm_test_tmpdir();
+    snprintf(args, sizeof args, "start '%s' %d", *dir, members);
+    if (srv(eps, n, args) != 0 || eps[0] == '\0' || strchr(eps, ' ') != NULL) {
+        fprintf(stderr, "test_lease_etcd: cannot start etcd in %s (is etcd-server installed?)\n",
+                *dir);
+        snprintf(args, sizeof args, "stop '%s'", *dir);
+        srv(NULL, 0, args);
+        idm_test_rmtree(*dir);
+        free(*dir);
+        *dir = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+static void stop_server(char **dir)
+{
+    char args[4400];
+    pid_t frozen = (pid_t)atomic_exchange(&g_frozen, 0);
+    if (*dir == NULL)
+        return;
+    if (frozen > 0)
+        kill(frozen, SIGCONT);
+    snprintf(args, sizeof args, "stop '%s'", *dir);
+    srv(NULL, 0, args);
+    idm_test_rmtree(*dir);
+    free(*dir);
+    *dir = NULL;
+}
+
+static void stop_all(void)
+{
+    stop_server(&g_dir);
+    stop_server(&g_cdir);
+}
+
+static int find_script(void)
+{
+    const char *data = getenv("IDM_TEST_DATA");
+    if (data == NULL || data[0] == '\0') {
+        fprintf(stderr, "test_lease_etcd: IDM_TEST_DATA is not set (run through ctest)\n");
+        return -1;
+    }
+    snprintf(g_script, sizeof g_script, "%s/../../scripts/etcd-test-server.sh", data);
+    if (access(g_script, R_OK) != 0) {
+        fprintf(stderr, "test_lease_etcd: no %s\n", g_script);
+        return -1;
+    }
+    return 0;
+}
+
+static int setup_one(void **unused)
+{
+    (void)unused;
+    if (find_script() != 0)
+        return -1;
+    return start_server(&g_dir, g_eps, sizeof g_eps, 1);
+}
+
+static int teardown_one(void **unused)
+{
+    (void)unused;
+    stop_server(&g_dir);
+    return 0;
+}
+
+static int setup_three(void **unused)
+{
+    (void)unused;
+    if (find_script() != 0)
+        return -1;
+    return start_server(&g_cdir, g_ceps, sizeof g_ceps, 3);
+}
+
+static int teardown_three(void **unused)
+{
+    (void)unused;
+    stop_server(&g_cdir);
+    return 0;
+}
+
+/* --------------------------------------------------------------- tests */
+
+/* Claim, renew, list, release, and the mark handed to the next holder. */
+static void claim_renew_release(void **unused)
+{
+    char *url = url_for(g_eps, "basics");
+    idm_lease_opts o;
+    idm_lease *a, *b, *c;
+    idm_layout *layout;
+    idm_snowflake *g;
+    idm_lease_status st;
+    idm_lease_entry *e;
+    size_t n;
+    idm_test_idvec iv = {0};
+    uint64_t id, last;
+    int64_t la, lb;
+    (void)unused;
+    IDM_ASSERT_OK(idm_layout_preset(&layout, "twitter"));
+    lease_opts(&o, url, 8);
+    IDM_ASSERT_OK(idm_lease_open(&a, &o));
+    IDM_ASSERT_OK(idm_lease_open(&b, &o));
+    assert_int_equal(idm_lease_worker(a), 0);
+    assert_int_equal(idm_lease_worker(b), 1);
+    assert_int_equal(idm_lease_mark(a), 0);
+    la = key_lease(g_eps, "basics", 0);
+    lb = key_lease(g_eps, "basics", 1);
+    CHECK(la != 0 && lb != 0 && la != lb, "leases %lld %lld", LL(la), LL(lb));
+
+    /* Refused before attach, works after; the keeper renews. */
+    g = gen_for(layout, a);
+    IDM_ASSERT_RC(idm_snowflake_next(g, &id), IDM_ELEASE);
+    IDM_ASSERT_OK(idm_lease_attach(a, g));
+    mint_n(g, &iv, 10000);
+    sleep_ms(1300);
+    idm_lease_status_get(a, &st);
+    CHECK(st.renewals >= 2, "renewals %llu", ULL(st.renewals));
+    assert_int_equal(st.lost, 0);
+    assert_int_equal(st.last_error, 0);
+    mint_n(g, &iv, 1000);
+
+    IDM_ASSERT_OK(idm_lease_list(url, 8, &e, &n));
+    assert_int_equal(n, 2);
+    assert_int_equal(e[0].worker, 0);
+    assert_int_equal(e[0].held, 1);
+    assert_string_equal(e[0].holder, "test");
+    CHECK(e[0].mark_ms >= time_of(layout, iv.v[iv.n - 1]), "mark %lld", LL(e[0].mark_ms));
+    assert_int_equal(e[1].worker, 1);
+    assert_int_equal(e[1].held, 1);
+    free(e);
+
+    last = iv.v[iv.n - 1];
+    IDM_ASSERT_OK(idm_lease_close(a));
+    IDM_ASSERT_RC(idm_snowflake_next(g, &id), IDM_ELEASE);
+    idm_snowflake_close(g);
+
+    /* The next holder of id 0 starts above the last id minted. */
+    IDM_ASSERT_OK(idm_lease_open(&c, &o));
+    assert_int_equal(idm_lease_worker(c), 0);
+    assert_int_equal(idm_lease_mark(c), time_of(layout, last));
+    g = gen_for(layout, c);
+    IDM_ASSERT_OK(idm_lease_attach(c, g));
+    mint_n(g, &iv, 1000);
+    idm_test_check_ids(&iv);
+    IDM_ASSERT_OK(idm_lease_close(c));
+    idm_snowflake_close(g);
+    IDM_ASSERT_OK(idm_lease_close(b));
+
+    IDM_ASSERT_OK(idm_lease_list(url, 8, &e, &n));
+    assert_int_equal(n, 2);
+    assert_int_equal(e[0].held, 0);
+    assert_int_equal(e[1].held, 0);
+    assert_true(e[0].mark_ms >= time_of(layout, iv.v[iv.n - 1]));
+    free(e);
+    idm_test_idvec_free(&iv);
+    idm_layout_free(layout);
+    free(url);
+}
+
+typedef struct claimant {
+    pthread_barrier_t *bar;
+    const char *url;
+    idm_lease *l;
+    int rc;
+    char detail[256];
+} claimant;
+
+static void *claim_thread(void *arg)
+{
+    claimant *c = arg;
+    idm_lease_opts o;
+    lease_opts(&o, c->url, 8);
+    pthread_barrier_wait(c->bar);
+    c->rc = idm_lease_open(&c->l, &o);
+    snprintf(c->detail, sizeof c->detail, "%s", c->rc != 0 ? idm_error_detail() : "");
+    return NULL;
+}
+
+/* E1: twelve claimants at once for eight ids: eight distinct ids, four
+ * "no free worker id". */
+static void e1_racing_claimants(void **unused)
+{
+    enum { N = 12 };
+    char *url = url_for(g_eps, "e1");
+    pthread_barrier_t bar;
+    pthread_t th[N];
+    claimant c[N];
+    idm_layout *layout;
+    idm_test_idvec all = {0};
+    unsigned seen = 0;
+    int ok = 0, busy = 0;
+    (void)unused;
+    IDM_ASSERT_OK(idm_layout_preset(&layout, "twitter"));
+    pthread_barrier_init(&bar, NULL, N);
+    for (int i = 0; i < N; i++) {
+        c[i] = (claimant){&bar, url, NULL, 0, ""};
+        assert_int_equal(pthread_create(&th[i], NULL, claim_thread, &c[i]), 0);
+    }
+    for (int i = 0; i < N; i++)
+        pthread_join(th[i], NULL);
+    pthread_barrier_destroy(&bar);
+    for (int i = 0; i < N; i++) {
+        if (c[i].rc == 0) {
+            uint32_t w = idm_lease_worker(c[i].l);
+            CHECK(w < 8 && !(seen & (1u << w)), "worker %u twice or out of range", (unsigned)w);
+            seen |= 1u << w;
+            ok++;
+        } else {
+            CHECK(c[i].rc == IDM_EBUSY && strstr(c[i].detail, "no free worker id") != NULL,
+                  "claimant %d: %s: %s", i, idm_err_name(c[i].rc), c[i].detail);
+            busy++;
+        }
+    }
+    assert_int_equal(ok, 8);
+    assert_int_equal(busy, N - 8);
+    for (int i = 0; i < N; i++) {
+        idm_snowflake *g;
+        if (c[i].rc != 0)
+            continue;
+        g = gen_for(layout, c[i].l);
+        IDM_ASSERT_OK(idm_lease_attach(c[i].l, g));
+        mint_n(g, &all, 2000);
+        IDM_ASSERT_OK(idm_lease_close(c[i].l));
+        idm_snowflake_close(g);
+    }
+    no_duplicates(&all);
+    idm_test_idvec_free(&all);
+    idm_layout_free(layout);
+    free(url);
+}
+
+/* E14 with 8 ids, through a counting proxy: every claim costs 3 requests
+ * (grant, range, txn) whatever the occupancy, and the ninth gets "no free
+ * worker id" after 3 (grant, range, revoke). */
+static void e14_no_free_worker_id(void **unused)
+{
+    fake px;
+    char *url;
+    idm_lease_opts o;
+    idm_lease *l[9] = {NULL};
+    int before;
+    (void)unused;
+    fake_start(&px, g_eps, NULL);
+    url = fake_url(&px, "e14");
+    lease_opts(&o, url, 8);
+    for (int i = 0; i < 8; i++) {
+        before = fake_total(&px);
+        IDM_ASSERT_OK(idm_lease_open(&l[i], &o));
+        assert_int_equal(idm_lease_worker(l[i]), (uint32_t)i);
+        CHECK(fake_total(&px) - before == 3, "claim %d took %d requests", i,
+              fake_total(&px) - before);
+    }
+    before = fake_total(&px);
+    IDM_ASSERT_RC(idm_lease_open(&l[8], &o), IDM_EBUSY);
+    CHECK(strstr(idm_error_detail(), "no free worker id") != NULL, "detail: %s",
+          idm_error_detail());
+    assert_null(l[8]);
+    printf("  E14: claims with 0..7 of 8 ids held: 3 requests each; refused claim: %d\n",
+           fake_total(&px) - before);
+    CHECK(fake_total(&px) - before == 3, "refused claim took %d requests",
+          fake_total(&px) - before);
+    for (int i = 0; i < 8; i++)
+        IDM_ASSERT_OK(idm_lease_close(l[i]));
+    fake_stop(&px);
+    free(url);
+}
+
+/* E14 with 1,024 ids taken by etcdctl under a long lease: the 1,025th
+ * claimant is refused after 3 requests; with one id freed, it gets that id
+ * in 3 requests. */
+static void e14_all_1024_taken(void **unused)
+{
+    char out[512], *dir, *url, hex[32];
+    fake px;
+    idm_lease_opts o;
+    idm_lease *l = NULL;
+    int before;
+    int64_t t0;
+    (void)unused;
+    assert_int_equal(run_out(out, sizeof out, ETCDCTL "%s lease grant 600", g_eps), 0);
+    assert_int_equal(sscanf(out, "lease %31s granted", hex), 1);
+    dir = idm_test_tmpdir();
+    for (int chunk = 0; chunk < 8; chunk++) {
+        char *path;
+        char name[32];
+        FILE *f;
+        snprintf(name, sizeof name, "txn%d", chunk);
+        path = idm_test_path(dir, name);
+        f = fopen(path, "w");
+        assert_non_null(f);
+        fputs("\n", f);
+        for (int i = chunk * 128; i < chunk * 128 + 128; i++)
+            fprintf(f, "put --lease=%s /idmint/e14big/workers/%d zombie\n", hex, i);
+        fputs("\n\n", f);
+        fclose(f);
+        assert_int_equal(run(ETCDCTL "%s txn < '%s' > /dev/null", g_eps, path), 0);
+        free(path);
+    }
+    idm_test_rmtree(dir);
+    free(dir);
+
+    fake_start(&px, g_eps, NULL);
+    url = fake_url(&px, "e14big");
+    lease_opts(&o, url, 1024);
+    before = fake_total(&px);
+    t0 = mono_ms();
+    IDM_ASSERT_RC(idm_lease_open(&l, &o), IDM_EBUSY);
+    CHECK(strstr(idm_error_detail(), "no free worker id") != NULL, "detail: %s",
+          idm_error_detail());
+    printf("  E14: 1,025th claimant with 1,024 held: refused after %d requests, %lld ms\n",
+           fake_total(&px) - before, LL(mono_ms() - t0));
+    CHECK(fake_total(&px) - before == 3, "%d requests", fake_total(&px) - before);
+
+    assert_int_equal(run(ETCDCTL "%s del /idmint/e14big/workers/777 > /dev/null", g_eps), 0);
+    before = fake_total(&px);
+    t0 = mono_ms();
+    IDM_ASSERT_OK(idm_lease_open(&l, &o));
+    assert_int_equal(idm_lease_worker(l), 777);
+    printf("  E14: claim of the one free id of 1,024: %d requests, %lld ms\n",
+           fake_total(&px) - before, LL(mono_ms() - t0));
+    CHECK(fake_total(&px) - before == 3, "%d requests", fake_total(&px) - before);
+    IDM_ASSERT_OK(idm_lease_close(l));
+    fake_stop(&px);
+    assert_int_equal(run(ETCDCTL "%s lease revoke %s > /dev/null", g_eps, hex), 0);
+    free(url);
+}
+
+/* E3 (revoke) and E4 (delete): the next renewal finds the claim lost and
+ * minting stops at once; a new claim of the same id starts above every id
+ * the old holder minted. */
+static void lost_claim(const char *name, bool revoke)
+{
+    char *url = url_for(g_eps, name);
+    idm_lease_opts o;
+    idm_lease *l, *l2;
+    idm_layout *layout;
+    idm_snowflake *g, *g2;
+    idm_lease_status st;
+    idm_test_idvec iv = {0};
+    uint64_t id;
+    int64_t lease, t0;
+    IDM_ASSERT_OK(idm_layout_preset(&layout, "twitter"));
+    lease_opts(&o, url, 4);
+    IDM_ASSERT_OK(idm_lease_open(&l, &o));
+    g = gen_for(layout, l);
+    IDM_ASSERT_OK(idm_lease_attach(l, g));
+    mint_n(g, &iv, 1000);
+    lease = key_lease(g_eps, name, idm_lease_worker(l));
+    assert_true(lease != 0);
+    t0 = mono_ms();
+    if (revoke)
+        assert_int_equal(
+            run(ETCDCTL "%s lease revoke %llx > /dev/null", g_eps, (unsigned long long)lease), 0);
+    else
+        assert_int_equal(run(ETCDCTL "%s del /idmint/%s/workers/%u > /dev/null", g_eps, name,
+                             (unsigned)idm_lease_worker(l)),
+                         0);
+    /* Minting goes on until the keeper hears of it: at most TTL/3. */
+    for (int i = 0; i < 100000 && idm_snowflake_next(g, &id) == 0; i++) {
+        idm_test_idvec_push(&iv, id);
+        if (i % 64 == 0)
+            sleep_ms(1);
+    }
+    wait_status(l, &st, 3000, true, 0);
+    CHECK(st.lost, "%s: the claim was not found lost", name);
+    assert_int_equal(st.last_error, IDM_ELEASE);
+    printf("  %s: lost after %lld ms\n", revoke ? "E3" : "E4", LL(mono_ms() - t0));
+    IDM_ASSERT_RC(idm_snowflake_next(g, &id), IDM_ELEASE);
+
+    IDM_ASSERT_OK(idm_lease_open(&l2, &o));
+    assert_int_equal(idm_lease_worker(l2), idm_lease_worker(l));
+    CHECK(idm_lease_mark(l2) >= time_of(layout, iv.v[iv.n - 1]), "mark %lld below %lld",
+          LL(idm_lease_mark(l2)), LL(time_of(layout, iv.v[iv.n - 1])));
+    g2 = gen_after_loss(layout, l2);
+    IDM_ASSERT_OK(idm_lease_attach(l2, g2));
+    mint_n(g2, &iv, 1000);
+    idm_test_check_ids(&iv);
+    IDM_ASSERT_RC(idm_lease_close(l), 0); /* lost: nothing to release */
+    idm_snowflake_close(g);
+    IDM_ASSERT_OK(idm_lease_close(l2));
+    idm_snowflake_close(g2);
+    idm_test_idvec_free(&iv);
+    idm_layout_free(layout);
+    free(url);
+}
+
+static void e3_lease_revoked(void **unused)
+{
+    (void)unused;
+    lost_claim("e3", true);
+}
+
+static void e4_key_deleted(void **unused)
+{
+    (void)unused;
+    lost_claim("e4", false);
+}
+
+/* E12: a holder killed with kill -9. Its id stays held until its lease
+ * runs out (a claim meanwhile gets another id); then it is free, with the
+ * dead holder's last recorded mark, above every id it minted. */
+static void e12_holder_killed(void **unused)
+{
+    char *url = url_for(g_eps, "e12");
+    idm_lease_opts o;
+    idm_lease *other, *l;
+    idm_layout *layout;
+    idm_snowflake *g, *og;
+    idm_test_idvec iv = {0};
+    uint64_t child_last[2] = {0, 0};
+    int p[2], status;
+    int64_t t0;
+    pid_t pid;
+    (void)unused;
+    IDM_ASSERT_OK(idm_layout_preset(&layout, "twitter"));
+    lease_opts(&o, url, 4);
+    o.ttl_ms = 2000;
+    assert_int_equal(pipe(p), 0);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        idm_lease *cl;
+        idm_snowflake *cg;
+        uint64_t id = 0, msg[2];
+        int64_t until;
+        close(p[0]);
+        if (idm_lease_open(&cl, &o) != 0)
+            _exit(2);
+        cg = gen_for(layout, cl);
+        if (idm_lease_attach(cl, cg) != 0)
+            _exit(3);
+        until = mono_ms() + 300;
+        while (mono_ms() < until)
+            if (idm_snowflake_next(cg, &id) != 0)
+                _exit(4);
+        msg[0] = idm_lease_worker(cl);
+        msg[1] = id;
+        if (write(p[1], msg, sizeof msg) != (ssize_t)sizeof msg)
+            _exit(5);
+        for (;;)
+            pause(); /* until killed */
+    }
+    close(p[1]);
+    assert_int_equal(read(p[0], child_last, sizeof child_last), (ssize_t)sizeof child_last);
+    close(p[0]);
+    kill(pid, SIGKILL);
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    t0 = mono_ms();
+    IDM_ASSERT_OK(idm_lease_open(&other, &o));
+    CHECK(idm_lease_worker(other) != child_last[0], "the dead holder's id %u was taken at once",
+          (unsigned)child_last[0]);
+    og = gen_for(layout, other);
+    IDM_ASSERT_OK(idm_lease_attach(other, og)); /* kept alive meanwhile */
+    while (mono_ms() - t0 < 5000) {
+        char key[64];
+        snprintf(key, sizeof key, "/idmint/e12/workers/%u", (unsigned)child_last[0]);
+        if (!key_exists(g_eps, key))
+            break;
+        sleep_ms(100);
+    }
+    printf("  E12: the dead holder's id was free %lld ms after kill -9\n", LL(mono_ms() - t0));
+    IDM_ASSERT_OK(idm_lease_open(&l, &o));
+    assert_int_equal(idm_lease_worker(l), child_last[0]);
+    CHECK(idm_lease_mark(l) >= time_of(layout, child_last[1]), "mark %lld below %lld",
+          LL(idm_lease_mark(l)), LL(time_of(layout, child_last[1])));
+    g = gen_after_loss(layout, l);
+    IDM_ASSERT_OK(idm_lease_attach(l, g));
+    idm_test_idvec_push(&iv, child_last[1]);
+    mint_n(g, &iv, 1000);
+    idm_test_check_ids(&iv); /* all above the dead holder's last id */
+    IDM_ASSERT_OK(idm_lease_close(l));
+    IDM_ASSERT_OK(idm_lease_close(other));
+    idm_snowflake_close(g);
+    idm_snowflake_close(og);
+    idm_test_idvec_free(&iv);
+    idm_layout_free(layout);
+    free(url);
+}
+
+/* E13: a clean release frees the id at once, and the next holder gets the
+ * exact last mark. */
+static void e13_release_frees_at_once(void **unused)
+{
+    char *url = url_for(g_eps, "e13");
+    char key[64];
+    idm_lease_opts o;
+    idm_lease *a, *b;
+    idm_layout *layout;
+    idm_snowflake *g;
+    idm_test_idvec iv = {0};
+    int64_t t0;
+    (void)unused;
+    IDM_ASSERT_OK(idm_layout_preset(&layout, "twitter"));
+    lease_opts(&o, url, 4);
+    o.ttl_ms = 30000; /* a slot freed only by expiry would take 30 s */
+    IDM_ASSERT_OK(idm_lease_open(&a, &o));
+    g = gen_for(layout, a);
+    IDM_ASSERT_OK(idm_lease_attach(a, g));
+    mint_n(g, &iv, 5000);
+    t0 = mono_ms();
+    IDM_ASSERT_OK(idm_lease_close(a));
+    idm_snowflake_close(g);
+    snprintf(key, sizeof key, "/idmint/e13/workers/0");
+    assert_false(key_exists(g_eps, key));
+    IDM_ASSERT_OK(idm_lease_open(&b, &o));
+    assert_int_equal(idm_lease_worker(b), 0);
+    assert_int_equal(idm_lease_mark(b), time_of(layout, iv.v[iv.n - 1]));
+    CHECK(mono_ms() - t0 < 2000, "re-claim took %lld ms", LL(mono_ms() - t0));
+    g = gen_for(layout, b);
+    IDM_ASSERT_OK(idm_lease_attach(b, g));
+    mint_n(g, &iv, 1000);
+    idm_test_check_ids(&iv);
+    IDM_ASSERT_OK(idm_lease_close(b));
+    idm_snowflake_close(g);
+    idm_test_idvec_free(&iv);
+    idm_layout_free(layout);
+    free(url);
+}
+
+/* E17: a TTL below etcd's minimum is raised, and the granted TTL is the
+ * one used for the deadline and the cadence. */
+static void e17_granted_ttl_used(void **unused)
+{
+    char *url = url_for(g_eps, "e17"), out[512];
+    idm_lease_opts o;
+    idm_lease *l;
+    idm_layout *layout;
+    idm_snowflake *g;
+    idm_lease_status st;
+    idm_test_idvec iv = {0};
+    struct timespec ts;
+    int64_t now_ns, lease;
+    (void)unused;
+    IDM_ASSERT_OK(idm_layout_preset(&layout, "twitter"));
+    lease_opts(&o, url, 4);
+    o.ttl_ms = 1000; /* etcd's minimum with default timing is 2 s */
+    IDM_ASSERT_OK(idm_lease_open(&l, &o));
+    lease = key_lease(g_eps, "e17", 0);
+    assert_int_equal(run_out(out, sizeof out, ETCDCTL "%s lease timetolive %llx", g_eps,
+                             (unsigned long long)lease),
+                     0);
+    CHECK(strstr(out, "granted with TTL(2s)") != NULL, "%s", out);
+    g = gen_for(layout, l);
+    IDM_ASSERT_OK(idm_lease_attach(l, g));
+    idm_lease_status_get(l, &st);
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    now_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    /* 2 s granted - 200 ms margin from the send: well past 1 s. */
+    CHECK(st.deadline - now_ns > INT64_C(1300000000), "deadline only %lld ms ahead",
+          LL((st.deadline - now_ns) / 1000000));
+    for (int i = 0; i < 30; i++) {
+        mint_n(g, &iv, 100);
+        sleep_ms(50);
+    }
+    idm_lease_status_get(l, &st);
+    CHECK(st.renewals >= 3 && !st.lost, "renewals %llu lost %d", ULL(st.renewals), st.lost);
+    idm_test_check_ids(&iv);
+    IDM_ASSERT_OK(idm_lease_close(l));
+    idm_snowflake_close(g);
+    idm_test_idvec_free(&iv);
+    idm_layout_free(layout);
+    free(url);
+}
+
+/* E16: a lease id of 2^63 - 1 (a proxy makes etcd grant that id) goes out
+ * and comes back exact through grant, txn, keepalive and revoke. */
+static void e16_big_lease_id(void **unused)
+{
+    fake px;
+    char *url;
+    idm_lease_opts o;
+    idm_lease *l;
+    idm_layout *layout;
+    idm_snowflake *g;
+    idm_lease_status st;
+    idm_test_idvec iv = {0};
+    (void)unused;
+    IDM_ASSERT_OK(idm_layout_preset(&layout, "twitter"));
+    fake_start(&px, g_eps, "9223372036854775807");
+    url = fake_url(&px, "e16");
+    lease_opts(&o, url, 4);
+    IDM_ASSERT_OK(idm_lease_open(&l, &o));
+    assert_int_equal(key_lease(g_eps, "e16", 0), INT64_MAX);
+    g = gen_for(layout, l);
+    IDM_ASSERT_OK(idm_lease_attach(l, g));
+    mint_n(g, &iv, 1000);
+    sleep_ms(1200);
+    idm_lease_status_get(l, &st);
+    CHECK(st.renewals >= 2 && st.last_error == 0, "renewals %llu error %d", ULL(st.renewals),
+          st.last_error);
+    mint_n(g, &iv, 1000);
+    IDM_ASSERT_OK(idm_lease_close(l));
+    assert_false(key_exists(g_eps, "/idmint/e16/workers/0")); /* revoked */
+    idm_snowflake_close(g);
+    idm_test_check_ids(&iv);
+    idm_test_idvec_free(&iv);
+    fake_stop(&px);
+    idm_layout_free(layout);
+    free(url);
+}
+
+/* The same with canned answers: lease ids at the edges of int64 must come
+ * back byte for byte (the fake server answers 500 otherwise), and malformed
+ * ones are refused. */
+static void e16_lease_id_edges(void **unused)
+{
+    static const char *good[] = {"1", "9007199254740993", "9223372036854775807",
+                                 "-9223372036854775808"};
+    static const char *bad[] = {"9223372036854775808", "+42", " 42", "042", "4.2e1", "0x2a",
+                                "", "-0", "42 ", "18446744073709551616"};
+    (void)unused;
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        fake f;
+        char *url;
+        idm_lease_opts o;
+        idm_lease *l;
+        idm_layout *layout;
+        idm_snowflake *g;
+        uint64_t id;
+        IDM_ASSERT_OK(idm_layout_preset(&layout, "twitter"));
+        fake_start(&f, NULL, good[i]);
+        url = fake_url(&f, "fake");
+        lease_opts(&o, url, 4);
+        o.ttl_ms = 2000;
+        IDM_ASSERT_OK(idm_lease_open(&l, &o));
+        g = gen_for(layout, l);
+        IDM_ASSERT_OK(idm_lease_attach(l, g));
+        IDM_ASSERT_OK(idm_snowflake_next(g, &id));
+        IDM_ASSERT_OK(idm_lease_close(l));
+        idm_snowflake_close(g);
+        pthread_mutex_lock(&f.mu);
+        CHECK(f.bad_id == 0, "lease id %s came back changed", good[i]);
+        pthread_mutex_unlock(&f.mu);
+        fake_stop(&f);
+        idm_layout_free(layout);
+        free(url);
+    }
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        fake f;
+        char *url, body[256];
+        idm_lease_opts o;
+        idm_lease *l = NULL;
+        fake_start(&f, NULL, "42");
+        snprintf(body, sizeof body, "{\"header\":" H ",\"ID\":\"%s\",\"TTL\":\"2\"}", bad[i]);
+        fake_set(&f, K_GRANT, S_ANSWER, 200, body);
+        url = fake_url(&f, "fake");
+        lease_opts(&o, url, 4);
+        o.ttl_ms = 2000;
+        IDM_ASSERT_RC(idm_lease_open(&l, &o), IDM_EIO);
+        assert_null(l);
+        fake_stop(&f);
+        free(url);
+    }
+}
+
+typedef struct garbage_case {
+    const char *name;
+    int kind;
+    int special;
+    int status;
+    const char *body;
+    int want; /* 0: any error but IDM_ELEASE */
+} garbage_case;
+
+#define KA(x) "{\"result\":{\"header\":" H x "}}\n"
+
+/* E15: garbage from the gateway fails the claim, or fails the renewal with
+ * an error other than IDM_ELEASE ("unknown, try again"), in bounded time
+ * and without a crash; only etcd saying the lease or key is gone, or an
+ * answer from another cluster (E19), is IDM_ELEASE. */
+static void e15_garbage_answers(void **unused)
+{
+    static const garbage_case claim_cases[] = {
+        {"grant truncated", K_GRANT, S_ANSWER, 200, "{\"header\":{\"cluster_id\":\"1\"", 0},
+        {"grant 500", K_GRANT, S_ANSWER, 500, "{\"error\":\"x\",\"code\":13,\"message\":\"x\"}", 0},
+        {"grant 503", K_GRANT, S_ANSWER, 503, "{\"error\":\"etcdserver: no leader\",\"code\":14}", 0},
+        {"grant huge", K_GRANT, S_HUGE, 0, NULL, 0},
+        {"grant hang", K_GRANT, S_HANG, 0, NULL, 0},
+        {"grant closed", K_GRANT, S_CLOSE, 0, NULL, 0},
+        {"grant empty", K_GRANT, S_ANSWER, 200, "", 0},
+        {"grant html", K_GRANT, S_ANSWER, 200, "<html>no</html>", 0},
+        {"grant no ID", K_GRANT, S_ANSWER, 200, "{\"header\":" H ",\"TTL\":\"2\"}", 0},
+        {"grant no TTL", K_GRANT, S_ANSWER, 200, "{\"header\":" H ",\"ID\":\"42\"}", 0},
+        {"grant no header", K_GRANT, S_ANSWER, 200, "{\"ID\":\"42\",\"TTL\":\"2\"}", 0},
+        {"grant TTL number", K_GRANT, S_ANSWER, 200, "{\"header\":" H ",\"ID\":\"42\",\"TTL\":2}", 0},
+        {"grant ID number", K_GRANT, S_ANSWER, 200,
+         "{\"header\":" H ",\"ID\":9223372036854775807,\"TTL\":\"2\"}", 0},
+        {"grant duplicate key", K_GRANT, S_ANSWER, 200,
+         "{\"header\":" H ",\"ID\":\"42\",\"TTL\":\"2\",\"TTL\":\"2\"}", 0},
+        {"grant duplicate nested key", K_GRANT, S_ANSWER, 200,
+         "{\"header\":{\"cluster_id\":\"1\",\"cluster_id\":\"1\"},\"ID\":\"42\",\"TTL\":\"2\"}", 0},
+        {"grant trailing text", K_GRANT, S_ANSWER, 200,
+         "{\"header\":" H ",\"ID\":\"42\",\"TTL\":\"2\"}x", 0},
+        {"grant two objects", K_GRANT, S_ANSWER, 200,
+         "{\"header\":" H ",\"ID\":\"42\",\"TTL\":\"2\"}{}", 0},
+        {"grant array", K_GRANT, S_ANSWER, 200, "[1,2]", 0},
+        {"grant error text", K_GRANT, S_ANSWER, 200,
+         "{\"header\":" H ",\"ID\":\"42\",\"TTL\":\"2\",\"error\":\"lessor full\"}", 0},
+        {"range bad base64", K_RANGE, S_ANSWER, 200, "{\"header\":" H ",\"kvs\":[{\"key\":\"!!\"}]}", 0},
+        {"range kvs object", K_RANGE, S_ANSWER, 200, "{\"header\":" H ",\"kvs\":{}}", 0},
+        {"range other cluster", K_RANGE, S_ANSWER, 200,
+         "{\"header\":{\"cluster_id\":\"2\"}}", IDM_ELEASE},
+        {"txn succeeded string", K_TXN_CLAIM, S_ANSWER, 200,
+         "{\"header\":" H ",\"succeeded\":\"true\",\"responses\":[{},{}]}", 0},
+        {"txn one response", K_TXN_CLAIM, S_ANSWER, 200,
+         "{\"header\":" H ",\"succeeded\":true,\"responses\":[{\"response_put\":{}}]}", 0},
+        {"txn mark not a number", K_TXN_CLAIM, S_ANSWER, 200,
+         "{\"header\":" H ",\"succeeded\":true,\"responses\":[{\"response_put\":{}},"
+         "{\"response_range\":{\"kvs\":[{\"key\":\"L2lkbWludC9mYWtlL2h3bS8w\",\"value\":\"YWJj\"}],"
+         "\"count\":\"1\"}}]}",
+         0},
+        {"txn mark of another id", K_TXN_CLAIM, S_ANSWER, 200,
+         "{\"header\":" H ",\"succeeded\":true,\"responses\":[{\"response_put\":{}},"
+         "{\"response_range\":{\"kvs\":[{\"key\":\"L2lkbWludC9mYWtlL2h3bS8x\",\"value\":\"MTIz\"}],"
+         "\"count\":\"1\"}}]}",
+         0},
+    };
+    static const garbage_case renew_cases[] = {
+        {"keepalive truncated", K_KEEPALIVE, S_ANSWER, 200, "{\"result\":{\"header\":", 0},
+        {"keepalive 500", K_KEEPALIVE, S_ANSWER, 500, "{\"error\":\"x\",\"code\":13,\"message\":\"x\"}", 0},
+        {"keepalive 503", K_KEEPALIVE, S_ANSWER, 503, "{\"error\":\"x\",\"code\":14,\"message\":\"x\"}", 0},
+        {"keepalive huge", K_KEEPALIVE, S_HUGE, 0, NULL, 0},
+        {"keepalive hang", K_KEEPALIVE, S_HANG, 0, NULL, 0},
+        {"keepalive closed", K_KEEPALIVE, S_CLOSE, 0, NULL, 0},
+        {"keepalive empty", K_KEEPALIVE, S_ANSWER, 200, "", 0},
+        {"keepalive {}", K_KEEPALIVE, S_ANSWER, 200, "{}", 0},
+        {"keepalive no header", K_KEEPALIVE, S_ANSWER, 200, "{\"result\":{\"ID\":\"42\",\"TTL\":\"2\"}}", 0},
+        {"keepalive no ID", K_KEEPALIVE, S_ANSWER, 200, KA(",\"TTL\":\"2\""), 0},
+        {"keepalive other ID", K_KEEPALIVE, S_ANSWER, 200, KA(",\"ID\":\"43\",\"TTL\":\"2\""), 0},
+        {"keepalive TTL number", K_KEEPALIVE, S_ANSWER, 200, KA(",\"ID\":\"42\",\"TTL\":2"), 0},
+        {"keepalive TTL text", K_KEEPALIVE, S_ANSWER, 200, KA(",\"ID\":\"42\",\"TTL\":\"2s\""), 0},
+        {"keepalive TTL overflow", K_KEEPALIVE, S_ANSWER, 200,
+         KA(",\"ID\":\"42\",\"TTL\":\"99999999999999999999\""), 0},
+        {"keepalive duplicate TTL", K_KEEPALIVE, S_ANSWER, 200,
+         KA(",\"ID\":\"42\",\"TTL\":\"0\",\"TTL\":\"2\""), 0},
+        {"keepalive stream error", K_KEEPALIVE, S_ANSWER, 200,
+         "{\"error\":{\"grpc_code\":14,\"http_code\":503,\"message\":\"etcdserver: no leader\","
+         "\"http_status\":\"Service Unavailable\"}}",
+         0},
+        {"keepalive two results", K_KEEPALIVE, S_ANSWER, 200,
+         KA(",\"ID\":\"42\",\"TTL\":\"2\"") KA(",\"ID\":\"42\",\"TTL\":\"2\""), 0},
+        {"mark txn succeeded number", K_TXN_MARK, S_ANSWER, 200, "{\"header\":" H ",\"succeeded\":1}", 0},
+        {"mark txn hang", K_TXN_MARK, S_HANG, 0, NULL, 0},
+        /* What etcd says when the claim is gone, and another cluster: */
+        {"keepalive without TTL (E3)", K_KEEPALIVE, S_ANSWER, 200, KA(",\"ID\":\"42\""), IDM_ELEASE},
+        {"keepalive TTL 0", K_KEEPALIVE, S_ANSWER, 200, KA(",\"ID\":\"42\",\"TTL\":\"0\""), IDM_ELEASE},
+        {"keepalive other cluster (E19)", K_KEEPALIVE, S_ANSWER, 200,
+         "{\"result\":{\"header\":{\"cluster_id\":\"2\"},\"ID\":\"42\",\"TTL\":\"2\"}}", IDM_ELEASE},
+        {"mark txn not succeeded (E4)", K_TXN_MARK, S_ANSWER, 200, "{\"header\":" H "}", IDM_ELEASE},
+        {"mark txn other cluster (E19)", K_TXN_MARK, S_ANSWER, 200,
+         "{\"header\":{\"cluster_id\":\"7\"},\"succeeded\":true}", IDM_ELEASE},
+    };
+    idm_layout *layout;
+    fake f;
+    char *url;
+    (void)unused;
+    IDM_ASSERT_OK(idm_layout_preset(&layout, "twitter"));
+    fake_start(&f, NULL, "42");
+    url = fake_url(&f, "fake");
+    for (size_t i = 0; i < sizeof claim_cases / sizeof claim_cases[0]; i++) {
+        const garbage_case *gc = &claim_cases[i];
+        idm_lease_opts o;
+        idm_lease *l = NULL;
+        int64_t t0 = mono_ms();
+        int rc;
+        fake_clear(&f);
+        fake_set(&f, gc->kind, gc->special, gc->status, gc->body);
+        lease_opts(&o, url, 4);
+        o.ttl_ms = 2000;
+        rc = idm_lease_open(&l, &o);
+        CHECK(rc != 0, "%s: claimed", gc->name);
+        CHECK(gc->want != 0 ? rc == gc->want : rc != IDM_ELEASE, "%s: %s (%s)", gc->name,
+              idm_err_name(rc), idm_error_detail());
+        CHECK(idm_error_detail()[0] != '\0', "%s: no detail", gc->name);
+        CHECK(mono_ms() - t0 < 2500, "%s: took %lld ms", gc->name, LL(mono_ms() - t0));
+        assert_null(l);
+    }
+    for (size_t i = 0; i < sizeof renew_cases / sizeof renew_cases[0]; i++) {
+        const garbage_case *gc = &renew_cases[i];
+        idm_lease_opts o;
+        idm_lease *l = NULL;
+        idm_snowflake *g;
+        idm_lease_status st;
+        uint64_t id;
+        int64_t t0;
+        int rc;
+        fake_clear(&f);
+        lease_opts(&o, url, 4);
+        o.ttl_ms = 2000;
+        IDM_ASSERT_OK(idm_lease_open(&l, &o));
+        g = gen_for(layout, l);
+        fake_set(&f, gc->kind, gc->special, gc->status, gc->body);
+        t0 = mono_ms();
+        rc = idm_lease_attach(l, g);
+        CHECK(rc != 0, "%s: renewed", gc->name);
+        CHECK(gc->want != 0 ? rc == gc->want : rc != IDM_ELEASE, "%s: %s (%s)", gc->name,
+              idm_err_name(rc), idm_error_detail());
+        CHECK(mono_ms() - t0 < 1500, "%s: took %lld ms", gc->name, LL(mono_ms() - t0));
+        IDM_ASSERT_RC(idm_snowflake_next(g, &id), IDM_ELEASE);
+        idm_lease_status_get(l, &st);
+        assert_int_equal(st.lost, gc->want == IDM_ELEASE);
+        fake_clear(&f);
+        idm_lease_close(l);
+        idm_snowflake_close(g);
+    }
+    fake_stop(&f);
+    free(url);
+    idm_layout_free(layout);
+}
+
+/* Endpoint failover: a dead endpoint and one that never answers come
+ * first; the claim goes through the third, which is used first from then
+ * on. A list of only dead endpoints fails in bounded time. */
+static void endpoint_failover(void **unused)
+{
+    fake good, mute;
+    char eps[128], *url;
+    idm_lease_opts o;
+    idm_lease *l = NULL;
+    idm_layout *layout;
+    idm_snowflake *g;
+    uint64_t id;
+    int dead, mute_conns;
+    int64_t t0;
+    (void)unused;
+    IDM_ASSERT_OK(idm_layout_preset(&layout, "twitter"));
+    {
+        /* A port nothing listens on: bind, note, close. */
+        fake tmp;
+        fake_start(&tmp, NULL, "1");
+        dead = tmp.port;
+        fake_stop(&tmp);
+    }
+    fake_start(&good, NULL, "42");
+    fake_start(&mute, NULL, "42");
+    fake_set(&mute, K_GRANT, S_HANG, 0, NULL);
+    snprintf(eps, sizeof eps, "127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d", dead, mute.port,
+             good.port);
+    url = url_for(eps, "fake");
+    lease_opts(&o, url, 4);
+    o.ttl_ms = 2000;
+    t0 = mono_ms();
+    IDM_ASSERT_OK(idm_lease_open(&l, &o));
+    CHECK(mono_ms() - t0 < 1300, "claim took %lld ms", LL(mono_ms() - t0));
+    mute_conns = atomic_load(&mute.conns);
+    assert_int_equal(mute_conns, 1);
+    g = gen_for(layout, l);
+    IDM_ASSERT_OK(idm_lease_attach(l, g));
+    IDM_ASSERT_OK(idm_snowflake_next(g, &id));
+    assert_int_equal(atomic_load(&mute.conns), mute_conns); /* remembered */
+    IDM_ASSERT_OK(idm_lease_close(l));
+    idm_snowflake_close(g);
+    free(url);
+
+    snprintf(eps, sizeof eps, "127.0.0.1:%d,localhost:%d", dead, dead);
+    url = url_for(eps, "fake");
+    lease_opts(&o, url, 4);
+    t0 = mono_ms();
+    IDM_ASSERT_RC(idm_lease_open(&l, &o), IDM_EIO);
+    CHECK(strstr(idm_error_detail(), "unreachable") != NULL, "detail: %s", idm_error_detail());
+    CHECK(mono_ms() - t0 < 2500, "took %lld ms", LL(mono_ms() - t0));
+    free(url);
+    fake_stop(&good);
+    fake_stop(&mute);
+    idm_layout_free(layout);
+}
+
+static void bad_urls(void **unused)
+{
+    static const char *bad[] = {
+        "etcd://", "etcd://127.0.0.1:2379", "etcd://127.0.0.1:2379/", "etcd:///idmint",
+        "etcd://127.0.0.1/idmint", "etcd://127.0.0.1:0/idmint", "etcd://127.0.0.1:65536/idmint",
+        "etcd://127.0.0.1:23x9/idmint", "etcd://a:1,/idmint", "etcd://,a:1/idmint",
+        "etcd://a:1,,b:2/idmint", "etcd://user@a:1/idmint", "etcd://a:1/idmint/",
+        "etcd://a:1/id mint", "etcd://a:1//idmint", "etcd://a:1/idmint?x=1",
+        "etcd://[::1/idmint", "etcd://[]:1/idmint", "etcd://a:+1/idmint",
+        "etcd://a:01/idmint",
+    };
+    idm_lease_opts o;
+    idm_lease *l = NULL;
+    (void)unused;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        lease_opts(&o, bad[i], 4);
+        IDM_ASSERT_RC(idm_lease_open(&l, &o), IDM_EINVAL);
+        CHECK(strstr(idm_error_detail(), "etcd") != NULL, "'%s': detail %s", bad[i],
+              idm_error_detail());
+        assert_null(l);
+    }
+    {
+        char many[1024] = "etcd://";
+        for (int i = 0; i < 17; i++)
+            snprintf(many + strlen(many), sizeof many - strlen(many), "%sa%d:1", i ? "," : "", i);
+        strcat(many, "/idmint");
+        lease_opts(&o, many, 4);
+        IDM_ASSERT_RC(idm_lease_open(&l, &o), IDM_EINVAL);
+    }
+}
+
+/* A handoff to a holder whose clock is 5 s behind the released mark: its
+ * generator refuses to start (default backwards policy), and starts once
+ * its clock has passed the mark, above every id the last holder minted. */
+static void skewed_handoff(void **unused)
+{
+    char *url = url_for(g_eps, "skew");
+    idm_lease_opts o;
+    idm_lease *a, *b;
+    idm_layout *layout;
+    idm_snowflake *g;
+    idm_manual_clock *mc;
+    idm_test_idvec iv = {0};
+    idm_unix_ms mark;
+    int rc;
+    (void)unused;
+    IDM_ASSERT_OK(idm_layout_preset(&layout, "twitter"));
+    lease_opts(&o, url, 4);
+    IDM_ASSERT_OK(idm_lease_open(&a, &o));
+    g = gen_for(layout, a);
+    IDM_ASSERT_OK(idm_lease_attach(a, g));
+    mint_n(g, &iv, 2000);
+    IDM_ASSERT_OK(idm_lease_close(a));
+    idm_snowflake_close(g);
+    mark = time_of(layout, iv.v[iv.n - 1]);
+
+    IDM_ASSERT_OK(idm_manual_clock_new(&mc, mark - 5000, true));
+    o.clock = idm_manual_clock_clock(mc);
+    IDM_ASSERT_OK(idm_lease_open(&b, &o));
+    assert_int_equal(idm_lease_worker(b), 0);
+    assert_int_equal(idm_lease_mark(b), mark);
+    g = gen_with(layout, b, o.clock, &rc);
+    IDM_ASSERT_RC(rc, IDM_ECLOCKBACK);
+    assert_null(g);
+    idm_manual_clock_set(mc, mark + 1000);
+    g = gen_with(layout, b, o.clock, &rc);
+    IDM_ASSERT_OK(rc);
+    IDM_ASSERT_OK(idm_lease_attach(b, g));
+    mint_n(g, &iv, 100);
+    idm_test_check_ids(&iv);
+    IDM_ASSERT_OK(idm_lease_close(b));
+    idm_snowflake_close(g);
+    idm_manual_clock_free(mc);
+    idm_test_idvec_free(&iv);
+    idm_layout_free(layout);
+    free(url);
+}
+
+/* E2: etcd frozen past the TTL. The generator stops at its deadline, with
+ * no word from etcd; after SIGCONT the claim either renews again or is
+ * reported lost (etcd expired it meanwhile), and a re-claim starts above
+ * every id minted. */
+static void e2_frozen_etcd(void **unused)
+{
+    char *url = url_for(g_eps, "e2");
+    idm_lease_opts o;
+    idm_lease *l, *l2;
+    idm_layout *layout;
+    idm_snowflake *g, *g2;
+    idm_lease_status st;
+    idm_test_idvec iv = {0};
+    uint64_t id;
+    int64_t t_stop, t_fail = 0, t_last_ok = 0, fail_ns = 0;
+    int rc = 0;
+    pid_t pid;
+    (void)unused;
+    IDM_ASSERT_OK(idm_layout_preset(&layout, "twitter"));
+    lease_opts(&o, url, 4);
+    o.ttl_ms = 2000; /* margin 400 ms: the deadline is 1.6 s after a renewal's send */
+    IDM_ASSERT_OK(idm_lease_open(&l, &o));
+    g = gen_for(layout, l);
+    IDM_ASSERT_OK(idm_lease_attach(l, g));
+    mint_n(g, &iv, 100);
+    pid = member_pid(g_dir, 1);
+    assert_true(pid > 0);
+
+    assert_int_equal(kill(pid, SIGSTOP), 0);
+    atomic_store(&g_frozen, (int)pid);
+    t_stop = mono_ms();
+    while (mono_ms() - t_stop < 5000) {
+        rc = idm_snowflake_next(g, &id);
+        if (rc != 0) {
+            struct timespec ts;
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            fail_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+            t_fail = mono_ms();
+            break;
+        }
+        idm_test_idvec_push(&iv, id);
+        t_last_ok = mono_ms();
+        sleep_ms(1);
+    }
+    IDM_ASSERT_RC(rc, IDM_ELEASE);
+    idm_lease_status_get(l, &st);
+    printf("  E2: minted for %lld ms after SIGSTOP, stopped %lld ms after it\n",
+           LL(t_last_ok - t_stop), LL(t_fail - t_stop));
+    CHECK(t_fail - t_stop <= 1700, "stopped %lld ms after the freeze", LL(t_fail - t_stop));
+    CHECK(st.deadline <= fail_ns && fail_ns - st.deadline < INT64_C(100000000),
+          "stopped %lld ms from the deadline", LL((fail_ns - st.deadline) / 1000000));
+    assert_int_equal(st.lost, 0); /* etcd said nothing */
+
+    sleep_ms(t_stop + 3000 - mono_ms()); /* past the 2 s TTL */
+    assert_int_equal(kill(pid, SIGCONT), 0);
+    atomic_store(&g_frozen, 0);
+    wait_status(l, &st, 8000, false, st.renewals);
+    if (!st.lost) {
+        CHECK(st.last_error == 0, "no renewal after SIGCONT: %s", idm_err_name(st.last_error));
+        mint_n(g, &iv, 100);
+        printf("  E2: the claim renewed after SIGCONT\n");
+        IDM_ASSERT_OK(idm_lease_close(l));
+        idm_snowflake_close(g);
+    } else {
+        printf("  E2: the claim was reported lost after SIGCONT (%s)\n",
+               idm_err_name(st.last_error));
+        assert_int_equal(st.last_error, IDM_ELEASE);
+        IDM_ASSERT_RC(idm_snowflake_next(g, &id), IDM_ELEASE);
+        IDM_ASSERT_OK(idm_lease_open(&l2, &o));
+        g2 = gen_after_loss(layout, l2);
+        IDM_ASSERT_OK(idm_lease_attach(l2, g2));
+        if (idm_lease_worker(l2) == idm_lease_worker(l))
+            CHECK(idm_lease_mark(l2) >= time_of(layout, iv.v[iv.n - 1]), "mark %lld",
+                  LL(idm_lease_mark(l2)));
+        mint_n(g2, &iv, 100);
+        idm_lease_close(l);
+        idm_snowflake_close(g);
+        IDM_ASSERT_OK(idm_lease_close(l2));
+        idm_snowflake_close(g2);
+    }
+    idm_test_check_ids(&iv);
+    idm_test_idvec_free(&iv);
+    idm_layout_free(layout);
+    free(url);
+}
+
+/* E6: requests reach etcd but the answers are lost (a proxy holds them
+ * back): the generator stops at its deadline, the claim is not called lost,
+ * and minting resumes when answers come through again. */
+static void e6_answers_lost(void **unused)
+{
+    fake px;
+    char *url;
+    idm_lease_opts o;
+    idm_lease *l;
+    idm_layout *layout;
+    idm_snowflake *g;
+    idm_lease_status st;
+    idm_test_idvec iv = {0};
+    uint64_t id;
+    int64_t t0;
+    int rc = 0;
+    (void)unused;
+    IDM_ASSERT_OK(idm_layout_preset(&layout, "twitter"));
+    fake_start(&px, g_eps, NULL);
+    url = fake_url(&px, "e6");
+    lease_opts(&o, url, 4);
+    o.ttl_ms = 2000;
+    IDM_ASSERT_OK(idm_lease_open(&l, &o));
+    g = gen_for(layout, l);
+    IDM_ASSERT_OK(idm_lease_attach(l, g));
+    mint_n(g, &iv, 100);
+    fake_hold(&px, true);
+    t0 = mono_ms();
+    while (mono_ms() - t0 < 4000 && (rc = idm_snowflake_next(g, &id)) == 0) {
+        idm_test_idvec_push(&iv, id);
+        sleep_ms(1);
+    }
+    IDM_ASSERT_RC(rc, IDM_ELEASE);
+    CHECK(mono_ms() - t0 <= 1700, "stopped after %lld ms", LL(mono_ms() - t0));
+    idm_lease_status_get(l, &st);
+    assert_int_equal(st.lost, 0);
+    CHECK(st.last_error != 0 && st.last_error != IDM_ELEASE, "%s", idm_err_name(st.last_error));
+    fake_hold(&px, false);
+    wait_status(l, &st, 3000, false, st.renewals);
+    CHECK(!st.lost && st.last_error == 0, "lost %d error %s", st.lost,
+          idm_err_name(st.last_error));
+    mint_n(g, &iv, 100);
+    idm_test_check_ids(&iv);
+    IDM_ASSERT_OK(idm_lease_close(l));
+    idm_snowflake_close(g);
+    fake_stop(&px);
+    idm_test_idvec_free(&iv);
+    idm_layout_free(layout);
+    free(url);
+}
+
+/* E11: etcd killed with kill -9 and started again on its data directory:
+ * renewals resume, the claim holds. */
+static void e11_etcd_restarted(void **unused)
+{
+    char *url = url_for(g_eps, "e11"), args[4400];
+    idm_lease_opts o;
+    idm_lease *l;
+    idm_layout *layout;
+    idm_snowflake *g;
+    idm_lease_status st;
+    idm_test_idvec iv = {0};
+    pid_t before;
+    int64_t t0;
+    (void)unused;
+    IDM_ASSERT_OK(idm_layout_preset(&layout, "twitter"));
+    lease_opts(&o, url, 4);
+    IDM_ASSERT_OK(idm_lease_open(&l, &o));
+    g = gen_for(layout, l);
+    IDM_ASSERT_OK(idm_lease_attach(l, g));
+    mint_n(g, &iv, 100);
+    before = member_pid(g_dir, 1);
+    t0 = mono_ms();
+    snprintf(args, sizeof args, "restart '%s' 1", g_dir);
+    assert_int_equal(srv(NULL, 0, args), 0);
+    CHECK(member_pid(g_dir, 1) != before, "etcd was not restarted");
+    idm_lease_status_get(l, &st);
+    wait_status(l, &st, 6000, false, st.renewals);
+    printf("  E11: renewed %lld ms after the kill\n", LL(mono_ms() - t0));
+    CHECK(!st.lost && st.last_error == 0, "lost %d error %s", st.lost,
+          idm_err_name(st.last_error));
+    mint_n(g, &iv, 100);
+    idm_test_check_ids(&iv);
+    IDM_ASSERT_OK(idm_lease_close(l));
+    idm_snowflake_close(g);
+    idm_test_idvec_free(&iv);
+    idm_layout_free(layout);
+    free(url);
+}
+
+/* The cluster id etcd at ep puts in its answers' headers. */
+static void cluster_id(const char *ep, char *out, size_t n)
+{
+    char *answer = NULL;
+    const char *p;
+    int status = 0;
+    out[0] = '\0';
+    assert_int_equal(http_post(ep, "/v3/kv/range", "{\"key\":\"eA==\"}", 5000, &status, &answer),
+                     0);
+    p = strstr(answer, "\"cluster_id\":\"");
+    if (p != NULL)
+        snprintf(out, n, "%.*s", (int)strcspn(p + 14, "\""), p + 14);
+    free(answer);
+    CHECK(out[0] != '\0', "no cluster id from %s", ep);
+}
+
+/* E18: etcd re-created with a wiped data directory. To leave the cluster id
+ * as the only clue, the new cluster is given a lease with the same id and
+ * the same worker key bound to it (so keepalive and the guarded mark write
+ * would both succeed there): the claim must still be found lost. */
+static void e18_wiped_cluster(void **unused)
+{
+    fake px;
+    char *url, args[4400], body[512], *answer = NULL, cid[2][32];
+    idm_lease_opts o;
+    idm_lease *l;
+    idm_layout *layout;
+    idm_snowflake *g;
+    idm_lease_status st;
+    idm_test_idvec iv = {0};
+    uint64_t id;
+    int64_t lease;
+    int status = 0;
+    (void)unused;
+    IDM_ASSERT_OK(idm_layout_preset(&layout, "twitter"));
+    fake_start(&px, g_eps, NULL);
+    url = fake_url(&px, "e18");
+    lease_opts(&o, url, 4);
+    IDM_ASSERT_OK(idm_lease_open(&l, &o));
+    g = gen_for(layout, l);
+    IDM_ASSERT_OK(idm_lease_attach(l, g));
+    mint_n(g, &iv, 100);
+    lease = key_lease(g_eps, "e18", 0);
+    assert_true(lease != 0);
+
+    fake_hold(&px, true); /* the keeper hears nothing meanwhile */
+    cluster_id(g_eps, cid[0], sizeof cid[0]);
+    snprintf(args, sizeof args, "restart '%s' 1 wipe", g_dir);
+    assert_int_equal(srv(NULL, 0, args), 0);
+    cluster_id(g_eps, cid[1], sizeof cid[1]);
+    CHECK(strcmp(cid[0], cid[1]) != 0, "the wiped member kept cluster id %s", cid[0]);
+    snprintf(body, sizeof body, "{\"TTL\":\"60\",\"ID\":\"%lld\"}", LL(lease));
+    assert_int_equal(http_post(g_eps, "/v3/lease/grant", body, 5000, &status, &answer), 0);
+    CHECK(status == 200, "grant: %d %s", status, answer);
+    free(answer);
+    /* key /idmint/e18/workers/0 */
+    snprintf(body, sizeof body, "{\"key\":\"L2lkbWludC9lMTgvd29ya2Vycy8w\",\"value\":\"eA==\","
+                                "\"lease\":\"%lld\"}",
+             LL(lease));
+    assert_int_equal(http_post(g_eps, "/v3/kv/put", body, 5000, &status, &answer), 0);
+    CHECK(status == 200, "put: %d %s", status, answer);
+    free(answer);
+    assert_int_equal(key_lease(g_eps, "e18", 0), lease);
+    fake_hold(&px, false);
+
+    wait_status(l, &st, 5000, true, 0);
+    CHECK(st.lost, "a different cluster went unnoticed");
+    assert_int_equal(st.last_error, IDM_ELEASE);
+    IDM_ASSERT_RC(idm_snowflake_next(g, &id), IDM_ELEASE);
+    /* The impostor lease is still there (nothing was revoked on the other
+     * cluster), and would have renewed fine. */
+    snprintf(body, sizeof body, "{\"ID\":\"%lld\"}", LL(lease));
+    assert_int_equal(http_post(g_eps, "/v3/lease/keepalive", body, 5000, &status, &answer), 0);
+    CHECK(strstr(answer, "\"TTL\"") != NULL, "%s", answer);
+    free(answer);
+    idm_lease_close(l);
+    idm_snowflake_close(g);
+    fake_stop(&px);
+    idm_test_check_ids(&iv);
+    idm_test_idvec_free(&iv);
+    idm_layout_free(layout);
+    free(url);
+}
+
+/* ----------------------------------------------- three-member cluster */
+
+/* Mint from g for ms, pushing the ids; returns the number of refusals. */
+static int mint_for(idm_snowflake *g, idm_test_idvec *iv, int64_t ms)
+{
+    int64_t until = mono_ms() + ms;
+    int refused = 0;
+    while (mono_ms() < until) {
+        uint64_t id;
+        if (idm_snowflake_next(g, &id) == 0)
+            idm_test_idvec_push(iv, id);
+        else
+            refused++;
+        sleep_ms(2);
+    }
+    return refused;
+}
+
+/* E8: the leader of three members killed with kill -9 while a holder
+ * renews through all three endpoints: renewals resume after the election
+ * (or the claim is lost and re-claimed); a second claimant gets another
+ * id; no id twice. */
+static void e8_leader_killed(void **unused)
+{
+    char *url = url_for(g_ceps, "e8"), args[4400], out[32];
+    idm_lease_opts o;
+    idm_lease *l, *l2;
+    idm_layout *layout;
+    idm_snowflake *g, *g2;
+    idm_lease_status st;
+    idm_test_idvec iv = {0};
+    int leader, refused;
+    int64_t t0;
+    (void)unused;
+    IDM_ASSERT_OK(idm_layout_preset(&layout, "twitter"));
+    lease_opts(&o, url, 4);
+    IDM_ASSERT_OK(idm_lease_open(&l, &o));
+    g = gen_for(layout, l);
+    IDM_ASSERT_OK(idm_lease_attach(l, g));
+    mint_n(g, &iv, 100);
+    snprintf(args, sizeof args, "leader '%s'", g_cdir);
+    assert_int_equal(srv(out, sizeof out, args), 0);
+    leader = atoi(out);
+    assert_true(leader >= 1 && leader <= 3);
+    snprintf(args, sizeof args, "kill '%s' %d", g_cdir, leader);
+    t0 = mono_ms();
+    assert_int_equal(srv(NULL, 0, args), 0);
+    idm_lease_status_get(l, &st);
+    refused = mint_for(g, &iv, 3500);
+    wait_status(l, &st, 5000, false, st.renewals);
+    printf("  E8: leader %d killed; after 3.5 s: renewals %llu, lost %d, %d mints refused\n",
+           leader, ULL(st.renewals), st.lost, refused);
+    if (st.lost) {
+        idm_lease *again;
+        IDM_ASSERT_OK(idm_lease_open(&again, &o));
+        IDM_ASSERT_OK(idm_lease_close(l));
+        idm_snowflake_close(g);
+        l = again;
+        g = gen_after_loss(layout, l);
+        IDM_ASSERT_OK(idm_lease_attach(l, g));
+    }
+    IDM_ASSERT_OK(idm_lease_open(&l2, &o));
+    CHECK(idm_lease_worker(l2) != idm_lease_worker(l), "two holders of worker %u",
+          (unsigned)idm_lease_worker(l));
+    g2 = gen_for(layout, l2);
+    IDM_ASSERT_OK(idm_lease_attach(l2, g2));
+    mint_n(g, &iv, 1000);
+    mint_n(g2, &iv, 1000);
+    no_duplicates(&iv);
+    printf("  E8: settled %lld ms after the kill\n", LL(mono_ms() - t0));
+    IDM_ASSERT_OK(idm_lease_close(l));
+    IDM_ASSERT_OK(idm_lease_close(l2));
+    idm_snowflake_close(g);
+    idm_snowflake_close(g2);
+    snprintf(args, sizeof args, "restart '%s' %d", g_cdir, leader);
+    assert_int_equal(srv(NULL, 0, args), 0);
+    idm_test_idvec_free(&iv);
+    idm_layout_free(layout);
+    free(url);
+}
+
+/* E10: two of three members down: renewals fail ("no leader", timeouts),
+ * the generator stops at its deadline without calling the claim lost; with
+ * quorum back, renewals resume (or the claim is reported lost). */
+static void e10_quorum_lost(void **unused)
+{
+    char *url = url_for(g_ceps, "e10"), args[4400];
+    idm_lease_opts o;
+    idm_lease *l;
+    idm_layout *layout;
+    idm_snowflake *g;
+    idm_lease_status st;
+    idm_test_idvec iv = {0};
+    uint64_t id;
+    int64_t t0;
+    int rc = 0;
+    (void)unused;
+    IDM_ASSERT_OK(idm_layout_preset(&layout, "twitter"));
+    lease_opts(&o, url, 4);
+    IDM_ASSERT_OK(idm_lease_open(&l, &o));
+    g = gen_for(layout, l);
+    IDM_ASSERT_OK(idm_lease_attach(l, g));
+    mint_n(g, &iv, 100);
+    for (int m = 1; m <= 2; m++) {
+        snprintf(args, sizeof args, "kill '%s' %d", g_cdir, m);
+        assert_int_equal(srv(NULL, 0, args), 0);
+    }
+    t0 = mono_ms();
+    while (mono_ms() - t0 < 6000 && (rc = idm_snowflake_next(g, &id)) == 0) {
+        idm_test_idvec_push(&iv, id);
+        sleep_ms(2);
+    }
+    IDM_ASSERT_RC(rc, IDM_ELEASE);
+    CHECK(mono_ms() - t0 <= 2600, "minted %lld ms into the quorum loss", LL(mono_ms() - t0));
+    idm_lease_status_get(l, &st);
+    assert_int_equal(st.lost, 0);
+    CHECK(st.last_error != 0 && st.last_error != IDM_ELEASE, "%s", idm_err_name(st.last_error));
+    for (int m = 1; m <= 2; m++) {
+        snprintf(args, sizeof args, "restart '%s' %d", g_cdir, m);
+        assert_int_equal(srv(NULL, 0, args), 0);
+    }
+    wait_status(l, &st, 8000, false, st.renewals);
+    printf("  E10: quorum back; the claim %s\n", st.lost ? "was reported lost" : "renewed");
+    if (!st.lost) {
+        CHECK(st.last_error == 0, "%s", idm_err_name(st.last_error));
+        mint_n(g, &iv, 100);
+    } else {
+        assert_int_equal(st.last_error, IDM_ELEASE);
+    }
+    idm_test_check_ids(&iv);
+    idm_lease_close(l);
+    idm_snowflake_close(g);
+    idm_test_idvec_free(&iv);
+    idm_layout_free(layout);
+    free(url);
+}
+
+int main(void)
+{
+    const struct CMUnitTest one[] = {
+        cmocka_unit_test(bad_urls),
+        cmocka_unit_test(e15_garbage_answers),
+        cmocka_unit_test(e16_lease_id_edges),
+        cmocka_unit_test(endpoint_failover),
+        cmocka_unit_test(claim_renew_release),
+        cmocka_unit_test(e1_racing_claimants),
+        cmocka_unit_test(e14_no_free_worker_id),
+        cmocka_unit_test(e14_all_1024_taken),
+        cmocka_unit_test(e3_lease_revoked),
+        cmocka_unit_test(e4_key_deleted),
+        cmocka_unit_test(e12_holder_killed),
+        cmocka_unit_test(e13_release_frees_at_once),
+        cmocka_unit_test(e16_big_lease_id),
+        cmocka_unit_test(e17_granted_ttl_used),
+        cmocka_unit_test(skewed_handoff),
+        cmocka_unit_test(e6_answers_lost),
+        cmocka_unit_test(e2_frozen_etcd),
+        cmocka_unit_test(e11_etcd_restarted),
+        cmocka_unit_test(e18_wiped_cluster), /* last: the cluster changes */
+    };
+    const struct CMUnitTest three[] = {
+        cmocka_unit_test(e8_leader_killed),
+        cmocka_unit_test(e10_quorum_lost),
+    };
+    int failed;
+    signal(SIGPIPE, SIG_IGN);
+    atexit(stop_all);
+    failed = cmocka_run_group_tests_name("etcd, one member", one, setup_one, teardown_one);
+    failed += cmocka_run_group_tests_name("etcd, three members", three, setup_three,
+                                          teardown_three);
+    return failed;
+}
