@@ -233,34 +233,37 @@ static int get_field(json_object *o, const char *k, json_type t, json_object **o
     return 0;
 }
 
+/* The string value of an optional 64-bit field: *v is NULL when the field is
+ * absent (etcd omits zero values), -1 when it is present but no string. */
+static int get_num_text(json_object *o, const char *k, json_object **v, bool *present)
+{
+    if (present != NULL)
+        *present = false;
+    if (get_field(o, k, json_type_string, v) != 0)
+        return -1;
+    if (*v != NULL && present != NULL)
+        *present = true;
+    return 0;
+}
+
 static int get_i64(json_object *o, const char *k, int64_t *out, bool *present)
 {
     json_object *v;
     *out = 0;
-    if (present != NULL)
-        *present = false;
-    if (get_field(o, k, json_type_string, &v) != 0)
+    if (get_num_text(o, k, &v, present) != 0)
         return -1;
-    if (v == NULL)
-        return 0;
-    if (present != NULL)
-        *present = true;
-    return dec_i64(json_object_get_string(v), (size_t)json_object_get_string_len(v), out);
+    return v == NULL ? 0
+                     : dec_i64(json_object_get_string(v), (size_t)json_object_get_string_len(v), out);
 }
 
 static int get_u64(json_object *o, const char *k, uint64_t *out, bool *present)
 {
     json_object *v;
     *out = 0;
-    if (present != NULL)
-        *present = false;
-    if (get_field(o, k, json_type_string, &v) != 0)
+    if (get_num_text(o, k, &v, present) != 0)
         return -1;
-    if (v == NULL)
-        return 0;
-    if (present != NULL)
-        *present = true;
-    return dec_u64(json_object_get_string(v), (size_t)json_object_get_string_len(v), out);
+    return v == NULL ? 0
+                     : dec_u64(json_object_get_string(v), (size_t)json_object_get_string_len(v), out);
 }
 
 static int get_bool(json_object *o, const char *k, bool *out)
