@@ -44,6 +44,17 @@ ctl() {
     ETCDCTL_API=3 etcdctl --dial-timeout=1s --command-timeout=2s "$@"
 }
 
+# random_port: a port below the kernel's ephemeral range. A port from that
+# range, once free, can be taken as the source port of any outgoing
+# connection (etcd members keep reconnecting to a stopped peer), and then a
+# restarted server cannot bind it again.
+random_port() {
+    local lo=10000 hi
+    hi=$(awk '{print $1}' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null)
+    [ -n "$hi" ] && [ "$hi" -gt $((lo + 1000)) ] || hi=32768
+    printf '%s\n' $((lo + (RANDOM * 32768 + RANDOM) % (hi - lo)))
+}
+
 # port_busy PORT: something accepts connections on 127.0.0.1:PORT.
 port_busy() {
     (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
@@ -52,7 +63,7 @@ port_busy() {
 free_port() {
     local p
     for _ in $(seq 1 50); do
-        p=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
+        p=$(random_port)
         port_busy "$p" && continue
         if command -v ss >/dev/null 2>&1 && ss -Htan "( sport = :$p )" 2>/dev/null | grep -q .; then
             continue

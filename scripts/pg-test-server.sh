@@ -72,6 +72,17 @@ as_owner() {
     fi
 }
 
+# random_port: a port below the kernel's ephemeral range. A port from that
+# range, once free, can be taken as the source port of any outgoing
+# connection (etcd members keep reconnecting to a stopped peer), and then a
+# restarted server cannot bind it again.
+random_port() {
+    local lo=10000 hi
+    hi=$(awk '{print $1}' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null)
+    [ -n "$hi" ] && [ "$hi" -gt $((lo + 1000)) ] || hi=32768
+    printf '%s\n' $((lo + (RANDOM * 32768 + RANDOM) % (hi - lo)))
+}
+
 # port_busy PORT: something accepts connections on 127.0.0.1:PORT.
 port_busy() {
     (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
@@ -103,7 +114,7 @@ cmd_start() {
     # Pick a random port that nothing listens on; if another process takes it
     # before the server binds, starting fails and the next try takes another.
     for _ in 1 2 3 4 5 6 7 8 9 10; do
-        port=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
+        port=$(random_port)
         port_busy "$port" && continue
         if as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
             -o "-k $dir/sock -h 127.0.0.1 -p $port -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off -c synchronous_commit=off" \
