@@ -29,7 +29,8 @@ static const char usage_text[] =
     "Worker-id leases: a process claims a worker id from a coordinator, so\n"
     "that no two processes mint with the same one (see idmint next --lease).\n"
     "URL names the coordinator: file:///DIR, one lock file per worker id in\n"
-    "DIR (created if missing; one machine only).\n"
+    "DIR (created if missing; one machine only), or\n"
+    "etcd://HOST:PORT[,HOST:PORT...]/PREFIX, an etcd v3 cluster.\n"
     "\n"
     "  list                   print each worker id that has a record:\n"
     "                         worker=N held=yes|no mark=ISO mark_ms=MS holder=TEXT\n"
@@ -215,7 +216,7 @@ static int parse_args(const char *cmd, const cli_opt *options, int argc,
         }
     }
     if (a->url == NULL) {
-        cli_error(cmd, "missing URL (file:///DIR)");
+        cli_error(cmd, "missing URL (file:///DIR or etcd://HOST:PORT/PREFIX)");
         return CLI_USAGE;
     }
     return CLI_OK;

@@ -38,7 +38,8 @@ static const char usage_text[] =
     "      --exhaust P        when a tick's ids run out: wait (default) or\n"
     "                         borrow\n"
     "      --lease URL        claim the worker field's value from a lease\n"
-    "                         (file:///DIR) instead of --node, and keep it\n"
+    "                         (file:///DIR or etcd://HOST:PORT/PREFIX)\n"
+    "                         instead of --node, and keep it\n"
     "                         renewed while minting; no state file is used\n"
     "      --lease-field NAME the node field the lease fills (default: the\n"
     "                         layout's worker, shard or machine field)\n"
@@ -591,7 +592,10 @@ static int mint_leased(const next_args *a, idm_snowflake_opts *opts,
     status = mint_loop(g, l, count, fmt);
 
     rc = idm_lease_close(lease);
-    if (rc != 0) {
+    /* When minting already failed (a lease past its deadline, a coordinator
+     * out of reach), the release usually fails for the same reason; one
+     * line of error is the CLI's rule, and the first says what went wrong. */
+    if (rc != 0 && status == CLI_OK) {
         cli_lease_error("next", rc, "releasing the lease");
         status = CLI_FAIL;
     }

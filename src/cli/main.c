@@ -23,7 +23,7 @@ static const command commands[] = {
      "split ids (Snowflake, UUID, ULID, ObjectId) into their parts"},
     {"range", cli_cmd_range, "the smallest and largest id of a time window"},
     {"layout", cli_cmd_layout, "describe a layout, or list the presets"},
-    {"lease", cli_cmd_lease, "list or hold worker-id leases (file:///dir)"},
+    {"lease", cli_cmd_lease, "list or hold worker-id leases (file://, etcd://)"},
     {NULL, NULL, NULL},
 };
 
