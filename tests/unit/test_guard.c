@@ -6,8 +6,8 @@
  * still while its wall clock moves on) and at the recorded mark, resumes on
  * the next guard, stops at once on a drop; a new holder never mints at or
  * below the previous holder's mark, even with its clock 5 s behind
- * (refused, or after waiting, per policy). Fault rows H1 and C13 of the
- * catalogue, modelled with the manual clock.
+ * (refused, or after waiting, per policy). Fault rows H1, H2 and C13 of
+ * the catalogue, modelled with the manual clock.
  */
 #include <string.h>
 
@@ -208,6 +208,84 @@ static void skewed_handoff(void **unused)
     gfx_close(&f);
 }
 
+/* H2: the process pauses exactly between the monotonic deadline check and
+ * the timestamp read (modelled by a clock whose next wall read first moves
+ * both clocks 30 s on, past the lease). The timestamp, read after the
+ * pause, is past the wall deadline: refused, and nothing moves. */
+typedef struct pausing_clock {
+    idm_clock iface;
+    idm_manual_clock *mc;
+    int pause_next_wall_read;
+} pausing_clock;
+
+static idm_wall_ns pausing_wall(void *ctx)
+{
+    pausing_clock *pc = ctx;
+    const idm_clock *base = idm_manual_clock_clock(pc->mc);
+    if (pc->pause_next_wall_read) {
+        pc->pause_next_wall_read = 0;
+        idm_manual_clock_advance(pc->mc, 30000);
+    }
+    return base->wall_ns(base->ctx);
+}
+
+static idm_mono_ns pausing_mono(void *ctx)
+{
+    pausing_clock *pc = ctx;
+    const idm_clock *base = idm_manual_clock_clock(pc->mc);
+    return base->mono_ns(base->ctx);
+}
+
+static void pausing_sleep(void *ctx, int64_t ns)
+{
+    pausing_clock *pc = ctx;
+    const idm_clock *base = idm_manual_clock_clock(pc->mc);
+    base->sleep_ns(base->ctx, ns);
+}
+
+static void pause_between_check_and_timestamp(void **unused)
+{
+    pausing_clock pc;
+    idm_layout *l;
+    idm_snowflake_opts o;
+    idm_snowflake *g;
+    idm_snowflake_stats st;
+    uint64_t id = 0, before;
+    (void)unused;
+    IDM_ASSERT_OK(idm_manual_clock_new(&pc.mc, T0, true));
+    pc.iface.ctx = &pc;
+    pc.iface.wall_ns = pausing_wall;
+    pc.iface.mono_ns = pausing_mono;
+    pc.iface.sleep_ns = pausing_sleep;
+    pc.pause_next_wall_read = 0;
+    IDM_ASSERT_OK(idm_layout_preset(&l, "twitter"));
+    idm_snowflake_opts_init(&o);
+    o.layout = l;
+    o.clock = &pc.iface;
+    o.guarded = true;
+    IDM_ASSERT_OK(idm_snowflake_opts_node(&o, "datacenter", 1));
+    IDM_ASSERT_OK(idm_snowflake_opts_node(&o, "worker", 2));
+    IDM_ASSERT_OK(idm_snowflake_open(&g, &o));
+    {
+        idm_mono_ns mono = pausing_mono(&pc);
+        idm_wall_ns wall = pausing_wall(&pc);
+        int64_t d = 8000 * MS; /* TTL 10 s, margin 2 s */
+        IDM_ASSERT_OK(idm_snowflake_guard(g, mono + d, wall + d, (wall + d) / MS));
+    }
+    IDM_ASSERT_OK(idm_snowflake_next(g, &id));
+    before = id;
+    pc.pause_next_wall_read = 1;
+    IDM_ASSERT_RC(idm_snowflake_next(g, &id), IDM_ELEASE);
+    assert_int_equal(id, before);
+    CHECK(strstr(idm_error_detail(), "wall") != NULL, "detail: %s", idm_error_detail());
+    idm_snowflake_stats_get(g, &st);
+    assert_int_equal(st.last_unix_ms, T0); /* nothing moved */
+    assert_int_equal(st.refused_lease, 1);
+    idm_snowflake_close(g);
+    idm_layout_free(l);
+    idm_manual_clock_free(pc.mc);
+}
+
 static void guard_needs_guarded(void **unused)
 {
     idm_layout *l;
@@ -235,6 +313,7 @@ int main(void)
         cmocka_unit_test(batch_not_across_mark),
         cmocka_unit_test(drop_stops_at_once),
         cmocka_unit_test(skewed_handoff),
+        cmocka_unit_test(pause_between_check_and_timestamp),
         cmocka_unit_test(guard_needs_guarded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
