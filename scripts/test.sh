@@ -31,7 +31,7 @@ run_suite() { # name build-dir cmake-flags...
   fi
 }
 
-run_suite plain build
+run_suite plain build-plain -DCMAKE_BUILD_TYPE=Release
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   run_suite asan build-asan -DIDM_ASAN=ON
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \

@@ -6,7 +6,7 @@
  * have expired and never mints above the high-water mark it recorded.
  *
  * Coordinators are chosen by URL:
- *   file:///dir   one lock file per worker id in dir, held with flock: the
+ *   file:///dir   one lock file per worker id in dir, held with an OFD lock: the
  *                 kernel drops the lock when the process dies, so a crashed
  *                 holder frees its id at once. One machine only.
  *   etcd://host:port[,host:port...]/prefix

@@ -899,7 +899,7 @@ static int try_claim(etcd_be *e, uint32_t id, const char *value64, bool *won, id
     char key[MAX_PREFIX + 32], hwm[MAX_PREFIX + 32];
     char key64[4 * sizeof key / 3 + 8], hwm64[4 * sizeof hwm / 3 + 8];
     char body[2 * sizeof key64 + 2 * sizeof hwm64 + 1024 + 600];
-    json_object *resp, *ops, *first;
+    json_object *resp, *ops = NULL, *first;
     bool ok;
     int rc;
     *won = false;
