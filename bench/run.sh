@@ -5,16 +5,17 @@
 #
 #     bash bench/run.sh BUILD_DIR
 #
-# Builds the idm_bench and idm_bench128 targets in BUILD_DIR (configuring a
-# Release build there if BUILD_DIR is not configured yet), runs them (the
-# Snowflake generator, then the 128-bit ids with libuuid as a C peer where
-# it is installed), installs the Node.js peers of
+# Builds the idm_bench, idm_bench128 and idm_bench_lease targets in BUILD_DIR
+# (configuring a Release build there if BUILD_DIR is not configured yet),
+# runs them (the Snowflake generator, then the 128-bit ids with libuuid as a
+# C peer where it is installed, then worker-id lease claims against a
+# throwaway etcd started with scripts/etcd-test-server.sh), installs the Node.js peers of
 # bench/peers/node/package.json into BUILD_DIR/bench-node and runs them.
 #
 # Exit status: 0 unless something could not be built, crashed, or a
 # correctness check inside the benchmark failed. A figure below its target
 # is reported as BELOW and never changes the exit status; neither does a
-# peer that is skipped (no node, no npm, no network, no libuuid).
+# peer that is skipped (no node, no npm, no network, no libuuid, no etcd).
 #
 # IDM_BENCH_SECONDS (default 1) sets the length of each timed measurement,
 # IDM_BENCH_ROUNDS (default 3) how many times each is repeated; figures are
@@ -46,14 +47,15 @@ if [ ! -f "$build_dir/CMakeCache.txt" ]; then
         exit 1
     fi
 fi
-if ! cmake --build "$build_dir" --target idm_bench idm_bench128 -j2 >"$build_dir/bench-build.log" 2>&1; then
+if ! cmake --build "$build_dir" --target idm_bench idm_bench128 idm_bench_lease -j2 >"$build_dir/bench-build.log" 2>&1; then
     cat "$build_dir/bench-build.log" >&2
-    echo "run.sh: FAILED: could not build idm_bench and idm_bench128" >&2
+    echo "run.sh: FAILED: could not build idm_bench, idm_bench128 and idm_bench_lease" >&2
     exit 1
 fi
 bin=$build_dir/bench/idm_bench
 bin128=$build_dir/bench/idm_bench128
-for b in "$bin" "$bin128"; do
+binlease=$build_dir/bench/idm_bench_lease
+for b in "$bin" "$bin128" "$binlease"; do
     if [ ! -x "$b" ]; then
         echo "run.sh: FAILED: $b was not built (is IDM_BENCH off?)" >&2
         exit 1
@@ -61,7 +63,16 @@ for b in "$bin" "$bin128"; do
 done
 
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+etcd_dir=""
+cleanup() {
+    if [ -n "$etcd_dir" ]; then
+        bash "$src_dir/scripts/etcd-test-server.sh" stop "$etcd_dir" >/dev/null 2>&1
+        rm -rf "$etcd_dir"
+    fi
+    rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
 failed=0
 
 # ---- idmint and the C peers
@@ -88,6 +99,39 @@ if [ -z "$libuuid_status" ]; then
     else
         libuuid_status="did not run"
     fi
+fi
+
+# ---- worker-id leases: file:// here, etcd:// on a throwaway etcd
+etcd_args=()
+if ! have etcd; then
+    etcd_args=(--no-etcd "etcd is not installed (Debian package etcd-server)")
+elif ! have etcdctl; then
+    etcd_args=(--no-etcd "etcdctl is not installed (Debian package etcd-client)")
+else
+    etcd_dir=$(mktemp -d)
+    if ep=$(IDM_ETCD_OWNER=$$ bash "$src_dir/scripts/etcd-test-server.sh" start "$etcd_dir" 1 2>"$work/etcd.err"); then
+        etcd_args=(--etcd "$ep")
+    else
+        why=$(grep -m1 'etcd-test-server.sh:' "$work/etcd.err" || tail -n1 "$work/etcd.err")
+        etcd_args=(--no-etcd "etcd did not start: ${why:-no output}")
+    fi
+fi
+IDM_BENCH_SECONDS=$seconds IDM_BENCH_ROUNDS=$rounds "$binlease" --dir "$work" "${etcd_args[@]}" |
+    tee "$work/lease.txt"
+rc=${PIPESTATUS[0]}
+case $rc in
+    0) lease_status="ok" ;;
+    2) lease_status="FAILED (a correctness check failed: see WRONG above)"; failed=1 ;;
+    *) lease_status="FAILED (idm_bench_lease exited with status $rc)"; failed=1 ;;
+esac
+if [ -n "$etcd_dir" ]; then
+    bash "$src_dir/scripts/etcd-test-server.sh" stop "$etcd_dir" >/dev/null 2>&1
+    rm -rf "$etcd_dir"
+    etcd_dir=""
+fi
+if [ "${etcd_args[0]}" = --no-etcd ]; then
+    echo "etcd rows were skipped: ${etcd_args[1]}"
+    lease_status="$lease_status; etcd rows skipped: ${etcd_args[1]}"
 fi
 
 # ---- Node.js peers
@@ -144,12 +188,13 @@ fi
 echo
 echo "== summary =="
 grep -m1 '^machine:' "$work/c.txt" || true
-grep -hE ' (PASS|BELOW)$' "$work/c.txt" "$work/c128.txt" || true
-pass=$(cat "$work/c.txt" "$work/c128.txt" | grep -cE ' PASS$' || true)
-below=$(cat "$work/c.txt" "$work/c128.txt" | grep -cE ' BELOW$' || true)
+grep -hE ' (PASS|BELOW)$' "$work/c.txt" "$work/c128.txt" "$work/lease.txt" || true
+pass=$(cat "$work/c.txt" "$work/c128.txt" "$work/lease.txt" | grep -cE ' PASS$' || true)
+below=$(cat "$work/c.txt" "$work/c128.txt" "$work/lease.txt" | grep -cE ' BELOW$' || true)
 echo "targets: $pass PASS, $below BELOW (BELOW is reported, never fatal)"
 echo "idm_bench: $c_status"
 echo "idm_bench128: $c128_status"
 echo "libuuid peer: $libuuid_status"
+echo "idm_bench_lease: $lease_status"
 echo "Node.js peers: $node_status"
 exit "$failed"
