@@ -17,8 +17,11 @@
  * whose clock is behind, endpoint failover and bad URLs. Every test checks
  * that no id is minted twice.
  *
- * Not covered here: E5 (needs a network partition), E7 (latency injection),
- * E9 (a stopped leader with clients attached).
+ * Also E5 (a partition between one holder and etcd, longer than the TTL,
+ * while another instance claims the id: the proxy drops that holder's
+ * traffic), E7 (keepalive answers held back, by the proxy, a little and
+ * then 0.9 x TTL) and E9 (the member a holder is pinned to stopped with
+ * SIGSTOP while the others elect a new leader).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -353,6 +356,12 @@ typedef struct fake {
     int count[K_N];
     int total;
     int bad_id;          /* canned: requests without the lease id */
+    bool drop;           /* proxy: forward nothing, answer nothing (a partition) */
+    int64_t ka_delay_ms; /* proxy: hold keepalive answers back this long */
+    int64_t ka_fwd_ns;   /* proxy: when the last forwarded keepalive came in */
+    int64_t ka_ok_ns;    /* proxy: when the last answered keepalive came in */
+    int64_t ka_at[256];  /* proxy: when each keepalive came in */
+    int nka;
 } fake;
 
 #define H "{\"cluster_id\":\"1\",\"member_id\":\"2\",\"revision\":\"5\",\"raft_term\":\"1\"}"
@@ -366,6 +375,13 @@ static void send_all(int c, const char *p, size_t n)
         p += w;
         n -= (size_t)w;
     }
+}
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 static void respond(int c, int status, const char *body)
@@ -388,6 +404,19 @@ static void hang(fake *f, int c)
         if (poll(&p, 1, 50) > 0 && recv(c, sink, sizeof sink, 0) <= 0)
             return;
     }
+}
+
+/* Keep the answer back until mono_ns() reaches until: false if the client
+ * closed the connection meanwhile (or the server stops). */
+static bool hold_back(fake *f, int c, int64_t until)
+{
+    char sink[512];
+    while (!atomic_load(&f->stop) && mono_ns() < until) {
+        struct pollfd p = {c, POLLIN, 0};
+        if (poll(&p, 1, 5) > 0 && recv(c, sink, sizeof sink, 0) <= 0)
+            return false;
+    }
+    return !atomic_load(&f->stop);
 }
 
 static void huge(int c)
@@ -527,6 +556,7 @@ static void serve_proxy(fake *f, int c, int k, const char *path, const char *bod
     const char *send_body = body;
     bool hold;
     int status = 0;
+    int64_t recv_ns = 0, delay = 0;
     pthread_mutex_lock(&f->mu);
     snprintf(up, sizeof up, "%s", f->upstream);
     if (k == K_GRANT && f->lease_id[0] != '\0') {
@@ -537,16 +567,36 @@ static void serve_proxy(fake *f, int c, int k, const char *path, const char *bod
             send_body = rewritten;
         }
     }
+    if (f->drop) {
+        pthread_mutex_unlock(&f->mu);
+        hang(f, c); /* nothing reaches etcd */
+        return;
+    }
+    if (k == K_KEEPALIVE) {
+        recv_ns = mono_ns();
+        f->ka_fwd_ns = recv_ns;
+        if (f->nka < (int)(sizeof f->ka_at / sizeof f->ka_at[0]))
+            f->ka_at[f->nka++] = recv_ns;
+        delay = f->ka_delay_ms;
+    }
     pthread_mutex_unlock(&f->mu);
     if (http_post(up, path, send_body, 5000, &status, &answer) != 0)
         return; /* the client sees the connection closed */
     pthread_mutex_lock(&f->mu);
     hold = f->hold;
     pthread_mutex_unlock(&f->mu);
-    if (hold)
+    if (hold) {
         hang(f, c);
-    else
+    } else if (delay > 0 && !hold_back(f, c, recv_ns + delay * 1000000)) {
+        /* the client gave up first */
+    } else {
         respond(c, status, answer);
+        if (k == K_KEEPALIVE && status == 200) {
+            pthread_mutex_lock(&f->mu);
+            f->ka_ok_ns = recv_ns;
+            pthread_mutex_unlock(&f->mu);
+        }
+    }
     free(answer);
 }
 
@@ -641,6 +691,20 @@ static void fake_hold(fake *f, bool on)
 {
     pthread_mutex_lock(&f->mu);
     f->hold = on;
+    pthread_mutex_unlock(&f->mu);
+}
+
+static void fake_drop(fake *f, bool on)
+{
+    pthread_mutex_lock(&f->mu);
+    f->drop = on;
+    pthread_mutex_unlock(&f->mu);
+}
+
+static void fake_delay(fake *f, int64_t ms)
+{
+    pthread_mutex_lock(&f->mu);
+    f->ka_delay_ms = ms;
     pthread_mutex_unlock(&f->mu);
 }
 
@@ -1738,6 +1802,319 @@ static void e6_answers_lost(void **unused)
     free(url);
 }
 
+/* A thread minting from g every millisecond, watching the guard: the first
+ * refusal's time and the deadline then, the last mint before it, and mints
+ * after a refusal (allowed only once a renewal has worked since). */
+typedef struct minter {
+    idm_snowflake *g;
+    idm_lease *l;
+    pthread_t th;
+    atomic_int stop;
+    atomic_int refused;           /* refusals so far */
+    idm_test_idvec iv;            /* the ids, once the thread is joined */
+    int64_t first_refused_ns;     /* CLOCK_MONOTONIC before the first refused call */
+    int64_t deadline_at_refusal;  /* the guard's deadline then */
+    int64_t last_ok_before_ns;    /* before the last call that minted, before the refusal */
+    atomic_int after_refusal;     /* ids minted after the first refusal */
+    int unrenewed;                /* of them, minted with no renewal since a refusal */
+    int first_rc;                 /* the first refusal's error */
+} minter;
+
+/* The first_* fields, deadline_at_refusal and last_ok_before_ns are written
+ * before refused is first incremented and not after: readable once refused
+ * is seen non-zero; refused and after_refusal at any time; the rest once
+ * minter_stop has joined the thread. */
+
+static void *minter_main(void *arg)
+{
+    minter *m = arg;
+    bool refusing = false;
+    uint64_t renewals_then = 0;
+    while (!atomic_load(&m->stop)) {
+        idm_lease_status st;
+        uint64_t id;
+        int64_t t = mono_ns();
+        int rc = idm_snowflake_next(m->g, &id);
+        if (rc == 0) {
+            idm_test_idvec_push(&m->iv, id);
+            if (m->first_refused_ns == 0) {
+                m->last_ok_before_ns = t;
+            } else {
+                atomic_fetch_add(&m->after_refusal, 1);
+                if (refusing) {
+                    /* the keeper extends the guard, then counts the renewal */
+                    idm_lease_status_get(m->l, &st);
+                    if (st.renewals <= renewals_then) {
+                        sleep_ms(20);
+                        idm_lease_status_get(m->l, &st);
+                    }
+                    if (st.renewals <= renewals_then)
+                        m->unrenewed++;
+                }
+            }
+            refusing = false;
+        } else {
+            if (!refusing) {
+                idm_lease_status_get(m->l, &st);
+                renewals_then = st.renewals;
+                if (m->first_refused_ns == 0) {
+                    m->first_rc = rc;
+                    m->deadline_at_refusal = st.deadline;
+                    m->first_refused_ns = t;
+                }
+            }
+            refusing = true;
+            atomic_fetch_add(&m->refused, 1);
+        }
+        sleep_ms(1);
+    }
+    return NULL;
+}
+
+static void minter_start(minter *m, idm_snowflake *g, idm_lease *l)
+{
+    memset(m, 0, sizeof *m);
+    m->g = g;
+    m->l = l;
+    assert_int_equal(pthread_create(&m->th, NULL, minter_main, m), 0);
+}
+
+static void minter_stop(minter *m)
+{
+    atomic_store(&m->stop, 1);
+    pthread_join(m->th, NULL);
+}
+
+/* Wait up to ms for m's first refusal; whether there was one. */
+static bool minter_wait_refused(minter *m, int64_t ms)
+{
+    int64_t until = mono_ms() + ms;
+    while (atomic_load(&m->refused) == 0 && mono_ms() < until)
+        sleep_ms(5);
+    return atomic_load(&m->refused) != 0;
+}
+
+/* The guard reads CLOCK_MONOTONIC_COARSE: a mint may pass up to a jiffy
+ * after the deadline read on CLOCK_MONOTONIC. */
+#define COARSE_NS INT64_C(10000000)
+
+/* E5: a partition between holder 1 and etcd (the proxy drops all of its
+ * traffic; holder 2 talks to etcd directly), longer than the TTL. Holder 1
+ * stops at its deadline D, which is before etcd could expire its lease (no
+ * later than the last keepalive that reached etcd + TTL - margin); holder 2
+ * claims the only id once etcd expired it, above holder 1's mark; after the
+ * heal holder 1's renewal finds the claim lost. No id twice. */
+static void e5_partition(void **unused)
+{
+    fake px;
+    char *url1, *url2 = url_for(g_eps, "e5");
+    idm_lease_opts o1, o2;
+    idm_lease *l1, *l2 = NULL;
+    idm_layout *layout;
+    idm_snowflake *g1, *g2;
+    idm_lease_status st;
+    idm_test_idvec iv = {0};
+    minter m;
+    uint64_t id;
+    int64_t t_part, t_claim = 0, fwd_ns, ttl_ns = INT64_C(2000) * 1000000,
+                                 margin_ns = INT64_C(400) * 1000000;
+    int rc = IDM_EBUSY;
+    (void)unused;
+    IDM_ASSERT_OK(idm_layout_preset(&layout, "twitter"));
+    fake_start(&px, g_eps, NULL);
+    url1 = fake_url(&px, "e5");
+    lease_opts(&o1, url1, 1); /* one id: holder 2 can only take holder 1's */
+    o1.ttl_ms = 2000;         /* margin 400 ms */
+    lease_opts(&o2, url2, 1);
+    o2.ttl_ms = 2000;
+    IDM_ASSERT_OK(idm_lease_open(&l1, &o1));
+    g1 = gen_for(layout, l1);
+    IDM_ASSERT_OK(idm_lease_attach(l1, g1));
+    IDM_ASSERT_RC(idm_lease_open(&l2, &o2), IDM_EBUSY);
+    l2 = NULL;
+    minter_start(&m, g1, l1);
+    sleep_ms(300);
+
+    fake_drop(&px, true);
+    t_part = mono_ns();
+    CHECK(minter_wait_refused(&m, 3000), "holder 1 minted on through the partition");
+    pthread_mutex_lock(&px.mu);
+    fwd_ns = px.ka_fwd_ns; /* the last keepalive that reached etcd */
+    pthread_mutex_unlock(&px.mu);
+    assert_int_equal(m.first_rc, IDM_ELEASE);
+    printf("  E5: holder 1 stopped %lld ms into the partition, %lld ms after its last "
+           "keepalive reached etcd\n",
+           LL((m.first_refused_ns - t_part) / 1000000),
+           LL((m.first_refused_ns - fwd_ns) / 1000000));
+    CHECK(m.first_refused_ns - t_part <= INT64_C(1700) * 1000000, "stopped %lld ms in",
+          LL((m.first_refused_ns - t_part) / 1000000));
+    CHECK(m.deadline_at_refusal <= fwd_ns + ttl_ns - margin_ns,
+          "deadline %lld ms after the last keepalive reached etcd",
+          LL((m.deadline_at_refusal - fwd_ns) / 1000000));
+    CHECK(m.last_ok_before_ns < m.deadline_at_refusal + COARSE_NS,
+          "minted %lld ms past the deadline",
+          LL((m.last_ok_before_ns - m.deadline_at_refusal) / 1000000));
+    CHECK(m.first_refused_ns < m.deadline_at_refusal + COARSE_NS + INT64_C(50000000),
+          "refused %lld ms after the deadline",
+          LL((m.first_refused_ns - m.deadline_at_refusal) / 1000000));
+    idm_lease_status_get(l1, &st);
+    assert_int_equal(st.lost, 0); /* etcd said nothing */
+
+    /* Holder 2 claims the id as soon as etcd has expired holder 1's lease. */
+    while (mono_ns() - t_part < INT64_C(7000) * 1000000) {
+        rc = idm_lease_open(&l2, &o2);
+        if (rc != IDM_EBUSY)
+            break;
+        sleep_ms(50);
+    }
+    IDM_ASSERT_OK(rc);
+    t_claim = mono_ns();
+    printf("  E5: holder 2 claimed the id %lld ms after the last keepalive reached etcd\n",
+           LL((t_claim - fwd_ns) / 1000000));
+    CHECK(t_claim >= fwd_ns + ttl_ns, "claimed %lld ms after the last keepalive, under the TTL",
+          LL((t_claim - fwd_ns) / 1000000));
+    CHECK(m.last_ok_before_ns < t_claim, "holder 1 minted after holder 2's claim");
+    assert_int_equal(idm_lease_worker(l2), idm_lease_worker(l1));
+    assert_int_equal(atomic_load(&m.refused) > 0, 1);
+    g2 = gen_after_loss(layout, l2);
+    IDM_ASSERT_OK(idm_lease_attach(l2, g2));
+
+    /* The heal: holder 1's next renewal finds the id bound to another lease. */
+    fake_drop(&px, false);
+    wait_status(l1, &st, 4000, true, 0);
+    minter_stop(&m);
+    CHECK(st.lost, "holder 1 was not told its claim is lost (error %s)",
+          idm_err_name(st.last_error));
+    assert_int_equal(st.last_error, IDM_ELEASE);
+    IDM_ASSERT_RC(idm_snowflake_next(g1, &id), IDM_ELEASE);
+    CHECK(atomic_load(&m.after_refusal) == 0, "holder 1 minted %d ids after its deadline",
+          atomic_load(&m.after_refusal));
+    CHECK(m.iv.n > 0, "holder 1 minted nothing");
+    CHECK(idm_lease_mark(l2) >= time_of(layout, m.iv.v[m.iv.n - 1]), "mark %lld below %lld",
+          LL(idm_lease_mark(l2)), LL(time_of(layout, m.iv.v[m.iv.n - 1])));
+    for (size_t i = 0; i < m.iv.n; i++)
+        idm_test_idvec_push(&iv, m.iv.v[i]);
+    mint_n(g2, &iv, 1000);
+    idm_test_check_ids(&iv); /* one worker id: holder 2's ids above all of holder 1's */
+    IDM_ASSERT_RC(idm_lease_close(l1), 0);
+    idm_snowflake_close(g1);
+    IDM_ASSERT_OK(idm_lease_close(l2));
+    idm_snowflake_close(g2);
+    fake_stop(&px);
+    idm_test_idvec_free(&m.iv);
+    idm_test_idvec_free(&iv);
+    idm_layout_free(layout);
+    free(url1);
+    free(url2);
+}
+
+/* E7: keepalive answers held back by the proxy. A little (300 ms, inside the
+ * TTL/6 request timeout): renewals work, and the guard's deadline runs from
+ * the send (at most the keepalive's arrival at the proxy + TTL - margin),
+ * not from the late answer. Then 0.9 x TTL (every renewal times out; etcd
+ * still gets each keepalive): minting stops at the last good renewal's
+ * deadline, before the lease could expire on the server, never later; the
+ * keeper goes on trying at least every TTL/3; when answers come in time
+ * again, renewals and minting resume. */
+static void e7_slow_answers(void **unused)
+{
+    fake px;
+    char *url;
+    idm_lease_opts o;
+    idm_lease *l;
+    idm_layout *layout;
+    idm_snowflake *g;
+    idm_lease_status st;
+    minter m;
+    int64_t ttl_ms = 3000, ttl_ns = ttl_ms * 1000000, margin_ns = ttl_ns / 5, t_slow, ok_ns,
+            max_gap = 0;
+    uint64_t renewals;
+    int n0, n1, attempts;
+    (void)unused;
+    IDM_ASSERT_OK(idm_layout_preset(&layout, "twitter"));
+    fake_start(&px, g_eps, NULL);
+    url = fake_url(&px, "e7");
+    lease_opts(&o, url, 4); /* TTL 3 s: margin 600 ms, requests time out after 500 ms */
+    IDM_ASSERT_OK(idm_lease_open(&l, &o));
+    g = gen_for(layout, l);
+    IDM_ASSERT_OK(idm_lease_attach(l, g));
+    minter_start(&m, g, l);
+
+    fake_delay(&px, 300);
+    idm_lease_status_get(l, &st);
+    renewals = st.renewals;
+    for (int i = 0; i < 2; i++) {
+        int64_t lag;
+        wait_status(l, &st, 3000, false, renewals);
+        CHECK(!st.lost && st.last_error == 0 && st.renewals > renewals,
+              "a renewal with a 300 ms answer failed: %s", idm_err_name(st.last_error));
+        renewals = st.renewals;
+        pthread_mutex_lock(&px.mu);
+        ok_ns = px.ka_ok_ns;
+        pthread_mutex_unlock(&px.mu);
+        lag = st.deadline - (ok_ns + ttl_ns - margin_ns);
+        printf("  E7: answer held 300 ms: deadline %lld ms from arrival + TTL - margin\n",
+               LL(lag / 1000000));
+        CHECK(lag <= 0, "the deadline is %lld ms past the keepalive's arrival + TTL - margin",
+              LL(lag / 1000000));
+    }
+    CHECK(atomic_load(&m.refused) == 0, "%d mints refused with answers 300 ms late",
+          atomic_load(&m.refused));
+
+    fake_delay(&px, ttl_ms * 9 / 10);
+    t_slow = mono_ns();
+    pthread_mutex_lock(&px.mu);
+    n0 = px.nka;
+    pthread_mutex_unlock(&px.mu);
+    CHECK(minter_wait_refused(&m, 4000), "minting went on with every answer late");
+    assert_int_equal(m.first_rc, IDM_ELEASE);
+    sleep_ms(t_slow / 1000000 + 4500 - mono_ms());
+    idm_lease_status_get(l, &st);
+    pthread_mutex_lock(&px.mu);
+    ok_ns = px.ka_ok_ns; /* the last keepalive answered in time */
+    n1 = px.nka;
+    for (int i = n0 + 1; i < n1; i++)
+        if (px.ka_at[i] - px.ka_at[i - 1] > max_gap)
+            max_gap = px.ka_at[i] - px.ka_at[i - 1];
+    pthread_mutex_unlock(&px.mu);
+    attempts = n1 - n0;
+    printf("  E7: answers held %lld ms: stopped %lld ms in, %lld ms before the last good "
+           "keepalive + TTL; %d keepalives in 4.5 s, at most %lld ms apart\n",
+           LL(ttl_ms * 9 / 10), LL((m.first_refused_ns - t_slow) / 1000000),
+           LL((ok_ns + ttl_ns - m.first_refused_ns) / 1000000), attempts, LL(max_gap / 1000000));
+    assert_int_equal(st.lost, 0);
+    CHECK(st.renewals == renewals || st.renewals == renewals + 1,
+          "%llu renewals worked with answers 2.7 s late", ULL(st.renewals - renewals));
+    CHECK(st.last_error != 0 && st.last_error != IDM_ELEASE, "%s", idm_err_name(st.last_error));
+    CHECK(m.deadline_at_refusal <= ok_ns + ttl_ns - margin_ns,
+          "deadline %lld ms past the last good keepalive's arrival + TTL - margin",
+          LL((m.deadline_at_refusal - (ok_ns + ttl_ns - margin_ns)) / 1000000));
+    CHECK(m.last_ok_before_ns < m.deadline_at_refusal + COARSE_NS, "minted %lld ms past D",
+          LL((m.last_ok_before_ns - m.deadline_at_refusal) / 1000000));
+    CHECK(m.last_ok_before_ns < ok_ns + ttl_ns, "minted after the lease could expire on etcd");
+    CHECK(atomic_load(&m.after_refusal) == 0, "%d ids minted after the deadline with no renewal",
+          atomic_load(&m.after_refusal));
+    CHECK(attempts >= 4, "only %d keepalives in 4.5 s", attempts);
+    CHECK(max_gap <= (ttl_ms / 3 + ttl_ms / 6 + 200) * 1000000,
+          "keepalives %lld ms apart (TTL/3 is %lld)", LL(max_gap / 1000000), LL(ttl_ms / 3));
+
+    fake_delay(&px, 0);
+    wait_status(l, &st, 3000, false, st.renewals);
+    CHECK(!st.lost && st.last_error == 0, "lost %d error %s", st.lost,
+          idm_err_name(st.last_error));
+    sleep_ms(200);
+    minter_stop(&m);
+    CHECK(atomic_load(&m.after_refusal) > 0, "minting did not resume");
+    CHECK(m.unrenewed == 0, "%d ids minted after a refusal before any renewal", m.unrenewed);
+    idm_test_check_ids(&m.iv);
+    IDM_ASSERT_OK(idm_lease_close(l));
+    idm_snowflake_close(g);
+    fake_stop(&px);
+    idm_test_idvec_free(&m.iv);
+    idm_layout_free(layout);
+    free(url);
+}
+
 /* E11: etcd killed with kill -9 and started again on its data directory:
  * renewals resume, the claim holds. */
 static void e11_etcd_restarted(void **unused)
@@ -1998,6 +2375,154 @@ static void e10_quorum_lost(void **unused)
     free(url);
 }
 
+/* Member n's endpoint (1-based) out of the cluster's list. */
+static void member_ep(int n, char *out, size_t size)
+{
+    const char *p = g_ceps;
+    for (int i = 1; i < n && p != NULL; i++) {
+        p = strchr(p, ',');
+        if (p != NULL)
+            p++;
+    }
+    assert_non_null(p);
+    snprintf(out, size, "%.*s", (int)strcspn(p, ","), p);
+}
+
+/* E9: a holder pinned to one member (its only endpoint), the leader, which
+ * is stopped with SIGSTOP past the TTL while the other two elect a new
+ * leader. The holder times out and stops at its deadline; meanwhile a
+ * second holder, through the other two members, claims the only id if the
+ * new leader expires the lease. After SIGCONT the first holder's renewal
+ * finds the claim lost (then the second holder's ids are above its mark),
+ * or, if the lease lived (and nobody else took the id), renewals resume.
+ * Never a mint between the deadline and a renewal that worked; no id twice. */
+static void e9_pinned_member_stopped(void **unused)
+{
+    char args[4400], out[32], ep[64], others[160], *url1, *url2;
+    idm_lease_opts o1, o2;
+    idm_lease *l1, *l2 = NULL;
+    idm_layout *layout;
+    idm_snowflake *g1, *g2 = NULL;
+    idm_lease_status st;
+    idm_test_idvec iv = {0};
+    minter m;
+    uint64_t id;
+    int leader, rc = IDM_EBUSY;
+    int64_t t_stop, t_claim = 0;
+    pid_t pid;
+    (void)unused;
+    IDM_ASSERT_OK(idm_layout_preset(&layout, "twitter"));
+    snprintf(args, sizeof args, "leader '%s'", g_cdir);
+    assert_int_equal(srv(out, sizeof out, args), 0);
+    leader = atoi(out);
+    assert_true(leader >= 1 && leader <= 3);
+    member_ep(leader, ep, sizeof ep);
+    others[0] = '\0';
+    for (int n = 1; n <= 3; n++) {
+        char e[64];
+        if (n == leader)
+            continue;
+        member_ep(n, e, sizeof e);
+        snprintf(others + strlen(others), sizeof others - strlen(others), "%s%s",
+                 others[0] != '\0' ? "," : "", e);
+    }
+    url1 = url_for(ep, "e9");
+    url2 = url_for(others, "e9");
+    lease_opts(&o1, url1, 1); /* one id: the second holder can only take the first's */
+    o1.ttl_ms = 2000;         /* margin 400 ms */
+    lease_opts(&o2, url2, 1);
+    o2.ttl_ms = 2000;
+    IDM_ASSERT_OK(idm_lease_open(&l1, &o1));
+    g1 = gen_for(layout, l1);
+    IDM_ASSERT_OK(idm_lease_attach(l1, g1));
+    minter_start(&m, g1, l1);
+    sleep_ms(300);
+
+    pid = member_pid(g_cdir, leader);
+    assert_true(pid > 0);
+    assert_int_equal(kill(pid, SIGSTOP), 0);
+    atomic_store(&g_frozen, (int)pid);
+    t_stop = mono_ns();
+    CHECK(minter_wait_refused(&m, 3000), "minted on with its only member stopped");
+    assert_int_equal(m.first_rc, IDM_ELEASE);
+    printf("  E9: leader %d stopped; its client stopped minting %lld ms later\n", leader,
+           LL((m.first_refused_ns - t_stop) / 1000000));
+    CHECK(m.first_refused_ns - t_stop <= INT64_C(1700) * 1000000, "stopped %lld ms in",
+          LL((m.first_refused_ns - t_stop) / 1000000));
+    CHECK(m.deadline_at_refusal <= t_stop + INT64_C(1600) * 1000000,
+          "deadline %lld ms after the stop", LL((m.deadline_at_refusal - t_stop) / 1000000));
+    CHECK(m.last_ok_before_ns < m.deadline_at_refusal + COARSE_NS, "minted %lld ms past D",
+          LL((m.last_ok_before_ns - m.deadline_at_refusal) / 1000000));
+    idm_lease_status_get(l1, &st);
+    assert_int_equal(st.lost, 0);
+
+    /* Past the TTL; the second holder tries for the id through the others. */
+    while (mono_ns() - t_stop < INT64_C(6000) * 1000000) {
+        rc = idm_lease_open(&l2, &o2);
+        if (rc != IDM_EBUSY && rc != IDM_EIO)
+            break;
+        sleep_ms(100);
+    }
+    if (rc == 0) {
+        t_claim = mono_ns();
+        printf("  E9: the new leader expired the lease: id taken %lld ms after the stop\n",
+               LL((t_claim - t_stop) / 1000000));
+        CHECK(m.last_ok_before_ns < t_claim, "the first holder minted after the second's claim");
+        g2 = gen_after_loss(layout, l2);
+        IDM_ASSERT_OK(idm_lease_attach(l2, g2));
+        mint_n(g2, &iv, 500);
+    } else {
+        IDM_ASSERT_RC(rc, IDM_EBUSY);
+        l2 = NULL;
+        printf("  E9: the lease outlived 6 s of the stop\n");
+    }
+    sleep_ms(t_stop / 1000000 + 3000 - mono_ms()); /* at least 1.5 TTL stopped */
+
+    idm_lease_status_get(l1, &st);
+    assert_int_equal(kill(pid, SIGCONT), 0);
+    atomic_store(&g_frozen, 0);
+    wait_status(l1, &st, 8000, false, st.renewals);
+    sleep_ms(200);
+    minter_stop(&m);
+    printf("  E9: after SIGCONT the claim %s; %d ids minted after the deadline\n",
+           st.lost ? "was reported lost" : "renewed", atomic_load(&m.after_refusal));
+    CHECK(m.unrenewed == 0, "%d ids minted after the deadline before any renewal", m.unrenewed);
+    if (l2 != NULL) {
+        CHECK(st.lost, "both holders hold id %u (error %s)", (unsigned)idm_lease_worker(l1),
+              idm_err_name(st.last_error));
+        CHECK(atomic_load(&m.after_refusal) == 0, "%d ids minted after the id was taken",
+              atomic_load(&m.after_refusal));
+    }
+    if (st.lost) {
+        assert_int_equal(st.last_error, IDM_ELEASE);
+        IDM_ASSERT_RC(idm_snowflake_next(g1, &id), IDM_ELEASE);
+    } else {
+        CHECK(st.last_error == 0, "no renewal after SIGCONT: %s", idm_err_name(st.last_error));
+        CHECK(atomic_load(&m.after_refusal) > 0, "minting did not resume after a renewal");
+    }
+    CHECK(m.iv.n > 0, "nothing minted");
+    if (l2 != NULL) {
+        /* one worker id: the second holder's ids above every one of the first's */
+        CHECK(idm_lease_mark(l2) >= time_of(layout, m.iv.v[m.iv.n - 1]), "mark %lld below %lld",
+              LL(idm_lease_mark(l2)), LL(time_of(layout, m.iv.v[m.iv.n - 1])));
+        for (size_t i = 0; i < iv.n; i++)
+            idm_test_idvec_push(&m.iv, iv.v[i]);
+        mint_n(g2, &m.iv, 500);
+    }
+    idm_test_check_ids(&m.iv);
+    idm_lease_close(l1);
+    idm_snowflake_close(g1);
+    if (l2 != NULL) {
+        IDM_ASSERT_OK(idm_lease_close(l2));
+        idm_snowflake_close(g2);
+    }
+    idm_test_idvec_free(&m.iv);
+    idm_test_idvec_free(&iv);
+    idm_layout_free(layout);
+    free(url1);
+    free(url2);
+}
+
 int main(void)
 {
     const struct CMUnitTest one[] = {
@@ -2017,6 +2542,8 @@ int main(void)
         cmocka_unit_test(e17_granted_ttl_used),
         cmocka_unit_test(skewed_handoff),
         cmocka_unit_test(e6_answers_lost),
+        cmocka_unit_test(e5_partition),
+        cmocka_unit_test(e7_slow_answers),
         cmocka_unit_test(e2_frozen_etcd),
         cmocka_unit_test(e11_etcd_restarted),
         cmocka_unit_test(e18_wiped_cluster), /* last: the cluster changes */
@@ -2024,6 +2551,7 @@ int main(void)
     const struct CMUnitTest three[] = {
         cmocka_unit_test(e8_leader_killed),
         cmocka_unit_test(e10_quorum_lost),
+        cmocka_unit_test(e9_pinned_member_stopped),
     };
     int failed;
     signal(SIGPIPE, SIG_IGN);
