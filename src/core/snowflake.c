@@ -270,9 +270,8 @@ enum ahead_action {
 };
 
 static enum ahead_action decide_ahead(idm_snowflake *g, uint64_t now_tick, int64_t now_ns,
-                                      int64_t need_ns, int64_t *back_ms)
+                                      uint64_t wall_tick, int64_t need_ns, int64_t *back_ms)
 {
-    uint64_t wall_tick = atomic_load_explicit(&g->max_wall_tick, memory_order_relaxed);
     if (now_tick < wall_tick) {
         /* Regression: the clock reads below a tick already minted on. */
         *back_ms = tick_start_ms(g, wall_tick) - idm__floordiv(now_ns, IDM__NS_PER_MS);
@@ -335,6 +334,7 @@ static IDM__ALWAYS_INLINE int mint(idm_snowflake *g, uint64_t n, uint64_t *first
 {
     int64_t now_ns;
     bool fresh = false; /* now_ns was read after the state was first seen */
+    uint64_t wall_seen = 0; /* max_wall_tick, loaded just before that read */
 
     /* The lease guard: the monotonic deadline is checked before the wall
      * clock is read, so an id's time is never read under a lease already
@@ -373,12 +373,18 @@ static IDM__ALWAYS_INLINE int mint(idm_snowflake *g, uint64_t n, uint64_t *first
             if (!fresh) {
                 /* Another thread may just have read the clock a little later
                  * than we did. Look again before calling this a policy case. */
+                /* The highest tick seen is loaded before the clock is read:
+                 * every reading behind it then happened before ours, so only
+                 * a clock that really stepped back reads below it. (Loaded
+                 * after, another thread's later reading could make ours look
+                 * like a regression.) */
+                wall_seen = atomic_load_explicit(&g->max_wall_tick, memory_order_acquire);
                 now_ns = read_wall(g);
                 fresh = true;
                 continue;
             }
             need_ns = ahead_ns(g, end_tick, now_tick, now_ns);
-            act = decide_ahead(g, now_tick, now_ns, need_ns, &back_ms);
+            act = decide_ahead(g, now_tick, now_ns, wall_seen, need_ns, &back_ms);
             if (act == AHEAD_REFUSE_BACK) {
                 atomic_fetch_add_explicit(&g->refused_backwards, 1, memory_order_relaxed);
                 return idm__fail(IDM_ECLOCKBACK,
@@ -408,9 +414,11 @@ static IDM__ALWAYS_INLINE int mint(idm_snowflake *g, uint64_t n, uint64_t *first
 
         {
             uint64_t seen = atomic_load_explicit(&g->max_wall_tick, memory_order_relaxed);
+            /* Release: a thread that sees this tick (acquire, above) must
+             * also see that our clock reading came first. */
             while (now_tick > seen &&
                    !atomic_compare_exchange_weak_explicit(&g->max_wall_tick, &seen, now_tick,
-                                                          memory_order_relaxed,
+                                                          memory_order_release,
                                                           memory_order_relaxed))
                 ;
         }
