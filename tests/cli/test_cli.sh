@@ -13,74 +13,12 @@
 
 set -u
 
-BIN=${1:-}
-PASS=0
-FAIL=0
-
-if [ -z "$BIN" ] || [ ! -x "$BIN" ]; then
-    echo "test_cli.sh: no idmint binary given or not executable: '$BIN'" >&2
-    echo "0 passed, 1 failed"
-    exit 1
-fi
-
-T=$(mktemp -d) || exit 1
-trap 'rm -rf "$T"' EXIT
+# shellcheck source=lib.sh
+source "$(dirname "$0")/lib.sh"
 mkdir -p "$T/home"
 export HOME="$T/home"
 export XDG_STATE_HOME="$T/xdg"
 unset IDMINT_STATE_DIR
-export LC_ALL=C
-
-ok() { PASS=$((PASS + 1)); }
-bad() {
-    FAIL=$((FAIL + 1))
-    printf 'FAIL: %s\n' "$*" >&2
-}
-check() { # check DESCRIPTION COMMAND...: passes if COMMAND succeeds
-    local desc=$1
-    shift
-    if "$@"; then ok; else bad "$desc"; fi
-}
-
-# run ARGS...: run idmint; stdout in $T/out, stderr in $T/err, status in RC.
-run() {
-    "$BIN" "$@" >"$T/out" 2>"$T/err"
-    RC=$?
-}
-show() { printf 'rc=%s stdout=[%s] stderr=[%s]' "$RC" "$(head -c 300 "$T/out")" "$(cat "$T/err")"; }
-one_err_line() { [ "$(wc -l <"$T/err")" -eq 1 ] && [ "$(tail -c 1 "$T/err" | od -An -c | tr -d ' ')" = '\n' ]; }
-
-# expect_out EXPECTED ARGS...: exit 0, stdout exactly EXPECTED (plus a final
-# newline), stderr empty.
-expect_out() {
-    local want=$1
-    shift
-    run "$@"
-    if [ "$RC" -eq 0 ] && [ ! -s "$T/err" ] && printf '%s\n' "$want" | cmp -s - "$T/out"; then
-        ok
-    else
-        bad "idmint $*: want [$want]; $(show)"
-    fi
-}
-
-# fails_with STATUS MODE MESSAGE ARGS...: exit STATUS, nothing on stdout and
-# exactly one stderr line that equals MESSAGE (MODE exact) or starts with it
-# (MODE prefix).
-fails_with() {
-    local status=$1 mode=$2 msg=$3 line
-    shift 3
-    run "$@"
-    line=$(head -n 1 "$T/err")
-    if [ "$RC" -eq "$status" ] && [ ! -s "$T/out" ] && one_err_line &&
-        { { [ "$mode" = exact ] && [ "$line" = "$msg" ]; } ||
-          { [ "$mode" = prefix ] && [ "${line#"$msg"}" != "$line" ]; }; }; then
-        ok
-    else
-        bad "idmint $*: want exit $status and stderr ($mode) [$msg]; $(show)"
-    fi
-}
-usage_exact() { fails_with 2 exact "$@"; }
-usage_prefix() { fails_with 2 prefix "$@"; }
 
 # 64-bit FNV-1a of a string, as 16 lowercase hex digits (bash arithmetic
 # wraps modulo 2^64).
@@ -619,5 +557,4 @@ if command -v flock >/dev/null 2>&1; then
     wait "$HOLDER"
 fi
 
-echo "$PASS passed, $FAIL failed"
-[ "$FAIL" -eq 0 ] && [ "$PASS" -gt 0 ]
+finish

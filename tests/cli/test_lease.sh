@@ -13,17 +13,12 @@
 
 set -u
 
-BIN=${1:-}
-PASS=0
-FAIL=0
+exec 3>&2 # failures go here even where the shell's own stderr is muted
+FAIL_FD=3
+SHOW_ERR=600
+# shellcheck source=lib.sh
+source "$(dirname "$0")/lib.sh"
 
-if [ -z "$BIN" ] || [ ! -x "$BIN" ]; then
-    echo "test_lease.sh: no idmint binary given or not executable: '$BIN'" >&2
-    echo "0 passed, 1 failed"
-    exit 1
-fi
-
-T=$(mktemp -d) || exit 1
 PIDS=()
 cleanup() {
     local p
@@ -37,37 +32,11 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
-export LC_ALL=C
 export HOME="$T/home"
 export IDMINT_STATE_DIR="$T/state"
 
 TW_EPOCH=2010-11-04T01:42:54.657Z
 ONE_BIT=time:41@1ms,worker:1,seq:12
-
-ok() { PASS=$((PASS + 1)); }
-exec 3>&2 # failures go here even where the shell's own stderr is muted
-bad() {
-    FAIL=$((FAIL + 1))
-    printf 'FAIL: %s\n' "$*" >&3
-}
-check() { # check DESCRIPTION COMMAND...: passes if COMMAND succeeds
-    local desc=$1
-    shift
-    if "$@"; then ok; else bad "$desc"; fi
-}
-finish() {
-    echo "$PASS passed, $FAIL failed"
-    [ "$FAIL" -eq 0 ] && [ "$PASS" -gt 0 ]
-    exit $?
-}
-
-# run ARGS...: run idmint; stdout in $T/out, stderr in $T/err, status in RC.
-run() {
-    "$BIN" "$@" >"$T/out" 2>"$T/err"
-    RC=$?
-}
-show() { printf 'rc=%s stdout=[%s] stderr=[%s]' "$RC" "$(head -c 300 "$T/out")" "$(head -c 600 "$T/err")"; }
-one_err_line() { [ "$(wc -l <"$T/err")" -eq 1 ] && [ "$(tail -c 1 "$T/err" | od -An -c | tr -d ' ')" = '\n' ]; }
 
 # fails_with STATUS TEXT ARGS...: exit STATUS, nothing on stdout, exactly one
 # stderr line, starting with "idmint: " and containing TEXT.

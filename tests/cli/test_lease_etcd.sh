@@ -26,18 +26,13 @@
 
 set -u
 
-BIN=${1:-}
-PASS=0
-FAIL=0
-
-if [ -z "$BIN" ] || [ ! -x "$BIN" ]; then
-    echo "test_lease_etcd.sh: no idmint binary given or not executable: '$BIN'" >&2
-    echo "0 passed, 1 failed"
-    exit 1
-fi
+exec 3>&2 # failures go here even where the shell's own stderr is muted
+FAIL_FD=3
+SHOW_ERR=600
+# shellcheck source=lib.sh
+source "$(dirname "$0")/lib.sh"
 SERVER="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/scripts/etcd-test-server.sh"
 
-T=$(mktemp -d) || exit 1
 PIDS=()
 CLUSTERS=()
 cleanup() {
@@ -56,7 +51,6 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
-export LC_ALL=C
 export HOME="$T/home"
 export IDMINT_STATE_DIR="$T/state"
 # The etcd members' watcher follows this shell: they die with it.
@@ -67,31 +61,7 @@ TW_EPOCH=2010-11-04T01:42:54.657Z
 ONE_BIT=time:41@1ms,worker:1,seq:4
 SLOW=time:41@1ms,datacenter:5,worker:5,seq:4
 
-ok() { PASS=$((PASS + 1)); }
-exec 3>&2 # failures go here even where the shell's own stderr is muted
-bad() {
-    FAIL=$((FAIL + 1))
-    printf 'FAIL: %s\n' "$*" >&3
-}
 note() { printf 'note: %s\n' "$*" >&3; }
-check() { # check DESCRIPTION COMMAND...: passes if COMMAND succeeds
-    local desc=$1
-    shift
-    if "$@"; then ok; else bad "$desc"; fi
-}
-finish() {
-    echo "$PASS passed, $FAIL failed"
-    [ "$FAIL" -eq 0 ] && [ "$PASS" -gt 0 ]
-    exit $?
-}
-
-# run ARGS...: run idmint; stdout in $T/out, stderr in $T/err, status in RC.
-run() {
-    "$BIN" "$@" >"$T/out" 2>"$T/err"
-    RC=$?
-}
-show() { printf 'rc=%s stdout=[%s] stderr=[%s]' "$RC" "$(head -c 300 "$T/out")" "$(head -c 600 "$T/err")"; }
-ends_nl() { [ "$(tail -c 1 "$1" | od -An -c | tr -d ' ')" = '\n' ]; }
 # one_line FILE: FILE is exactly one line starting with "idmint: ".
 one_line() { [ "$(wc -l <"$1")" -eq 1 ] && ends_nl "$1" && grep -q '^idmint: ' "$1"; }
 
