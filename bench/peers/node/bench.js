@@ -16,10 +16,8 @@
  */
 'use strict';
 
-const path = require('path');
-const fs = require('fs');
-const { createRequire } = require('module');
-const { spawnSync } = require('child_process');
+const { measure, peerRequire, pkgVersion, emit, pad, si, readRef, parseArgs, roundsText, runPeer } =
+  require('./harness.js');
 
 const TWITTER_EPOCH = 1288834974657;
 
@@ -80,31 +78,6 @@ const PEERS = {
   },
 };
 
-let sink; // keeps the last id alive so the loop is not dead code
-
-function timed(gen, seconds) {
-  let n = 0;
-  let thrown = 0;
-  let last;
-  const t0 = process.hrtime.bigint();
-  const end = t0 + BigInt(Math.round(seconds * 1e9));
-  let now;
-  for (;;) {
-    for (let i = 0; i < 256; i++) {
-      try {
-        last = gen();
-        n++;
-      } catch (e) {
-        thrown++;
-      }
-    }
-    now = process.hrtime.bigint();
-    if (now >= end) break;
-  }
-  sink = last;
-  return { n, thrown, ns: Number(now - t0) };
-}
-
 /* Generate up to max ids (or for up to seconds) and count those not above
  * their predecessor: repeats or disorder. */
 function check(gen, big, max, seconds) {
@@ -130,74 +103,19 @@ function check(gen, big, max, seconds) {
   return { checked: ids.length, bad, sample: String(big(ids[ids.length - 1])) };
 }
 
-function runChild(name, dir, seconds, rounds) {
+function runChild(name, opt) {
   const peer = PEERS[name];
-  const req = createRequire(path.join(dir, 'package.json'));
-  let version = '?';
-  try {
-    const pj = path.join(dir, 'node_modules', name, 'package.json');
-    version = JSON.parse(fs.readFileSync(pj, 'utf8')).version;
-  } catch (e) {
-    /* keep '?' */
-  }
-  const gen = peer.make(req);
-  timed(gen, Math.min(0.5, seconds / 2)); // warm-up: let the JIT settle
-  const runs = [];
-  for (let r = 0; r < rounds; r++) runs.push(timed(gen, seconds));
-  runs.sort((a, b) => a.ns / a.n - b.ns / b.n);
-  const t = runs[Math.floor((runs.length - 1) / 2)]; // the median round
-  const spread = [runs[0].ns / runs[0].n, runs[runs.length - 1].ns / runs[runs.length - 1].n];
+  const version = pkgVersion(opt.dir, name);
+  const gen = peer.make(peerRequire(opt.dir));
+  const { t, spread, sinkType } = measure(gen, opt.seconds, opt.rounds);
   const c = check(gen, peer.big, 500000, 0.5);
-  process.stdout.write(JSON.stringify({ version, sinkType: typeof sink, spread, ...t, ...c }) + '\n');
-}
-
-function pad(s, n) {
-  s = String(s);
-  return s.length >= n ? s + ' ' : s + ' '.repeat(n - s.length);
-}
-
-function si(x) {
-  if (x >= 1e9) return (x / 1e9).toPrecision(4) + 'G';
-  if (x >= 1e6) return (x / 1e6).toPrecision(4) + 'M';
-  if (x >= 1e3) return (x / 1e3).toPrecision(4) + 'k';
-  return x.toPrecision(4);
-}
-
-function readRef(file) {
-  const ref = {};
-  if (!file) return ref;
-  try {
-    for (const line of fs.readFileSync(file, 'utf8').split('\n')) {
-      const [k, v] = line.trim().split(/\s+/);
-      if (k && v !== undefined) ref[k] = Number(v);
-    }
-  } catch (e) {
-    process.stdout.write(`note: no idmint figures (${e.message}); ratios omitted\n`);
-  }
-  return ref;
+  emit({ version, sinkType, spread, ...t, ...c });
 }
 
 function main() {
-  const args = process.argv.slice(2);
-  const opt = { dir: null, seconds: 1, rounds: 3, ref: null, peer: null };
-  for (let i = 0; i < args.length; i++) {
-    const a = args[i];
-    if (a === '--dir') opt.dir = path.resolve(args[++i]);
-    else if (a === '--seconds') opt.seconds = Number(args[++i]);
-    else if (a === '--rounds') opt.rounds = Math.max(1, Math.min(9, Number(args[++i]) | 0));
-    else if (a === '--ref') opt.ref = args[++i];
-    else if (a === '--peer') opt.peer = args[++i];
-    else {
-      process.stderr.write(`bench.js: unknown argument ${a}\n`);
-      process.exit(1);
-    }
-  }
-  if (!opt.dir || !(opt.seconds > 0)) {
-    process.stderr.write('usage: node bench.js --dir INSTALL_DIR [--seconds S] [--rounds N] [--ref FILE]\n');
-    process.exit(1);
-  }
+  const opt = parseArgs('bench.js');
   if (opt.peer) {
-    runChild(opt.peer, opt.dir, opt.seconds, opt.rounds);
+    runChild(opt.peer, opt);
     return;
   }
 
@@ -207,7 +125,7 @@ function main() {
   const idmNs = ref.seq22_ns_per_id || null;
 
   process.stdout.write(`\nNode.js peers (node ${process.version}; generation only; one child ` +
-    `process each: a warm-up, then ${opt.rounds} round${opt.rounds === 1 ? '' : 's'} of ${opt.seconds} s, median round)\n`);
+    `process each: ${roundsText(opt)})\n`);
   process.stdout.write(
     pad('peer', 28) + pad('produces', 17) + pad('ns/id', 9) + pad('ids/s', 8) +
     pad('of ceiling', 18) + pad('idmint/peer', 13) + pad('per call', 9) +
@@ -215,20 +133,8 @@ function main() {
   const notes = [];
   for (const name of Object.keys(PEERS)) {
     const peer = PEERS[name];
-    const r = spawnSync(process.execPath,
-      [__filename, '--peer', name, '--dir', opt.dir, '--seconds', String(opt.seconds),
-        '--rounds', String(opt.rounds)],
-      { encoding: 'utf8', timeout: (opt.seconds * (opt.rounds + 2) + 30) * 1000 });
-    const line = (r.stdout || '').trim().split('\n').pop();
-    let res = null;
-    try {
-      res = JSON.parse(line);
-    } catch (e) {
-      /* below */
-    }
-    if (r.status !== 0 || !res) {
-      const why = ((r.stderr || '').trim().split('\n').find((l) => /Error|error/.test(l)) ||
-        (r.error ? r.error.message : `exit ${r.status}`)).trim();
+    const { res, why } = runPeer(__filename, name, opt);
+    if (!res) {
       process.stdout.write(pad(name, 28) + `skipped: ${why}\n`);
       continue;
     }
