@@ -177,3 +177,24 @@ unsigned bench_wrong_count(void)
 {
     return g_wrong;
 }
+
+int64_t bench_run_clock_reads(double secs, uint64_t *count)
+{
+    enum { CALLS = 256 }; /* calls between two reads of the monotonic clock */
+    struct timespec ts;
+    uint64_t n = 0, sink = 0;
+    int64_t t0 = bench_mono_ns(), deadline = t0 + (int64_t)(secs * 1e9), now;
+    for (;;) {
+        for (int i = 0; i < CALLS; i++) {
+            clock_gettime(CLOCK_REALTIME, &ts);
+            sink += (uint64_t)ts.tv_nsec;
+        }
+        n += CALLS;
+        now = bench_mono_ns();
+        if (now >= deadline)
+            break;
+    }
+    BENCH_CLOBBER(&sink);
+    *count = n;
+    return now - t0;
+}

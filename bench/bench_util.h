@@ -15,6 +15,9 @@
 
 /* CLOCK_MONOTONIC in ns. */
 int64_t bench_mono_ns(void);
+/* The physical floor of a time-based id: bare clock_gettime(CLOCK_REALTIME)
+ * calls for about secs seconds. Returns the ns taken; *count the calls. */
+int64_t bench_run_clock_reads(double secs, uint64_t *count);
 /* CLOCK_REALTIME in ms, as the C peers read the wall clock. */
 int64_t bench_wall_ms(void);
 /* CLOCK_REALTIME in ns. */

@@ -396,25 +396,6 @@ static int64_t run_2t(enum gen_kind kind, void *gen, double secs, bool record,
 
 /* ------------------------------------------------------------ clock read */
 
-static int64_t run_clock_reads(double secs, uint64_t *count)
-{
-    struct timespec ts;
-    uint64_t n = 0, sink = 0;
-    int64_t t0 = bench_mono_ns(), deadline = t0 + (int64_t)(secs * 1e9), now;
-    for (;;) {
-        for (int i = 0; i < CHUNK; i++) {
-            clock_gettime(CLOCK_REALTIME, &ts);
-            sink += (uint64_t)ts.tv_nsec;
-        }
-        n += CHUNK;
-        now = bench_mono_ns();
-        if (now >= deadline)
-            break;
-    }
-    BENCH_CLOBBER(&sink);
-    *count = n;
-    return now - t0;
-}
 
 /*
  * The floor for a lock-free generator: per id one wall-clock read, one load
@@ -622,7 +603,7 @@ static void one_round(double *m, double secs)
     idm_snowflake_close(g);
 
     /* 2: 22 sequence bits, with the clock read and the CAS floor around it */
-    ns = run_clock_reads(secs / 2, &c);
+    ns = bench_run_clock_reads(secs / 2, &c);
     m[M_CLK] = (double)ns / (double)c;
     g = open_gen(SEQ22_SPEC, SEQ22_EPOCH);
     ns = run_idm_1t(g, secs, &r);

@@ -492,25 +492,6 @@ static double measure(const char *what, loop_fn loop, void *gen, checker *ck,
     return r.count ? (double)r.ns / (double)r.count : 0.0;
 }
 
-/* A bare clock read, as in idm_bench. */
-static double measure_clock(double secs)
-{
-    struct timespec ts;
-    uint64_t n = 0, sink = 0;
-    int64_t t0 = bench_mono_ns(), deadline = t0 + (int64_t)(secs * 1e9), now;
-    for (;;) {
-        for (int i = 0; i < CHUNK; i++) {
-            clock_gettime(CLOCK_REALTIME, &ts);
-            sink += (uint64_t)ts.tv_nsec;
-        }
-        n += CHUNK;
-        now = bench_mono_ns();
-        if (now >= deadline)
-            break;
-    }
-    BENCH_CLOBBER(&sink);
-    return (double)(now - t0) / (double)n;
-}
 
 /*
  * The floor of a monotonic UUIDv7 generator shared by threads, written
@@ -588,7 +569,11 @@ static void checker_init(checker *ck, enum kind k)
 
 static void one_round(double *m, double secs, gens *G)
 {
-    m[M_CLK] = measure_clock(secs / 2);
+    {
+        uint64_t n;
+        int64_t ns = bench_run_clock_reads(secs / 2, &n);
+        m[M_CLK] = (double)ns / (double)n;
+    }
     m[M_RND] = measure("idm_random_bytes(16)", loop_random_bytes, NULL,
                        &G->ck_rnd, T_NONE, secs / 2);
     m[M_GETRND] = measure("getrandom(16)", loop_getrandom, NULL,
