@@ -82,7 +82,8 @@ typedef struct idm_lease_entry {
 typedef struct idm_lease_status {
     uint32_t worker;
     int lost;               /* the coordinator says the claim is gone */
-    uint64_t renewals;      /* successful renewals */
+    uint64_t renewals;      /* successful renewals (a claim that recorded
+                               the first mark counts as one) */
     uint64_t failures;      /* failed renewals */
     int last_error;         /* the last renewal's error, 0 if it worked */
     idm_mono_ns deadline;   /* the guard's monotonic deadline */

@@ -14,9 +14,14 @@ typedef struct idm__lease_backend {
     /* Open a handle on the coordinator named by the rest of the URL. */
     int (*open)(void **be, const char *rest, const idm_lease_opts *opts);
     /* Claim a free id below max_workers for ttl_ms; report the previous
-     * holder's mark and the TTL granted. */
+     * holder's mark and the TTL granted. In the same step, raise the id's
+     * stored mark to at least mark (never lower it) and report the mark now
+     * recorded for us: mark, or 0 if nothing was recorded (then the first
+     * renewal records one). The claim then counts as the first renewal,
+     * from the moment it was started. */
     int (*claim)(void *be, uint32_t max_workers, int64_t ttl_ms, const char *holder,
-                 uint32_t *worker, idm_unix_ms *prev_mark, int64_t *granted_ttl_ms);
+                 idm_unix_ms mark, uint32_t *worker, idm_unix_ms *prev_mark,
+                 idm_unix_ms *recorded, int64_t *granted_ttl_ms);
     /* Extend the claim and record mark. IDM_ELEASE if the claim is gone;
      * other errors mean "unknown, try again". */
     int (*renew)(void *be, idm_unix_ms mark, int64_t *granted_ttl_ms);

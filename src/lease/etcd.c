@@ -17,14 +17,24 @@
  *   claim    lease/grant (etcd may raise the TTL: the granted one is used),
  *            one kv/range of <prefix>/workers/ (keys only) for the ids taken,
  *            then for each free id in order one kv/txn: if the key was never
- *            created, put it bound to the lease and read the id's mark, in
- *            the same txn; else (a race lost) the next free id. Three round
- *            trips when no race is lost, at any occupancy.
+ *            created, read the id's mark, put the key bound to the lease and
+ *            raise the mark to the claim's own first mark, in the same txn;
+ *            else (a race lost) the next free id. The claim is the first
+ *            renewal too: three round trips from start to the first id when
+ *            no race is lost, at any occupancy.
  *   renew    lease/keepalive (no TTL in the answer: the lease is gone), then
- *            a kv/txn that writes the mark only if the worker key is still
+ *            a kv/txn that raises the mark only if the worker key is still
  *            bound to our lease (deleted or re-bound: the claim is gone).
- *   release  the same guarded mark write, then lease/revoke: the id is free
- *            at once.
+ *   release  the same guarded txn setting the exact final mark (it may be
+ *            lower: the generator has stopped), then lease/revoke: the id is
+ *            free at once.
+ *
+ * Marks are stored as 16 zero-padded decimal digits of Unix ms, so that
+ * etcd's bytewise comparison orders them as numbers, and every write but the
+ * release's is a raise: put only if the stored mark is smaller (or absent),
+ * then read it back in the same txn. A write applied late (its answer lost,
+ * the next one already through) can therefore never lower a mark that the
+ * generator is minting under.
  *
  * Every answer's header carries the cluster id; one that differs from the
  * first answer's means another cluster answered (re-created with a wiped
@@ -65,6 +75,8 @@
 #define CLAIM_PASSES 3         /* re-reads of the taken ids after lost races */
 #define MAX_TTL_S INT64_C(31536000)
 #define JSON_DEPTH 32
+#define MARK_DIGITS 16          /* stored marks: zero-padded to this many digits */
+#define MARK_MAX INT64_C(9999999999999999)
 #define GRPC_NOT_FOUND 5
 #define GRPC_UNAVAILABLE 14
 
@@ -564,14 +576,31 @@ static int64_t id_of_key(const etcd_be *e, const char *kind, const unsigned char
     return (int64_t)id;
 }
 
-/* A mark as stored: decimal Unix ms, not negative. */
+/* A mark as stored: MARK_DIGITS decimal digits of Unix ms, zero-padded, so
+ * that etcd's bytewise VALUE comparison orders marks as numbers. Read
+ * leniently (any decimal, leading zeros allowed); a short form left by hand
+ * then fails the "raised to at least" check after a write, with an error. */
 static int parse_mark(const unsigned char *v, size_t len, idm_unix_ms *mark)
 {
-    int64_t m;
-    if (dec_i64((const char *)v, len, &m) != 0 || m < 0)
+    int64_t m = 0;
+    if (len == 0 || len > 19)
         return -1;
+    for (size_t i = 0; i < len; i++) {
+        if (v[i] < '0' || v[i] > '9')
+            return -1;
+        m = m * 10 + (v[i] - '0'); /* 19 digits: cannot overflow */
+    }
     *mark = m;
     return 0;
+}
+
+static void mark_text(idm_unix_ms mark, char out[MARK_DIGITS + 1])
+{
+    if (mark < 0)
+        mark = 0;
+    if (mark > MARK_MAX)
+        mark = MARK_MAX;
+    snprintf(out, MARK_DIGITS + 1, "%0*lld", MARK_DIGITS, (long long)mark);
 }
 
 /* ------------------------------------------------------------ range pages */
@@ -868,7 +897,8 @@ static int mark_of(etcd_be *e, json_object *op, uint32_t id, idm_unix_ms *mark)
     unsigned char key[MAX_KEY + 1], val[64];
     size_t klen, vlen;
     *mark = 0;
-    if (get_field(op, "response_range", json_type_object, &rr) != 0 || rr == NULL ||
+    if (op == NULL || !json_object_is_type(op, json_type_object) ||
+        get_field(op, "response_range", json_type_object, &rr) != 0 || rr == NULL ||
         get_field(rr, "kvs", json_type_array, &kvs) != 0)
         return garbage(e, path, "the mark's range");
     if (kvs == NULL || json_object_array_length(kvs) == 0)
@@ -882,39 +912,102 @@ static int mark_of(etcd_be *e, json_object *op, uint32_t id, idm_unix_ms *mark)
     if (get_bytes(kv, "value", val, sizeof val, &vlen) != 0 || parse_mark(val, vlen, mark) != 0)
         return idm__lease_fail(IDM_EIO,
                                "lease: etcd %s/hwm/%u does not hold a mark (decimal Unix ms); "
-                               "refusing to claim worker id %u without knowing its last mark",
+                               "refusing to use worker id %u without knowing its last mark",
                                e->prefix, (unsigned)id, (unsigned)id);
     return 0;
 }
 
+/* After a raise: the mark stored (read back in the same txn) must be at
+ * least the one we meant to record; else it was not written (a value that
+ * is no 16-digit mark compares wrongly) and we must not mint up to it. */
+static int check_raised(etcd_be *e, json_object *op, uint32_t id, idm_unix_ms want)
+{
+    idm_unix_ms now;
+    int rc = mark_of(e, op, id, &now);
+    if (rc == 0 && now < want)
+        rc = idm__lease_fail(IDM_EIO,
+                             "lease: etcd %s/hwm/%u holds %lld, which a write of %lld did not "
+                             "raise (is it a %d-digit mark?); not minting up to %lld",
+                             e->prefix, (unsigned)id, (long long)now, (long long)want, MARK_DIGITS,
+                             (long long)want);
+    return rc;
+}
+
 /*
- * One claim attempt on id: *won and the previous mark, or not won (a race
- * lost). If an earlier attempt of ours went through but its answer was lost
- * (a timeout, then the next endpoint), the key is already bound to our
- * lease: that counts as won too.
+ * A txn operation that raises <prefix>/hwm/<id> to the mark val64 (base64
+ * of its MARK_DIGITS text) and never lowers it: put it if the stored value
+ * is smaller bytewise (the same as numerically, at equal widths), or if the
+ * key does not exist (a VALUE comparison with a missing key is false, so
+ * the inner txn checks for that). A late-applied earlier write can thus
+ * only raise the mark, never undo a later one. (One put per branch: etcd
+ * refuses two puts of one key in a txn unless they are alternatives.)
  */
-static int try_claim(etcd_be *e, uint32_t id, const char *value64, bool *won, idm_unix_ms *mark)
+static int raise_op(char *out, size_t cap, const char *hwm64, const char *val64)
+{
+    int n = snprintf(out, cap,
+                     "{\"request_txn\":{\"compare\":[{\"target\":\"VALUE\",\"result\":\"LESS\","
+                     "\"key\":\"%s\",\"value\":\"%s\"}],\"success\":[{\"request_put\":{\"key\":"
+                     "\"%s\",\"value\":\"%s\"}}],\"failure\":[{\"request_txn\":{\"compare\":[{"
+                     "\"target\":\"MOD\",\"result\":\"EQUAL\",\"key\":\"%s\",\"mod_revision\":"
+                     "\"0\"}],\"success\":[{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\"}}]}}]}}",
+                     hwm64, val64, hwm64, val64, hwm64, hwm64, val64);
+    return n > 0 && (size_t)n < cap ? 0 : -1;
+}
+
+/* The base64 forms of id's worker key, mark key and of the mark want. */
+typedef struct keys64 {
+    char key[MAX_PREFIX + 32], hwm[MAX_PREFIX + 32];
+    char key64[4 * (MAX_PREFIX + 32) / 3 + 8], hwm64[4 * (MAX_PREFIX + 32) / 3 + 8];
+    char val64[4 * (MARK_DIGITS + 1) / 3 + 8];
+    char raise[8 * (MAX_PREFIX + 32) / 3 + 2 * (MARK_DIGITS + 1) + 1024];
+} keys64;
+
+static int keys_of(etcd_be *e, uint32_t id, idm_unix_ms want, keys64 *k)
+{
+    char val[MARK_DIGITS + 1];
+    key_of(e, "workers", id, k->key, sizeof k->key);
+    key_of(e, "hwm", id, k->hwm, sizeof k->hwm);
+    mark_text(want, val);
+    b64_str(k->key, k->key64);
+    b64_str(k->hwm, k->hwm64);
+    b64_str(val, k->val64);
+    if (raise_op(k->raise, sizeof k->raise, k->hwm64, k->val64) != 0)
+        return idm__lease_fail(IDM_EINVAL, "lease: etcd request too long");
+    return 0;
+}
+
+/*
+ * One claim attempt on id, in one txn: if the worker key was never created,
+ * read the id's mark, put the key bound to our lease and raise the mark to
+ * want, reading it back. *won with the previous mark, or not won (a race
+ * lost). If an earlier attempt of ours went through but its answer was
+ * lost (a timeout, then the next endpoint), the key is already bound to our
+ * lease: that counts as won too, with the mark stored now as the previous
+ * one (it may be our own raise: safe, at worst a wait).
+ */
+static int try_claim(etcd_be *e, uint32_t id, const char *value64, idm_unix_ms want, bool *won,
+                     idm_unix_ms *mark)
 {
     static const char path[] = "/v3/kv/txn";
-    char key[MAX_PREFIX + 32], hwm[MAX_PREFIX + 32];
-    char key64[4 * sizeof key / 3 + 8], hwm64[4 * sizeof hwm / 3 + 8];
-    char body[2 * sizeof key64 + 2 * sizeof hwm64 + 1024 + 600];
+    keys64 k;
+    char body[sizeof k.raise + 3 * sizeof k.key64 + 3 * sizeof k.hwm64 + 1024 + 600];
     json_object *resp, *ops = NULL, *first;
     bool ok;
     int rc;
     *won = false;
-    key_of(e, "workers", id, key, sizeof key);
-    key_of(e, "hwm", id, hwm, sizeof hwm);
-    b64_str(key, key64);
-    b64_str(hwm, hwm64);
+    rc = keys_of(e, id, want, &k);
+    if (rc != 0)
+        return rc;
     if (snprintf(body, sizeof body,
                  "{\"compare\":[{\"target\":\"CREATE\",\"result\":\"EQUAL\",\"key\":\"%s\","
                  "\"create_revision\":\"0\"}],"
-                 "\"success\":[{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\",\"lease\":\"%"
-                 PRId64 "\"}},{\"request_range\":{\"key\":\"%s\"}}],"
+                 "\"success\":[{\"request_range\":{\"key\":\"%s\"}},{\"request_put\":{\"key\":"
+                 "\"%s\",\"value\":\"%s\",\"lease\":\"%" PRId64 "\"}},%s,{\"request_range\":{"
+                 "\"key\":\"%s\"}}],"
                  "\"failure\":[{\"request_range\":{\"key\":\"%s\"}},{\"request_range\":{\"key\":"
                  "\"%s\"}}]}",
-                 key64, key64, value64, e->lease_id, hwm64, key64, hwm64) >= (int)sizeof body)
+                 k.key64, k.hwm64, k.key64, value64, e->lease_id, k.raise, k.hwm64, k.key64,
+                 k.hwm64) >= (int)sizeof body)
         return idm__lease_fail(IDM_EINVAL, "lease: claim request too long");
     rc = call(e, path, body, &resp);
     if (rc == IDM_EIO && e->grpc_code == GRPC_NOT_FOUND)
@@ -924,41 +1017,48 @@ static int try_claim(etcd_be *e, uint32_t id, const char *value64, bool *won, id
     rc = check_header(e, resp, path);
     if (rc == 0 && (get_bool(resp, "succeeded", &ok) != 0 ||
                     get_field(resp, "responses", json_type_array, &ops) != 0 || ops == NULL ||
-                    json_object_array_length(ops) != 2))
+                    json_object_array_length(ops) != (ok ? 4u : 2u)))
         rc = garbage(e, path, "succeeded or responses");
-    if (rc == 0) {
+    if (rc == 0 && ok) {
+        json_object *put = NULL, *op1 = json_object_array_get_idx(ops, 1);
+        if (op1 == NULL || !json_object_is_type(op1, json_type_object) ||
+            get_field(op1, "response_put", json_type_object, &put) != 0 || put == NULL)
+            rc = garbage(e, path, "no response_put");
+        if (rc == 0)
+            rc = mark_of(e, json_object_array_get_idx(ops, 0), id, mark);
+        if (rc == 0)
+            rc = check_raised(e, json_object_array_get_idx(ops, 3), id, want);
+        *won = rc == 0;
+    } else if (rc == 0) {
+        /* Lost, unless the key is bound to our own lease already. */
+        json_object *rr, *kvs, *kv;
+        int64_t lease;
         first = json_object_array_get_idx(ops, 0);
-        if (ok) {
-            json_object *put;
-            if (get_field(first, "response_put", json_type_object, &put) != 0 || put == NULL)
-                rc = garbage(e, path, "no response_put");
-            else
-                *won = true;
-        } else {
-            /* Lost, unless the key is bound to our own lease already. */
-            json_object *rr, *kvs, *kv;
-            int64_t lease;
-            if (get_field(first, "response_range", json_type_object, &rr) != 0 || rr == NULL ||
-                get_field(rr, "kvs", json_type_array, &kvs) != 0)
-                rc = garbage(e, path, "the key's range");
-            else if (kvs != NULL && json_object_array_length(kvs) > 0 &&
-                     (kv = json_object_array_get_idx(kvs, 0)) != NULL &&
-                     json_object_is_type(kv, json_type_object)) {
-                if (get_i64(kv, "lease", &lease, NULL) != 0)
-                    rc = garbage(e, path, "the key's lease");
-                else if (lease == e->lease_id)
-                    *won = true;
+        if (first == NULL || !json_object_is_type(first, json_type_object) ||
+            get_field(first, "response_range", json_type_object, &rr) != 0 || rr == NULL ||
+            get_field(rr, "kvs", json_type_array, &kvs) != 0)
+            rc = garbage(e, path, "the key's range");
+        else if (kvs != NULL && json_object_array_length(kvs) > 0 &&
+                 (kv = json_object_array_get_idx(kvs, 0)) != NULL &&
+                 json_object_is_type(kv, json_type_object)) {
+            if (get_i64(kv, "lease", &lease, NULL) != 0)
+                rc = garbage(e, path, "the key's lease");
+            else if (lease == e->lease_id) {
+                json_object *hwm = json_object_array_get_idx(ops, 1);
+                rc = mark_of(e, hwm, id, mark);
+                if (rc == 0)
+                    rc = check_raised(e, hwm, id, want);
+                *won = rc == 0;
             }
         }
     }
-    if (rc == 0 && *won)
-        rc = mark_of(e, json_object_array_get_idx(ops, 1), id, mark);
     json_object_put(resp);
     return rc;
 }
 
 static int eb_claim(void *be, uint32_t max_workers, int64_t ttl_ms, const char *holder,
-                    uint32_t *worker, idm_unix_ms *prev_mark, int64_t *granted_ttl_ms)
+                    idm_unix_ms want, uint32_t *worker, idm_unix_ms *prev_mark,
+                    idm_unix_ms *recorded, int64_t *granted_ttl_ms)
 {
     etcd_be *e = be;
     taken_set t = {NULL, max_workers};
@@ -1005,7 +1105,7 @@ static int eb_claim(void *be, uint32_t max_workers, int64_t ttl_ms, const char *
             idm_unix_ms mark;
             if (t.taken[id])
                 continue;
-            rc = try_claim(e, id, value64, &won, &mark);
+            rc = try_claim(e, id, value64, want, &won, &mark);
             if (rc != 0)
                 break;
             if (won) {
@@ -1015,6 +1115,7 @@ static int eb_claim(void *be, uint32_t max_workers, int64_t ttl_ms, const char *
                 e->ttl_ms = granted_s * 1000;
                 *worker = id;
                 *prev_mark = mark;
+                *recorded = want;
                 *granted_ttl_ms = granted_s * 1000;
                 return 0;
             }
@@ -1087,27 +1188,36 @@ static int keepalive(etcd_be *e, int64_t *ttl_s)
     return rc;
 }
 
-/* Store mark in <prefix>/hwm/<id> if <prefix>/workers/<id> is still bound
- * to our lease; IDM_ELEASE if it is not. */
-static int put_mark(etcd_be *e, idm_unix_ms mark)
+/*
+ * If <prefix>/workers/<id> is still bound to our lease: raise the mark to
+ * mark (renewal), or set it to mark even if lower (release, when the
+ * generator has stopped and mark is exactly the last tick it minted).
+ * IDM_ELEASE if the key is not ours.
+ */
+static int write_mark(etcd_be *e, idm_unix_ms mark, bool raise)
 {
     static const char path[] = "/v3/kv/txn";
-    char key[MAX_PREFIX + 32], hwm[MAX_PREFIX + 32], val[32];
-    char key64[4 * sizeof key / 3 + 8], hwm64[4 * sizeof hwm / 3 + 8], val64[48];
-    char body[sizeof key64 + sizeof hwm64 + sizeof val64 + 256];
-    json_object *resp;
+    keys64 k;
+    char body[sizeof k.raise + sizeof k.key64 + 2 * sizeof k.hwm64 + sizeof k.val64 + 512];
+    json_object *resp, *ops = NULL;
     bool ok;
-    int rc;
-    key_of(e, "workers", e->worker, key, sizeof key);
-    key_of(e, "hwm", e->worker, hwm, sizeof hwm);
-    snprintf(val, sizeof val, "%lld", (long long)(mark > 0 ? mark : 0));
-    b64_str(key, key64);
-    b64_str(hwm, hwm64);
-    b64_str(val, val64);
-    snprintf(body, sizeof body,
-             "{\"compare\":[{\"target\":\"LEASE\",\"result\":\"EQUAL\",\"key\":\"%s\",\"lease\":"
-             "\"%" PRId64 "\"}],\"success\":[{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\"}}]}",
-             key64, e->lease_id, hwm64, val64);
+    int rc = keys_of(e, e->worker, mark, &k), n;
+    if (rc != 0)
+        return rc;
+    if (raise)
+        n = snprintf(body, sizeof body,
+                     "{\"compare\":[{\"target\":\"LEASE\",\"result\":\"EQUAL\",\"key\":\"%s\","
+                     "\"lease\":\"%" PRId64 "\"}],\"success\":[%s,{\"request_range\":{\"key\":"
+                     "\"%s\"}}]}",
+                     k.key64, e->lease_id, k.raise, k.hwm64);
+    else
+        n = snprintf(body, sizeof body,
+                     "{\"compare\":[{\"target\":\"LEASE\",\"result\":\"EQUAL\",\"key\":\"%s\","
+                     "\"lease\":\"%" PRId64 "\"}],\"success\":[{\"request_put\":{\"key\":\"%s\","
+                     "\"value\":\"%s\"}}]}",
+                     k.key64, e->lease_id, k.hwm64, k.val64);
+    if (n < 0 || (size_t)n >= sizeof body)
+        return idm__lease_fail(IDM_EINVAL, "lease: etcd request too long");
     rc = call(e, path, body, &resp);
     if (rc != 0)
         return rc;
@@ -1118,7 +1228,13 @@ static int put_mark(etcd_be *e, idm_unix_ms mark)
         rc = idm__lease_fail(IDM_ELEASE,
                              "lease: etcd %s was deleted or is bound to another lease: the claim "
                              "is lost",
-                             key);
+                             k.key);
+    if (rc == 0 && raise &&
+        (get_field(resp, "responses", json_type_array, &ops) != 0 || ops == NULL ||
+         json_object_array_length(ops) != 2))
+        rc = garbage(e, path, "responses");
+    if (rc == 0 && raise)
+        rc = check_raised(e, json_object_array_get_idx(ops, 1), e->worker, mark);
     json_object_put(resp);
     return rc;
 }
@@ -1133,7 +1249,7 @@ static int eb_renew(void *be, idm_unix_ms mark, int64_t *granted_ttl_ms)
     begin_op(e, e->ttl_ms / 3 > 300 ? e->ttl_ms / 3 : 300);
     rc = keepalive(e, &ttl_s);
     if (rc == 0)
-        rc = put_mark(e, mark);
+        rc = write_mark(e, mark, true);
     if (rc == 0)
         *granted_ttl_ms = ttl_s * 1000;
     return rc;
@@ -1148,7 +1264,7 @@ static int eb_release(void *be, idm_unix_ms mark)
     if (!e->held)
         return 0;
     begin_op(e, e->ttl_ms / 3 > 300 ? e->ttl_ms / 3 : 300);
-    rc = put_mark(e, mark);
+    rc = write_mark(e, mark, false);
     /* Revoke even if the mark was refused (the key is not ours then; our
      * lease binds nothing of anyone else's), but never on another cluster.
      * The first error is the one reported. */

@@ -185,7 +185,8 @@ static int fb_open(void **be, const char *rest, const idm_lease_opts *opts)
 }
 
 static int fb_claim(void *be, uint32_t max_workers, int64_t ttl_ms, const char *holder,
-                    uint32_t *worker, idm_unix_ms *prev_mark, int64_t *granted_ttl_ms)
+                    idm_unix_ms want, uint32_t *worker, idm_unix_ms *prev_mark,
+                    idm_unix_ms *recorded, int64_t *granted_ttl_ms)
 {
     file_be *f = be;
     snprintf(f->holder, sizeof f->holder, "%s", holder);
@@ -222,8 +223,9 @@ static int fb_claim(void *be, uint32_t max_workers, int64_t ttl_ms, const char *
         f->worker = n;
         f->seq = seq;
         snprintf(f->path, sizeof f->path, "%s", path);
-        /* Record the claim with the mark unchanged: nothing minted yet. */
-        if (write_record(f, mark) != 0) {
+        /* Record the claim with the mark raised to want (never lowered):
+         * the claim is the first renewal. */
+        if (write_record(f, want > mark ? want : mark) != 0) {
             int rc = IDM_EIO;
             close(fd);
             f->fd = -1;
@@ -231,6 +233,7 @@ static int fb_claim(void *be, uint32_t max_workers, int64_t ttl_ms, const char *
         }
         *worker = n;
         *prev_mark = mark;
+        *recorded = want;
         *granted_ttl_ms = ttl_ms;
         return 0;
     }

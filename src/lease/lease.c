@@ -32,6 +32,10 @@ struct idm_lease {
     const idm_clock *clock;
     uint32_t worker;
     idm_unix_ms prev_mark;
+    /* The claim, when it recorded a mark, stands as the first renewal. */
+    idm_unix_ms claim_mark;
+    idm_mono_ns claim_mono;
+    idm_wall_ns claim_wall;
     int64_t ttl_ms;
     int64_t margin_ms;
     idm_snowflake *g;
@@ -133,9 +137,14 @@ int idm_lease_open(idm_lease **out, const idm_lease_opts *opts)
         pthread_condattr_destroy(&ca);
     }
     rc = ops->open(&l->be, rest, opts);
-    if (rc == 0)
-        rc = ops->claim(l->be, opts->max_workers, opts->ttl_ms, holder, &l->worker, &l->prev_mark,
-                        &l->ttl_ms);
+    if (rc == 0) {
+        /* The claim records the first mark, as a renewal sent now would. */
+        l->claim_mono = l->clock->mono_ns(l->clock->ctx);
+        l->claim_wall = l->clock->wall_ns(l->clock->ctx);
+        rc = ops->claim(l->be, opts->max_workers, opts->ttl_ms, holder,
+                        l->claim_wall / NS_PER_MS + opts->ttl_ms, &l->worker, &l->prev_mark,
+                        &l->claim_mark, &l->ttl_ms);
+    }
     if (rc != 0) {
         if (l->be != NULL)
             ops->close(l->be);
@@ -144,8 +153,8 @@ int idm_lease_open(idm_lease **out, const idm_lease_opts *opts)
         free(l);
         return rc;
     }
-    l->recorded = l->prev_mark;
-    atomic_store(&l->mark_ms, l->prev_mark);
+    l->recorded = l->claim_mark > l->prev_mark ? l->claim_mark : l->prev_mark;
+    atomic_store(&l->mark_ms, l->recorded);
     *out = l;
     return 0;
 }
@@ -227,7 +236,20 @@ int idm_lease_attach(idm_lease *l, idm_snowflake *g)
     if (l == NULL || g == NULL || l->g != NULL)
         return idm__lease_fail(IDM_EINVAL, "lease: attach needs a lease and a generator, once");
     l->g = g;
-    rc = renew_once(l);
+    if (l->claim_mark > 0 &&
+        l->clock->mono_ns(l->clock->ctx) - l->claim_mono < l->ttl_ms * NS_PER_MS / 6) {
+        /* Claimed a moment ago, with a mark: that was the first renewal
+         * (its deadline runs from the claim's start), so the generator may
+         * mint now, with no further round trip. */
+        int64_t d = (l->ttl_ms - l->margin_ms) * NS_PER_MS;
+        idm_snowflake_guard(g, l->claim_mono + d, l->claim_wall + d, l->claim_mark);
+        atomic_store(&l->deadline, l->claim_mono + d);
+        atomic_store(&l->mark_ms, l->claim_mark);
+        atomic_fetch_add(&l->renewals, 1);
+        rc = 0;
+    } else {
+        rc = renew_once(l);
+    }
     if (rc != 0) {
         l->g = NULL;
         return rc;
@@ -266,7 +288,8 @@ int idm_lease_close(idm_lease *l)
         pthread_mutex_unlock(&l->mu);
         pthread_join(l->thread, NULL);
     }
-    final = l->recorded;
+    /* Nothing minted under the claim without a generator attached. */
+    final = l->prev_mark;
     if (l->g != NULL) {
         /* Stop the generator, then record exactly what it minted (the
          * caller has no mint in flight, as idm_lease_close requires), so
@@ -275,7 +298,6 @@ int idm_lease_close(idm_lease *l)
         idm_snowflake_stats st;
         idm_snowflake_guard_drop(l->g);
         idm_snowflake_stats_get(l->g, &st);
-        final = l->prev_mark;
         /* A generator that minted nothing reports its layout's epoch. */
         if (st.last_unix_ms > idm_layout_epoch(idm_snowflake_layout(l->g)) &&
             st.last_unix_ms > final)

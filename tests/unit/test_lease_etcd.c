@@ -358,13 +358,19 @@ typedef struct fake {
     int bad_id;          /* canned: requests without the lease id */
     bool drop;           /* proxy: forward nothing, answer nothing (a partition) */
     int64_t ka_delay_ms; /* proxy: hold keepalive answers back this long */
-    int64_t ka_fwd_ns;   /* proxy: when the last forwarded keepalive came in */
-    int64_t ka_ok_ns;    /* proxy: when the last answered keepalive came in */
+    int64_t ka_fwd_ns;   /* proxy: when the last forwarded keepalive (or grant,
+                            which starts the lease's TTL) came in */
+    int64_t ka_ok_ns;    /* proxy: when the last answered keepalive or grant came in */
     int64_t ka_at[256];  /* proxy: when each keepalive came in */
     int nka;
+    char first_mark_txn[4096]; /* proxy: the body of the first mark write */
 } fake;
 
 #define H "{\"cluster_id\":\"1\",\"member_id\":\"2\",\"revision\":\"5\",\"raft_term\":\"1\"}"
+/* Canned answers claim worker id 0 under /idmint/fake: its mark key, and the
+ * largest stored mark (every raise reads back at least what it wrote). */
+#define HWM0_B64 "L2lkbWludC9mYWtlL2h3bS8w"         /* /idmint/fake/hwm/0 */
+#define MARK_MAX_B64 "OTk5OTk5OTk5OTk5OTk5OQ=="     /* 9999999999999999 */
 
 static void send_all(int c, const char *p, size_t n)
 {
@@ -506,15 +512,18 @@ static void serve_canned(fake *f, int c, int k, const char *body)
         snprintf(out, sizeof out, "{\"header\":" H ",\"ID\":\"%s\",\"TTL\":\"2\"}", f->lease_id);
         break;
     case K_TXN_CLAIM:
+        /* no previous mark; put; raise; the mark read back: the largest */
         snprintf(out, sizeof out,
-                 "{\"header\":" H ",\"succeeded\":true,\"responses\":[{\"response_put\":{"
-                 "\"header\":{\"revision\":\"5\"}}},{\"response_range\":{\"header\":{"
-                 "\"revision\":\"5\"}}}]}");
+                 "{\"header\":" H ",\"succeeded\":true,\"responses\":[{\"response_range\":{"
+                 "\"header\":{\"revision\":\"5\"}}},{\"response_put\":{\"header\":{"
+                 "\"revision\":\"5\"}}},{\"response_txn\":{}},{\"response_range\":{"
+                 "\"kvs\":[{\"key\":\"" HWM0_B64 "\",\"value\":\"" MARK_MAX_B64 "\"}]}}]}");
         break;
     case K_TXN_MARK:
         snprintf(out, sizeof out,
-                 "{\"header\":" H ",\"succeeded\":true,\"responses\":[{\"response_put\":{"
-                 "\"header\":{\"revision\":\"6\"}}}]}");
+                 "{\"header\":" H ",\"succeeded\":true,\"responses\":[{\"response_txn\":{}},"
+                 "{\"response_range\":{\"kvs\":[{\"key\":\"" HWM0_B64 "\",\"value\":\""
+                 MARK_MAX_B64 "\"}]}}]}");
         break;
     case K_KEEPALIVE:
         snprintf(out, sizeof out, "{\"result\":{\"header\":" H ",\"ID\":\"%s\",\"TTL\":\"2\"}}\n",
@@ -572,9 +581,13 @@ static void serve_proxy(fake *f, int c, int k, const char *path, const char *bod
         hang(f, c); /* nothing reaches etcd */
         return;
     }
-    if (k == K_KEEPALIVE) {
+    if (k == K_KEEPALIVE || k == K_GRANT) {
         recv_ns = mono_ns();
         f->ka_fwd_ns = recv_ns;
+    }
+    if (k == K_TXN_MARK && f->first_mark_txn[0] == '\0')
+        snprintf(f->first_mark_txn, sizeof f->first_mark_txn, "%s", body);
+    if (k == K_KEEPALIVE) {
         if (f->nka < (int)(sizeof f->ka_at / sizeof f->ka_at[0]))
             f->ka_at[f->nka++] = recv_ns;
         delay = f->ka_delay_ms;
@@ -591,7 +604,7 @@ static void serve_proxy(fake *f, int c, int k, const char *path, const char *bod
         /* the client gave up first */
     } else {
         respond(c, status, answer);
-        if (k == K_KEEPALIVE && status == 200) {
+        if ((k == K_KEEPALIVE || k == K_GRANT) && status == 200) {
             pthread_mutex_lock(&f->mu);
             f->ka_ok_ns = recv_ns;
             pthread_mutex_unlock(&f->mu);
@@ -951,17 +964,31 @@ static void e1_racing_claimants(void **unused)
     free(url);
 }
 
+/* Attach a generator to a fresh claim and mint one id: no request to etcd
+ * (the claim recorded the first mark). */
+static idm_snowflake *first_id(idm_layout *layout, idm_lease *l)
+{
+    idm_snowflake *g = gen_for(layout, l);
+    uint64_t id;
+    IDM_ASSERT_OK(idm_lease_attach(l, g));
+    IDM_ASSERT_OK(idm_snowflake_next(g, &id));
+    return g;
+}
+
 /* E14 with 8 ids, through a counting proxy: every claim costs 3 requests
- * (grant, range, txn) whatever the occupancy, and the ninth gets "no free
- * worker id" after 3 (grant, range, revoke). */
+ * (grant, range, txn) from start to the first id, whatever the occupancy,
+ * and the ninth gets "no free worker id" after 3 (grant, range, revoke). */
 static void e14_no_free_worker_id(void **unused)
 {
     fake px;
     char *url;
     idm_lease_opts o;
     idm_lease *l[9] = {NULL};
+    idm_snowflake *g[8];
+    idm_layout *layout;
     int before;
     (void)unused;
+    IDM_ASSERT_OK(idm_layout_preset(&layout, "twitter"));
     fake_start(&px, g_eps, NULL);
     url = fake_url(&px, "e14");
     lease_opts(&o, url, 8);
@@ -969,7 +996,8 @@ static void e14_no_free_worker_id(void **unused)
         before = fake_total(&px);
         IDM_ASSERT_OK(idm_lease_open(&l[i], &o));
         assert_int_equal(idm_lease_worker(l[i]), (uint32_t)i);
-        CHECK(fake_total(&px) - before == 3, "claim %d took %d requests", i,
+        g[i] = first_id(layout, l[i]);
+        CHECK(fake_total(&px) - before == 3, "claim %d took %d requests to the first id", i,
               fake_total(&px) - before);
     }
     before = fake_total(&px);
@@ -981,24 +1009,31 @@ static void e14_no_free_worker_id(void **unused)
            fake_total(&px) - before);
     CHECK(fake_total(&px) - before == 3, "refused claim took %d requests",
           fake_total(&px) - before);
-    for (int i = 0; i < 8; i++)
+    for (int i = 0; i < 8; i++) {
         IDM_ASSERT_OK(idm_lease_close(l[i]));
+        idm_snowflake_close(g[i]);
+    }
     fake_stop(&px);
     free(url);
+    idm_layout_free(layout);
 }
 
 /* E14 with 1,024 ids taken by etcdctl under a long lease: the 1,025th
  * claimant is refused after 3 requests; with one id freed, it gets that id
- * in 3 requests. */
+ * and mints its first id after 3 requests. */
 static void e14_all_1024_taken(void **unused)
 {
     char out[512], *dir, *url, hex[32];
     fake px;
     idm_lease_opts o;
     idm_lease *l = NULL;
+    idm_snowflake *g;
+    idm_layout *layout;
     int before;
     int64_t t0;
     (void)unused;
+    IDM_ASSERT_OK(idm_layout_parse(&layout, "time:40@1ms,datacenter:1,worker:10,seq:12",
+                                   INT64_C(1288834974657)));
     assert_int_equal(run_out(out, sizeof out, ETCDCTL "%s lease grant 600", g_eps), 0);
     assert_int_equal(sscanf(out, "lease %31s granted", hex), 1);
     dir = idm_test_tmpdir();
@@ -1038,10 +1073,13 @@ static void e14_all_1024_taken(void **unused)
     t0 = mono_ms();
     IDM_ASSERT_OK(idm_lease_open(&l, &o));
     assert_int_equal(idm_lease_worker(l), 777);
-    printf("  E14: claim of the one free id of 1,024: %d requests, %lld ms\n",
+    g = first_id(layout, l);
+    printf("  E14: claim of the one free id of 1,024, to the first id: %d requests, %lld ms\n",
            fake_total(&px) - before, LL(mono_ms() - t0));
     CHECK(fake_total(&px) - before == 3, "%d requests", fake_total(&px) - before);
     IDM_ASSERT_OK(idm_lease_close(l));
+    idm_snowflake_close(g);
+    idm_layout_free(layout);
     fake_stop(&px);
     assert_int_equal(run(ETCDCTL "%s lease revoke %s > /dev/null", g_eps, hex), 0);
     free(url);
@@ -1511,21 +1549,117 @@ static void e15_garbage_answers(void **unused)
         o.ttl_ms = 2000;
         IDM_ASSERT_OK(idm_lease_open(&l, &o));
         g = gen_for(layout, l);
+        /* The claim recorded the first mark: minting starts at attach, and
+         * the keeper's first renewal (TTL/3 later) meets the bad answer. */
+        IDM_ASSERT_OK(idm_lease_attach(l, g));
+        IDM_ASSERT_OK(idm_snowflake_next(g, &id));
         fake_set(&f, gc->kind, gc->special, gc->status, gc->body);
         t0 = mono_ms();
-        rc = idm_lease_attach(l, g);
-        CHECK(rc != 0, "%s: renewed", gc->name);
-        CHECK(gc->want != 0 ? rc == gc->want : rc != IDM_ELEASE, "%s: %s (%s)", gc->name,
-              idm_err_name(rc), idm_error_detail());
-        CHECK(mono_ms() - t0 < 1500, "%s: took %lld ms", gc->name, LL(mono_ms() - t0));
-        IDM_ASSERT_RC(idm_snowflake_next(g, &id), IDM_ELEASE);
-        idm_lease_status_get(l, &st);
+        do {
+            sleep_ms(5);
+            idm_lease_status_get(l, &st);
+        } while (st.failures == 0 && mono_ms() - t0 < 2000);
+        rc = st.last_error;
+        CHECK(st.failures != 0, "%s: renewed", gc->name);
+        CHECK(gc->want != 0 ? rc == gc->want : rc != IDM_ELEASE, "%s: %s", gc->name,
+              idm_err_name(rc));
+        CHECK(mono_ms() - t0 < 1200, "%s: took %lld ms", gc->name, LL(mono_ms() - t0));
         assert_int_equal(st.lost, gc->want == IDM_ELEASE);
+        /* Told the claim is gone: stop at once. Anything else is "unknown,
+         * try again": mint on until the deadline (2 s TTL - 400 ms margin
+         * from the claim, not reached yet). */
+        if (gc->want == IDM_ELEASE)
+            IDM_ASSERT_RC(idm_snowflake_next(g, &id), IDM_ELEASE);
+        else if (mono_ns() < st.deadline - INT64_C(50000000))
+            IDM_ASSERT_OK(idm_snowflake_next(g, &id));
         fake_clear(&f);
         idm_lease_close(l);
         idm_snowflake_close(g);
     }
     fake_stop(&f);
+    free(url);
+    idm_layout_free(layout);
+}
+
+/* The stored mark of worker id 0 under /idmint/<name>, -1 if none. */
+static int64_t stored_mark(const char *name)
+{
+    char out[256];
+    if (run_out(out, sizeof out, ETCDCTL "%s get /idmint/%s/hwm/0 --print-value-only", g_eps,
+                name) != 0 ||
+        out[0] < '0' || out[0] > '9')
+        return -1;
+    return strtoll(out, NULL, 10);
+}
+
+/* A mark write applied late (sent, its answer lost, applied after later
+ * ones: here the first renewal's txn replayed to etcd after two more) finds
+ * the stored mark higher and leaves it; a stored value that is no 16-digit
+ * mark is never taken as recorded: the renewal fails ("unknown, try
+ * again"), and works again once the value is a mark. */
+static void late_mark_write_never_lowers(void **unused)
+{
+    fake px;
+    char *url, *answer = NULL, body[4096];
+    idm_lease_opts o;
+    idm_lease *l;
+    idm_snowflake *g;
+    idm_lease_status st;
+    idm_layout *layout;
+    int64_t before, after;
+    int status = 0;
+    (void)unused;
+    IDM_ASSERT_OK(idm_layout_preset(&layout, "twitter"));
+    fake_start(&px, g_eps, NULL);
+    url = fake_url(&px, "late");
+    lease_opts(&o, url, 1);
+    o.ttl_ms = 2000;
+    IDM_ASSERT_OK(idm_lease_open(&l, &o));
+    g = first_id(layout, l);
+    wait_status(l, &st, 3000, false, 1); /* the first keeper renewal */
+    wait_status(l, &st, 3000, false, 2);
+    wait_status(l, &st, 3000, false, 3);
+    CHECK(st.renewals >= 4 && st.last_error == 0, "renewals %llu, %s", ULL(st.renewals),
+          idm_err_name(st.last_error));
+    before = stored_mark("late");
+    CHECK(before == st.mark_ms, "stored %lld, recorded %lld", LL(before), LL(st.mark_ms));
+    pthread_mutex_lock(&px.mu);
+    snprintf(body, sizeof body, "%s", px.first_mark_txn);
+    pthread_mutex_unlock(&px.mu);
+    assert_true(body[0] != '\0');
+    assert_int_equal(http_post(g_eps, "/v3/kv/txn", body, 3000, &status, &answer), 0);
+    assert_int_equal(status, 200);
+    CHECK(strstr(answer, "\"succeeded\":true") != NULL, "replayed txn: %s", answer);
+    free(answer);
+    after = stored_mark("late");
+    printf("  late write: stored mark %lld before and %lld after replaying the first renewal\n",
+           LL(before), LL(after));
+    CHECK(after >= before, "a late write lowered the mark from %lld to %lld", LL(before),
+          LL(after));
+
+    /* A value left by hand in another form: renewals fail, never lost. */
+    assert_int_equal(run(ETCDCTL "%s put /idmint/late/hwm/0 99 > /dev/null", g_eps), 0);
+    idm_lease_status_get(l, &st);
+    {
+        uint64_t fails = st.failures;
+        int64_t t0 = mono_ms();
+        do {
+            sleep_ms(10);
+            idm_lease_status_get(l, &st);
+        } while (st.failures == fails && mono_ms() - t0 < 2000);
+    }
+    CHECK(st.last_error == IDM_EIO && !st.lost, "%s, lost %d", idm_err_name(st.last_error),
+          st.lost);
+    {
+        char v[32];
+        snprintf(v, sizeof v, "%016lld", LL(after));
+        assert_int_equal(run(ETCDCTL "%s put /idmint/late/hwm/0 %s > /dev/null", g_eps, v), 0);
+    }
+    wait_status(l, &st, 2000, false, st.renewals);
+    CHECK(st.last_error == 0 && !st.lost, "after the repair: %s", idm_err_name(st.last_error));
+    IDM_ASSERT_OK(idm_lease_close(l));
+    idm_snowflake_close(g);
+    fake_stop(&px);
     free(url);
     idm_layout_free(layout);
 }
@@ -1939,7 +2073,7 @@ static void e5_partition(void **unused)
     t_part = mono_ns();
     CHECK(minter_wait_refused(&m, 3000), "holder 1 minted on through the partition");
     pthread_mutex_lock(&px.mu);
-    fwd_ns = px.ka_fwd_ns; /* the last keepalive that reached etcd */
+    fwd_ns = px.ka_fwd_ns; /* the last keepalive (or the grant) that reached etcd */
     pthread_mutex_unlock(&px.mu);
     assert_int_equal(m.first_rc, IDM_ELEASE);
     printf("  E5: holder 1 stopped %lld ms into the partition, %lld ms after its last "
@@ -2534,6 +2668,7 @@ int main(void)
         cmocka_unit_test(e1_racing_claimants),
         cmocka_unit_test(e14_no_free_worker_id),
         cmocka_unit_test(e14_all_1024_taken),
+        cmocka_unit_test(late_mark_write_never_lowers),
         cmocka_unit_test(e3_lease_revoked),
         cmocka_unit_test(e4_key_deleted),
         cmocka_unit_test(e12_holder_killed),
