@@ -100,6 +100,12 @@ typedef struct etcd_be {
     uint64_t cluster_id;
     bool have_cluster;
     bool foreign;             /* another cluster answered: send nothing more */
+    /* POST body to url within timeout_ms: 0 and the HTTP status, the answer
+     * in buf (through on_data); -1 for a transport error (errbuf says which,
+     * overflow if the answer was too large). libcurl, or a fuzz target's
+     * stand-in. */
+    int (*post)(struct etcd_be *e, const char *url, const char *body, long timeout_ms,
+                long *status);
     /* the claim */
     bool held;
     int64_t lease_id;
@@ -479,6 +485,25 @@ static void error_answer(etcd_be *e, int *code, char *msg, size_t msglen)
             *p = '?';
 }
 
+static int post_curl(etcd_be *e, const char *url, const char *body, long timeout_ms,
+                     long *status)
+{
+    CURLcode cc;
+    curl_easy_setopt(e->curl, CURLOPT_URL, url);
+    curl_easy_setopt(e->curl, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(e->curl, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+    curl_easy_setopt(e->curl, CURLOPT_TIMEOUT_MS, timeout_ms);
+    curl_easy_setopt(e->curl, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
+    cc = curl_easy_perform(e->curl);
+    if (cc != CURLE_OK) {
+        if (e->errbuf[0] == '\0')
+            snprintf(e->errbuf, sizeof e->errbuf, "%s", curl_easy_strerror(cc));
+        return -1;
+    }
+    curl_easy_getinfo(e->curl, CURLINFO_RESPONSE_CODE, status);
+    return 0;
+}
+
 /*
  * POST body to path; 0 and the answer (a JSON object, status 200), or an
  * error: IDM_EIO with e->grpc_code set for an error answer (0 if it had no
@@ -497,7 +522,6 @@ static int call(etcd_be *e, const char *path, const char *body, json_object **ou
         size_t k = (e->cur + i) % e->neps;
         char url[MAX_HOST + 64];
         int64_t left_ms = (e->deadline_ns - mono_ns()) / 1000000, t;
-        CURLcode cc;
         long status = 0;
         if (left_ms < 10) {
             snprintf(last, sizeof last, "out of time before %s%s", e->eps[k], path);
@@ -515,21 +539,13 @@ static int call(etcd_be *e, const char *path, const char *body, json_object **ou
         e->len = 0;
         e->overflow = false;
         e->errbuf[0] = '\0';
-        curl_easy_setopt(e->curl, CURLOPT_URL, url);
-        curl_easy_setopt(e->curl, CURLOPT_POSTFIELDS, body);
-        curl_easy_setopt(e->curl, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
-        curl_easy_setopt(e->curl, CURLOPT_TIMEOUT_MS, (long)t);
-        curl_easy_setopt(e->curl, CURLOPT_CONNECTTIMEOUT_MS, (long)t);
-        cc = curl_easy_perform(e->curl);
-        if (cc != CURLE_OK) {
+        if (e->post(e, url, body, (long)t, &status) != 0) {
             if (e->overflow)
                 return idm__lease_fail(IDM_EIO, "lease: etcd %s%s: answer larger than %d bytes",
                                        e->eps[k], path, MAX_BODY);
-            snprintf(last, sizeof last, "%s%s: %s", e->eps[k], path,
-                     e->errbuf[0] != '\0' ? e->errbuf : curl_easy_strerror(cc));
+            snprintf(last, sizeof last, "%s%s: %s", e->eps[k], path, e->errbuf);
             continue;
         }
-        curl_easy_getinfo(e->curl, CURLINFO_RESPONSE_CODE, &status);
         if (status == 200) {
             e->cur = k;
             return parse_answer(e, path, out);
@@ -801,6 +817,7 @@ static int eb_open(void **be, const char *rest, const idm_lease_opts *opts)
         eb_free(e);
         return IDM_ENOMEM;
     }
+    e->post = post_curl;
     curl_easy_setopt(e->curl, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e->curl, CURLOPT_HTTPHEADER, e->hdrs);
     curl_easy_setopt(e->curl, CURLOPT_POST, 1L);
