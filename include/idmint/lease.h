@@ -13,11 +13,12 @@
  *                 etcd v3 through its HTTP/JSON gateway (libcurl, json-c):
  *                 a lease granted with the TTL, worker id N claimed by a
  *                 transaction that creates <prefix>/workers/N bound to it
- *                 only if absent (taken ids read in one range request, so a
- *                 claim costs 3 round trips at any occupancy), renewed by
- *                 keepalive, the mark kept in <prefix>/hwm/N (no lease) by a
- *                 transaction guarded on owning the worker key, released by
- *                 revoking the lease. Endpoints are tried in turn on
+ *                 only if absent (taken ids read in one range request, the
+ *                 first mark recorded in the same transaction, so a claim
+ *                 costs 3 round trips to the first id at any occupancy),
+ *                 renewed by keepalive, the mark kept in <prefix>/hwm/N (no
+ *                 lease) by transactions guarded on owning the worker key
+ *                 that only ever raise it, released by revoking the lease. Endpoints are tried in turn on
  *                 transport errors; every answer's cluster id must match
  *                 the first, or the claim is taken as lost.
  *
@@ -102,9 +103,11 @@ IDM_EXTERN uint32_t idm_lease_worker(const idm_lease *l);
 /* The previous holder's high-water mark (0 if none): start above it. */
 IDM_EXTERN idm_unix_ms idm_lease_mark(const idm_lease *l);
 /*
- * Start feeding g (opened with opts.guarded and the same clock): one renewal
- * now, so that g may mint when this returns 0, then a keeper thread renewing
- * every ttl/3. If a renewal fails, g stops at its deadline; once a renewal
+ * Start feeding g (opened with opts.guarded and the same clock), so that g
+ * may mint when this returns 0, then a keeper thread renewing every ttl/3.
+ * The claim recorded a first mark: right after idm_lease_open (within
+ * ttl/6) that stands as the first renewal and attach sends nothing; later,
+ * attach renews first. If a renewal fails, g stops at its deadline; once a renewal
  * works again, g resumes; if the coordinator says the claim is gone, g stops
  * at once and the status reports it lost.
  */
