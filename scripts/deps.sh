@@ -14,6 +14,7 @@ want=(cmake make gcc libc6-dev pkg-config libcmocka-dev python3
       clang libclang-rt-dev            # libFuzzer runs in make test
       postgresql                       # interoperability: PostgreSQL's uuid type
       libcurl4-openssl-dev libjson-c-dev   # the etcd lease backend
+      libsqlite3-dev libpq-dev         # the segment ticket stores
       etcd-server etcd-client          # etcd servers the lease tests start
       nodejs:node npm:npm)             # interoperability: npm uuid and ulid
 case "${1:-}" in

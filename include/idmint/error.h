@@ -32,13 +32,16 @@
     XX(ERANDOM, -15, "the system's random source failed")                    \
     XX(EOVERFLOW, -16,                                                       \
        "random part overflowed within one millisecond")                      \
-    XX(ELEASE, -17, "no valid worker-id lease covers this id")
+    XX(ELEASE, -17, "no valid worker-id lease covers this id")                \
+    XX(EEXIST, -18, "it exists already")                                      \
+    XX(ENOSEQ, -19, "no such sequence")                                       \
+    XX(EUNAVAIL, -20, "the store cannot be reached")
 
 typedef enum idm_errno {
 #define IDM__ERRDEF(name, code, msg) IDM_##name = (code),
     IDM_ERRNO_MAP(IDM__ERRDEF)
 #undef IDM__ERRDEF
-    IDM_ERRNO_MIN = -17
+    IDM_ERRNO_MIN = -20
 } idm_errno;
 
 /*

@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Segment (ticket) allocation (library idmint_segment): small, dense integer
+ * ids from named counters in a ticket store, handed out by an in-process
+ * allocator in blocks, the way Flickr's ticket servers and Leaf's segment
+ * mode do.
+ *
+ * A ticket store keeps one counter row per sequence name. A block is taken
+ * by ONE atomic statement (UPDATE ... SET next = next + size ... RETURNING
+ * next): concurrent takers get disjoint blocks, a crash after the statement
+ * abandons the rest of its block (a gap), and nothing is ever handed out
+ * twice. Stores are chosen by URL:
+ *   sqlite:///path/file.db   SQLite in WAL mode (embedded default; several
+ *                            processes on one machine may share the file)
+ *   postgres://...           PostgreSQL through libpq (any libpq URI)
+ *
+ * Several stores can serve one sequence, Flickr style: of N stores, store k
+ * (0-based, its position in the list) hands out ids congruent to k mod N,
+ * so blocks from different stores never overlap and one store being down
+ * only makes ids less ordered. Each store records its k and N for the
+ * sequence at creation, and every block taken checks them: two clients that
+ * list the stores in different orders get an error, not duplicates. Each
+ * store also records how far the others have been seen to hand out, so a
+ * store restored from an old backup (its counter rewound) is refused.
+ *
+ * The allocator (idm_seq) hands out ids with no I/O on the common path (one
+ * atomic add), thread-safe; a background thread fetches the next block when
+ * less than prefetch_pct of the current one is left, so a steady consumer
+ * never waits on the store; block sizes adapt to the consumption rate. When
+ * every store is down, it serves what it holds and then fails with
+ * IDM_EUNAVAIL (never blocks for longer than opts.wait_ms).
+ */
+#ifndef IDMINT_SEGMENT_H
+#define IDMINT_SEGMENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "clock.h"
+#include "export.h"
+
+/* ------------------------------------------------------------ ticket store */
+
+typedef struct idm_store idm_store;
+
+/* Names: 1 to 64 of [A-Za-z0-9_.-]. Values: 0 to IDM_SEQ_MAX. */
+#define IDM_SEQ_NAME_MAX 64
+#define IDM_SEQ_MAX INT64_C(4611686018427387904) /* 2^62 */
+
+typedef struct idm_seq_info {
+    char name[IDM_SEQ_NAME_MAX + 1];
+    int64_t next;   /* the next value the store will hand out (local units) */
+    uint32_t k, n;  /* this store is k of n for the sequence */
+} idm_seq_info;
+
+/* The operations of a store, for stores written by the caller (tests,
+ * wrappers that add latency or faults). Each returns 0 or an IDM_E code
+ * with idm_error_fail's detail. take must be atomic: disjoint blocks for
+ * concurrent callers, whatever fails. */
+typedef struct idm_store_ops {
+    int (*create)(void *ctx, const char *name, int64_t start, uint32_t k, uint32_t n);
+    /* Local values [*start, *start + size), only if the sequence exists,
+     * was created as store k of n there, and start + size <= limit; else
+     * nothing changes and the error says which: IDM_ENOSEQ, IDM_EINVAL
+     * (another k or n), IDM_ERANGE (the counter would pass limit). */
+    int (*take)(void *ctx, const char *name, int64_t size, uint32_t k, uint32_t n,
+                int64_t limit, int64_t *start);
+    int (*list)(void *ctx, idm_seq_info **out, size_t *count); /* malloc'd */
+    /* floors: how far ids of store k of this sequence have been seen to go */
+    int (*floor_get)(void *ctx, const char *name, uint32_t k, int64_t *floor);
+    int (*floor_raise)(void *ctx, const char *name, uint32_t k, int64_t floor);
+    void (*close)(void *ctx);
+} idm_store_ops;
+
+/*
+ * Open the store a URL names (the tables are created if missing).
+ * IDM_EINVAL for a bad URL, IDM_EUNAVAIL if it cannot be reached.
+ */
+IDM_EXTERN int idm_store_open(idm_store **out, const char *url);
+/* A store over caller-provided operations; ops->close(ctx) at close. */
+IDM_EXTERN int idm_store_custom(idm_store **out, const idm_store_ops *ops, void *ctx);
+/* The URL it was opened with, password masked ("custom" for custom stores). */
+IDM_EXTERN const char *idm_store_url(const idm_store *s);
+
+/* Create a sequence whose first id is start (default 1 in the CLI).
+ * IDM_EEXIST if it exists; nothing changes then. For store k of n, start is
+ * the first global id; the store keeps local units. */
+IDM_EXTERN int idm_store_create(idm_store *s, const char *name, int64_t start, uint32_t k,
+                                uint32_t n);
+/* Take a block of size local units: ids [*first, *first + size * n) step n.
+ * IDM_ENOSEQ if the sequence does not exist, IDM_EINVAL for size 0 or
+ * above IDM_SEQ_MAX, IDM_ERANGE if the counter would pass IDM_SEQ_MAX,
+ * IDM_EUNAVAIL if the store cannot be reached (the block may or may not be
+ * taken: it is never used). */
+IDM_EXTERN int idm_store_take(idm_store *s, const char *name, int64_t size, uint32_t k,
+                              uint32_t n, int64_t *first);
+IDM_EXTERN int idm_store_list(idm_store *s, idm_seq_info **out, size_t *count);
+IDM_EXTERN void idm_store_close(idm_store *s);
+
+/* -------------------------------------------------------------- allocator */
+
+typedef struct idm_seq idm_seq;
+
+typedef struct idm_seq_opts {
+    const char *name;        /* the sequence */
+    idm_store **stores;      /* 1 or more; store k serves ids = k mod nstores */
+    size_t nstores;
+    int64_t min_block;       /* default 1000 */
+    int64_t max_block;       /* default 10,000,000 */
+    int64_t target_ms;       /* a block should last about this long; default 10000 */
+    int prefetch_pct;        /* fetch the next block below this % left; default
+                                20; 0: no prefetch (fetched when the block runs
+                                out, callers wait: for comparison) */
+    int64_t wait_ms;         /* longest next() waits for a block; default 2000 */
+    const idm_clock *clock;  /* for block timing; NULL: the system clock */
+} idm_seq_opts;
+
+typedef struct idm_seq_stats {
+    uint64_t ids;            /* handed out */
+    uint64_t fetches;        /* blocks taken (store round trips that worked) */
+    uint64_t fetch_errors;   /* store round trips that failed */
+    uint64_t waits;          /* next() calls that had to wait for a block */
+    uint64_t wait_ns;        /* total time they waited */
+    int64_t block;           /* the current block size */
+    int64_t left;            /* ids left in hand (current + prefetched) */
+    int last_error;          /* the last fetch's error, 0 if it worked */
+} idm_seq_stats;
+
+IDM_EXTERN void idm_seq_opts_init(idm_seq_opts *opts);
+/* Open an allocator: checks the sequence exists in every store (IDM_ENOSEQ)
+ * with matching k and n, and each store's counter against the floors the
+ * others recorded; takes the first block. */
+IDM_EXTERN int idm_seq_open(idm_seq **out, const idm_seq_opts *opts);
+/* The next id. IDM_EUNAVAIL when no block is in hand and none could be
+ * taken within wait_ms. Thread-safe. */
+IDM_EXTERN int idm_seq_next(idm_seq *q, int64_t *id);
+IDM_EXTERN void idm_seq_stats_get(idm_seq *q, idm_seq_stats *out);
+/* Stop the prefetch thread; the ids in hand are abandoned (gaps). */
+IDM_EXTERN void idm_seq_close(idm_seq *q);
+
+#endif /* IDMINT_SEGMENT_H */

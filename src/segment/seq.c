@@ -1,0 +1,624 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The segment allocator: ids from blocks taken from ticket stores, handed
+ * out with one atomic add and no lock on the common path.
+ *
+ * Hot path. One 64-bit word holds (generation << 40) | position. The block of
+ * generation g lives in slot g & 1 (two slots: the current block and the one
+ * installed before it). A caller does w = fetch_add(word, 1): the position it
+ * gets is its own, no other caller can get the same (generation, position).
+ * It then reads the slot's fields and checks, seqlock style, that the slot
+ * still holds generation g; if it does and position < size, the id is
+ * first + position * stride. A slot is rewritten only for generation g + 2,
+ * after the word has moved to g + 1: the writer marks the slot invalid, then
+ * writes the fields (release stores), then the new generation; a reader
+ * loads the fields (acquire) and then compares the generation, so a reader
+ * that saw any rewritten field sees a generation other than g and abandons
+ * its position (a gap). (Release/acquire on each field instead of fences:
+ * the same plain moves on x86, and ThreadSanitizer understands them.) A position is thus handed out at most once
+ * and only against the fields of its own block: gaps, never duplicates.
+ *
+ * Slow path (position >= size: block exhausted), under the mutex: install
+ * the prefetched block (new generation, position 0) if there is one, else
+ * ask the keeper thread and wait for it on a condvar, at most opts.wait_ms.
+ * The store round trips all happen on the keeper thread, so no caller ever
+ * blocks longer than wait_ms, whatever a store does.
+ *
+ * Keeper thread: fills the spare block when the current one has less than
+ * prefetch_pct % left (the caller whose add reaches that position signals
+ * it), round robin over the stores with failover, retrying with a backoff
+ * while a block is wanted and every store fails; after each block taken
+ * from store k it raises k's floor in the other stores (best effort).
+ *
+ * Generations are 24 bits: a reader would have to stall between its add and
+ * its check for 2^24 block switches to be fooled by the wrap.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "segment_internal.h"
+
+#define POS_BITS 40
+#define POS_MASK ((UINT64_C(1) << POS_BITS) - 1)
+#define GEN_MASK ((UINT64_C(1) << (64 - POS_BITS)) - 1)
+#define GEN_NONE UINT64_MAX
+#define BLOCK_CAP (INT64_C(1) << 39)
+#define MAX_STORES 1024
+#define NS_PER_MS INT64_C(1000000)
+#define RETRY_MIN_NS (5 * NS_PER_MS)     /* retries while a caller waits */
+#define RETRY_MAX_NS (1000 * NS_PER_MS)  /* background backoff cap */
+
+typedef struct slot {
+    _Atomic uint64_t gen; /* the generation it holds, GEN_NONE while written */
+    _Atomic int64_t first, stride, size, trigger;
+} slot;
+
+typedef struct block {
+    int64_t first, stride, size;
+    size_t store;
+} block;
+
+struct idm_seq {
+    _Alignas(64) _Atomic uint64_t word;
+    _Alignas(64) slot slots[2];
+
+    /* Everything below is under mu. */
+    _Alignas(64) pthread_mutex_t mu;
+    pthread_cond_t cv_work; /* wakes the keeper */
+    pthread_cond_t cv_done; /* a fetch attempt ended */
+    pthread_t thread;
+    bool stop, need, fetching, spare_ready;
+    block cur, spare;
+    uint64_t gen;            /* the word's generation */
+    uint64_t exhausted_gen;  /* the last generation seen exhausted */
+    int64_t installed_at;    /* opts clock, when cur was installed */
+    int64_t block_size;      /* the size of the next fetch */
+    size_t next_store;
+    int64_t last_try_ns, next_try_ns, backoff_ns; /* CLOCK_MONOTONIC */
+    uint64_t ids_done, fetches, fetch_errors, waits, wait_ns;
+    int last_error;          /* the last round trip's */
+    int last_fail;           /* the last failed round trip's */
+    char last_detail[320];
+
+    /* Fixed at open. */
+    char name[IDM_SEQ_NAME_MAX + 1];
+    idm_store **stores;
+    size_t nstores;
+    int64_t min_block, max_block, target_ns, wait_max_ns;
+    int pct;
+    const idm_clock *clock;
+};
+
+static int64_t mono_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static struct timespec abs_ts(int64_t ns)
+{
+    struct timespec ts;
+    ts.tv_sec = (time_t)(ns / 1000000000);
+    ts.tv_nsec = (long)(ns % 1000000000);
+    return ts;
+}
+
+static int64_t clock_mono(const idm_seq *q)
+{
+    return q->clock->mono_ns(q->clock->ctx);
+}
+
+/* The first position at which less than pct % of the block is left:
+ * (size - p - 1) * 100 < size * pct  <=>  p >= size - ceil(size * pct / 100). */
+static int64_t trigger_of(int64_t size, int pct)
+{
+    return size - (size * pct + 99) / 100;
+}
+
+void idm_seq_opts_init(idm_seq_opts *opts)
+{
+    if (opts == NULL)
+        return;
+    memset(opts, 0, sizeof *opts);
+    opts->min_block = 1000;
+    opts->max_block = 10000000;
+    opts->target_ms = 10000;
+    opts->prefetch_pct = 20;
+    opts->wait_ms = 2000;
+}
+
+static int check_opts(const idm_seq_opts *o)
+{
+    int rc;
+    if (o == NULL)
+        return idm__seg_fail(IDM_EINVAL, "seq: no options");
+    if ((rc = idm__seq_check_name(o->name)) != 0)
+        return rc;
+    if (o->stores == NULL || o->nstores < 1 || o->nstores > MAX_STORES)
+        return idm__seg_fail(IDM_EINVAL, "seq: opts.nstores = %zu: want 1 to %d stores",
+                             o->stores == NULL ? (size_t)0 : o->nstores, MAX_STORES);
+    for (size_t i = 0; i < o->nstores; i++)
+        if (o->stores[i] == NULL)
+            return idm__seg_fail(IDM_EINVAL, "seq: opts.stores[%zu] is NULL", i);
+    if (o->min_block < 1 || o->min_block > BLOCK_CAP)
+        return idm__seg_fail(IDM_EINVAL, "seq: opts.min_block = %lld: want 1 to 2^39",
+                             (long long)o->min_block);
+    if (o->max_block < o->min_block || o->max_block > BLOCK_CAP)
+        return idm__seg_fail(IDM_EINVAL,
+                             "seq: opts.max_block = %lld: want min_block (%lld) to 2^39",
+                             (long long)o->max_block, (long long)o->min_block);
+    if (o->target_ms < 1 || o->target_ms > INT64_MAX / (4 * NS_PER_MS))
+        return idm__seg_fail(IDM_EINVAL, "seq: opts.target_ms = %lld: want 1 or more",
+                             (long long)o->target_ms);
+    if (o->prefetch_pct < 0 || o->prefetch_pct > 90)
+        return idm__seg_fail(IDM_EINVAL, "seq: opts.prefetch_pct = %d: want 0 to 90",
+                             o->prefetch_pct);
+    if (o->wait_ms < 0 || o->wait_ms > INT64_MAX / (4 * NS_PER_MS))
+        return idm__seg_fail(IDM_EINVAL, "seq: opts.wait_ms = %lld: want 0 or more",
+                             (long long)o->wait_ms);
+    if (o->clock != NULL &&
+        (o->clock->mono_ns == NULL || o->clock->wall_ns == NULL || o->clock->sleep_ns == NULL))
+        return idm__seg_fail(IDM_EINVAL, "seq: opts.clock lacks a function");
+    return 0;
+}
+
+/* ---------------------------------------------------------------- blocks */
+
+/* Under mu: make the spare block current. Called only when the current one
+ * is exhausted. */
+static void install_locked(idm_seq *q)
+{
+    uint64_t ng = (q->gen + 1) & GEN_MASK, old;
+    slot *s = &q->slots[ng & 1];
+    int64_t used;
+
+    /* Seqlock write: readers of the generation this slot held (ng - 2) see
+     * GEN_NONE or ng from here on, so they abandon their positions. */
+    atomic_store_explicit(&s->gen, GEN_NONE, memory_order_relaxed);
+    atomic_store_explicit(&s->first, q->spare.first, memory_order_release);
+    atomic_store_explicit(&s->stride, q->spare.stride, memory_order_release);
+    atomic_store_explicit(&s->size, q->spare.size, memory_order_release);
+    atomic_store_explicit(&s->trigger, trigger_of(q->spare.size, q->pct), memory_order_release);
+    atomic_store_explicit(&s->gen, ng, memory_order_release);
+
+    old = atomic_exchange_explicit(&q->word, ng << POS_BITS, memory_order_acq_rel);
+    used = (int64_t)(old & POS_MASK);
+    q->ids_done += (uint64_t)(used < q->cur.size ? used : q->cur.size);
+    q->gen = ng;
+    q->cur = q->spare;
+    q->spare_ready = false;
+    q->need = false; /* the new block's trigger asks for the next one */
+    q->installed_at = clock_mono(q);
+}
+
+/* Under mu: keep an exhausted block's position from growing without bound
+ * while callers keep adding to it (positions >= size are never handed out,
+ * so lowering one to size changes nothing else). */
+static void clamp_locked(idm_seq *q, uint64_t cur)
+{
+    uint64_t size = (uint64_t)q->cur.size;
+    while ((cur >> POS_BITS) == q->gen && (cur & POS_MASK) > size) {
+        uint64_t want = (cur & ~POS_MASK) | size;
+        if (atomic_compare_exchange_weak_explicit(&q->word, &cur, want, memory_order_relaxed,
+                                                  memory_order_relaxed))
+            break;
+    }
+}
+
+/* Under mu: the block of generation g is exhausted; adapt the size of the
+ * next fetch to how long it lasted (Leaf: aim at target_ms a block). */
+static void exhausted_locked(idm_seq *q, uint64_t g)
+{
+    int64_t lasted;
+    if (q->exhausted_gen == g)
+        return;
+    q->exhausted_gen = g;
+    lasted = clock_mono(q) - q->installed_at;
+    if (lasted < q->target_ns / 2) {
+        q->block_size = q->block_size > q->max_block / 2 ? q->max_block : q->block_size * 2;
+    } else if (lasted > 2 * q->target_ns) {
+        q->block_size = q->block_size / 2 < q->min_block ? q->min_block : q->block_size / 2;
+    }
+}
+
+/* Take one block of size from the stores, starting at store start, failing
+ * over to the next. Round trips outside mu; counts under it. */
+static int fetch(idm_seq *q, size_t start, int64_t size, block *b)
+{
+    int rc = IDM_EUNAVAIL;
+    for (size_t j = 0; j < q->nstores; j++) {
+        size_t k = (start + j) % q->nstores;
+        int64_t first = 0;
+        rc = idm_store_take(q->stores[k], q->name, size, (uint32_t)k, (uint32_t)q->nstores,
+                            &first);
+        pthread_mutex_lock(&q->mu);
+        q->last_error = rc;
+        if (rc == 0) {
+            q->fetches++;
+        } else {
+            q->fetch_errors++;
+            q->last_fail = rc;
+            snprintf(q->last_detail, sizeof q->last_detail, "store %zu (%s): %s: %s", k,
+                     idm_store_url(q->stores[k]), idm_err_name(rc), idm_error_detail());
+        }
+        pthread_mutex_unlock(&q->mu);
+        if (rc == 0) {
+            b->first = first;
+            b->stride = (int64_t)q->nstores;
+            b->size = size;
+            b->store = k;
+            return 0;
+        }
+    }
+    return rc;
+}
+
+/* The floor of store k after block b, in k's local units. */
+static int64_t floor_after(const idm_seq *q, const block *b)
+{
+    return (b->first - (int64_t)b->store) / (int64_t)q->nstores + b->size;
+}
+
+/* Best effort: record in the other stores how far store b->store has gone. */
+static void raise_floors(idm_seq *q, const block *b)
+{
+    int64_t f = floor_after(q, b);
+    for (size_t j = 0; j < q->nstores; j++)
+        if (j != b->store)
+            (void)idm__store_floor_raise(q->stores[j], q->name, (uint32_t)b->store, f);
+}
+
+static void *keeper(void *arg)
+{
+    idm_seq *q = arg;
+    pthread_mutex_lock(&q->mu);
+    while (!q->stop) {
+        bool want = q->need && !q->spare_ready;
+        if (want && mono_now() >= q->next_try_ns) {
+            int64_t size = q->block_size;
+            size_t start = q->next_store;
+            block b;
+            int rc;
+            q->fetching = true;
+            pthread_mutex_unlock(&q->mu);
+            rc = fetch(q, start, size, &b);
+            pthread_mutex_lock(&q->mu);
+            q->fetching = false;
+            q->last_try_ns = mono_now();
+            if (rc == 0) {
+                q->spare = b;
+                q->spare_ready = true;
+                q->need = false;
+                q->backoff_ns = 0;
+                q->next_store = (b.store + 1) % q->nstores;
+                q->next_try_ns = 0;
+            } else {
+                q->backoff_ns = q->backoff_ns == 0 ? RETRY_MIN_NS
+                                : q->backoff_ns >= RETRY_MAX_NS / 2 ? RETRY_MAX_NS
+                                                                    : 2 * q->backoff_ns;
+                q->next_try_ns = q->last_try_ns + q->backoff_ns;
+            }
+            pthread_cond_broadcast(&q->cv_done);
+            if (rc == 0 && q->nstores > 1) {
+                pthread_mutex_unlock(&q->mu);
+                raise_floors(q, &b);
+                pthread_mutex_lock(&q->mu);
+            }
+            continue;
+        }
+        if (want) {
+            struct timespec ts = abs_ts(q->next_try_ns);
+            pthread_cond_timedwait(&q->cv_work, &q->mu, &ts);
+        } else {
+            pthread_cond_wait(&q->cv_work, &q->mu);
+        }
+    }
+    pthread_mutex_unlock(&q->mu);
+    return NULL;
+}
+
+/* Under mu: wake the keeper for a block; a waiting caller also brings the
+ * next retry forward (at most one attempt every RETRY_MIN_NS). */
+static void want_block_locked(idm_seq *q, bool urgent)
+{
+    q->need = true;
+    if (urgent && !q->fetching && q->next_try_ns > q->last_try_ns + RETRY_MIN_NS)
+        q->next_try_ns = q->last_try_ns + RETRY_MIN_NS;
+    pthread_cond_signal(&q->cv_work);
+}
+
+/* The caller whose position crossed the prefetch point. */
+static void kick(idm_seq *q)
+{
+    pthread_mutex_lock(&q->mu);
+    want_block_locked(q, false);
+    pthread_mutex_unlock(&q->mu);
+}
+
+/* The block of generation g is exhausted: install the next, or wait for it
+ * up to wait_ms. 0: try again. */
+static int slow(idm_seq *q, uint64_t g)
+{
+    int64_t t0 = 0, deadline = 0;
+    bool waited = false;
+    int rc = 0;
+    pthread_mutex_lock(&q->mu);
+    for (;;) {
+        uint64_t cur = atomic_load_explicit(&q->word, memory_order_relaxed);
+        int64_t now;
+        if ((cur >> POS_BITS) != g)
+            break; /* another caller installed a block meanwhile */
+        clamp_locked(q, cur);
+        exhausted_locked(q, g);
+        if (q->spare_ready) {
+            install_locked(q);
+            break;
+        }
+        want_block_locked(q, true);
+        now = mono_now();
+        if (!waited) {
+            waited = true;
+            t0 = now;
+            deadline = now + q->wait_max_ns;
+            q->waits++;
+        }
+        if (now >= deadline) {
+            if (q->last_error != 0)
+                rc = idm__seg_fail(IDM_EUNAVAIL,
+                                   "sequence %s: no block within %lld ms: every store failed; "
+                                   "last error: %s",
+                                   q->name, (long long)(q->wait_max_ns / NS_PER_MS),
+                                   q->last_detail);
+            else
+                rc = idm__seg_fail(IDM_EUNAVAIL,
+                                   "sequence %s: no block within %lld ms: the store has not "
+                                   "answered yet%s%s",
+                                   q->name, (long long)(q->wait_max_ns / NS_PER_MS),
+                                   q->last_fail != 0 ? "; last error: " : "",
+                                   q->last_fail != 0 ? q->last_detail : "");
+            break;
+        }
+        {
+            struct timespec ts = abs_ts(deadline);
+            pthread_cond_timedwait(&q->cv_done, &q->mu, &ts);
+        }
+    }
+    if (waited)
+        q->wait_ns += (uint64_t)(mono_now() - t0);
+    pthread_mutex_unlock(&q->mu);
+    return rc;
+}
+
+int idm_seq_next(idm_seq *q, int64_t *id)
+{
+    if (q == NULL || id == NULL)
+        return idm__seg_fail(IDM_EINVAL, "seq: no allocator or output");
+    for (;;) {
+        uint64_t w = atomic_fetch_add_explicit(&q->word, 1, memory_order_acquire);
+        uint64_t g = w >> POS_BITS;
+        int64_t p = (int64_t)(w & POS_MASK);
+        slot *s = &q->slots[g & 1];
+        /* Acquire loads: a field written for a later generation brings the
+         * GEN_NONE store before it along, so the check below fails. */
+        int64_t first = atomic_load_explicit(&s->first, memory_order_acquire);
+        int64_t stride = atomic_load_explicit(&s->stride, memory_order_acquire);
+        int64_t size = atomic_load_explicit(&s->size, memory_order_acquire);
+        int64_t trigger = atomic_load_explicit(&s->trigger, memory_order_acquire);
+        int rc;
+        if (atomic_load_explicit(&s->gen, memory_order_relaxed) != g)
+            continue; /* the slot was reused: the word has moved on */
+        if (p < size) {
+            if (p == trigger)
+                kick(q);
+            *id = first + p * stride;
+            return 0;
+        }
+        if ((rc = slow(q, g)) != 0)
+            return rc;
+    }
+}
+
+/* ------------------------------------------------------------------ open */
+
+static int check_store_has(const idm_seq *q, size_t k)
+{
+    idm_seq_info *info = NULL;
+    size_t count = 0;
+    int rc = idm_store_list(q->stores[k], &info, &count);
+    if (rc != 0)
+        return rc;
+    rc = idm__seg_fail(IDM_ENOSEQ, "sequence %s: store %zu (%s) has no such sequence", q->name,
+                       k, idm_store_url(q->stores[k]));
+    for (size_t i = 0; i < count; i++) {
+        if (strcmp(info[i].name, q->name) != 0)
+            continue;
+        if (info[i].k != k || info[i].n != q->nstores)
+            rc = idm__seg_fail(IDM_EINVAL,
+                               "sequence %s: store %zu (%s) is store %u of %u for it, not %zu "
+                               "of %zu: list the stores in the order they were created with",
+                               q->name, k, idm_store_url(q->stores[k]), (unsigned)info[i].k,
+                               (unsigned)info[i].n, k, q->nstores);
+        else
+            rc = 0;
+        break;
+    }
+    free(info);
+    return rc;
+}
+
+/* P9: the floor of store k recorded in the others; then one block from k,
+ * refused if it starts below that floor. */
+static int check_and_take(idm_seq *q, size_t k, block *b)
+{
+    int64_t floor = 0, first = 0;
+    size_t from = k;
+    int rc;
+    for (size_t j = 0; j < q->nstores; j++) {
+        int64_t f = 0;
+        if (j == k)
+            continue;
+        rc = idm__store_floor_get(q->stores[j], q->name, (uint32_t)k, &f);
+        if (rc != 0)
+            return rc;
+        if (f > floor) {
+            floor = f;
+            from = j;
+        }
+    }
+    rc = idm_store_take(q->stores[k], q->name, q->block_size, (uint32_t)k,
+                        (uint32_t)q->nstores, &first);
+    if (rc != 0)
+        return rc;
+    b->first = first;
+    b->stride = (int64_t)q->nstores;
+    b->size = q->block_size;
+    b->store = k;
+    q->fetches++;
+    if ((first - (int64_t)k) / (int64_t)q->nstores < floor)
+        return idm__seg_fail(IDM_ERANGE,
+                             "sequence %s: store %zu (%s) hands out %lld, below %lld already "
+                             "seen (floor recorded in store %zu): restored from an old "
+                             "backup? refusing to start",
+                             q->name, k, idm_store_url(q->stores[k]), (long long)first,
+                             (long long)(floor * (int64_t)q->nstores + (int64_t)k), from);
+    return 0;
+}
+
+static void destroy(idm_seq *q)
+{
+    pthread_cond_destroy(&q->cv_done);
+    pthread_cond_destroy(&q->cv_work);
+    pthread_mutex_destroy(&q->mu);
+    free(q->stores);
+    free(q);
+}
+
+int idm_seq_open(idm_seq **out, const idm_seq_opts *opts)
+{
+    idm_seq *q;
+    block b0 = {0, 1, 0, 0}, b1 = {0, 1, 0, 0};
+    int rc;
+    if (out == NULL)
+        return idm__seg_fail(IDM_EINVAL, "seq: no output");
+    *out = NULL;
+    if ((rc = check_opts(opts)) != 0)
+        return rc;
+
+    q = aligned_alloc(64, sizeof *q);
+    if (q == NULL)
+        return IDM_ENOMEM;
+    memset(q, 0, sizeof *q);
+    q->stores = malloc(opts->nstores * sizeof *q->stores);
+    if (q->stores == NULL) {
+        free(q);
+        return IDM_ENOMEM;
+    }
+    memcpy(q->stores, opts->stores, opts->nstores * sizeof *q->stores);
+    q->nstores = opts->nstores;
+    snprintf(q->name, sizeof q->name, "%s", opts->name);
+    q->min_block = opts->min_block;
+    q->max_block = opts->max_block;
+    q->block_size = opts->min_block;
+    q->target_ns = opts->target_ms * NS_PER_MS;
+    q->wait_max_ns = opts->wait_ms * NS_PER_MS;
+    q->pct = opts->prefetch_pct;
+    q->clock = opts->clock != NULL ? opts->clock : idm_clock_system();
+    q->exhausted_gen = GEN_NONE;
+    pthread_mutex_init(&q->mu, NULL);
+    {
+        pthread_condattr_t ca;
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&q->cv_work, &ca);
+        pthread_cond_init(&q->cv_done, &ca);
+        pthread_condattr_destroy(&ca);
+    }
+
+    /* Every store has the sequence, as store k of n: nothing is taken before
+     * all of them say so. */
+    for (size_t k = 0; k < q->nstores && rc == 0; k++)
+        rc = check_store_has(q, k);
+    /* Every store is checked against its floors, with one block each; the
+     * first two become the current and the spare block, the others are
+     * abandoned (gaps). */
+    for (size_t k = 0; k < q->nstores && rc == 0; k++) {
+        block b;
+        rc = check_and_take(q, k, &b);
+        if (rc == 0 && q->nstores > 1)
+            raise_floors(q, &b);
+        if (k == 0)
+            b0 = b;
+        else if (k == 1)
+            b1 = b;
+    }
+    if (rc != 0) {
+        destroy(q);
+        return rc;
+    }
+
+    atomic_store_explicit(&q->slots[1].gen, GEN_NONE, memory_order_relaxed);
+    atomic_store_explicit(&q->slots[0].first, b0.first, memory_order_relaxed);
+    atomic_store_explicit(&q->slots[0].stride, b0.stride, memory_order_relaxed);
+    atomic_store_explicit(&q->slots[0].size, b0.size, memory_order_relaxed);
+    atomic_store_explicit(&q->slots[0].trigger, trigger_of(b0.size, q->pct),
+                          memory_order_relaxed);
+    atomic_store_explicit(&q->slots[0].gen, 0, memory_order_release);
+    atomic_store_explicit(&q->word, 0, memory_order_release);
+    q->gen = 0;
+    q->cur = b0;
+    q->installed_at = clock_mono(q);
+    if (q->nstores > 1) {
+        q->spare = b1;
+        q->spare_ready = true;
+    }
+    q->next_store = 2 % q->nstores;
+
+    if (pthread_create(&q->thread, NULL, keeper, q) != 0) {
+        destroy(q);
+        return idm__seg_fail(IDM_ENOMEM, "seq: cannot start the prefetch thread");
+    }
+    *out = q;
+    return 0;
+}
+
+void idm_seq_stats_get(idm_seq *q, idm_seq_stats *out)
+{
+    uint64_t w;
+    int64_t used;
+    if (q == NULL || out == NULL)
+        return;
+    memset(out, 0, sizeof *out);
+    pthread_mutex_lock(&q->mu);
+    w = atomic_load_explicit(&q->word, memory_order_relaxed);
+    used = (int64_t)(w & POS_MASK);
+    if (used > q->cur.size)
+        used = q->cur.size;
+    out->ids = q->ids_done + (uint64_t)used;
+    out->fetches = q->fetches;
+    out->fetch_errors = q->fetch_errors;
+    out->waits = q->waits;
+    out->wait_ns = q->wait_ns;
+    out->block = q->block_size;
+    out->left = q->cur.size - used + (q->spare_ready ? q->spare.size : 0);
+    out->last_error = q->last_error;
+    pthread_mutex_unlock(&q->mu);
+}
+
+void idm_seq_close(idm_seq *q)
+{
+    if (q == NULL)
+        return;
+    pthread_mutex_lock(&q->mu);
+    q->stop = true;
+    pthread_cond_signal(&q->cv_work);
+    pthread_mutex_unlock(&q->mu);
+    pthread_join(q->thread, NULL);
+    destroy(q);
+}

@@ -1,0 +1,530 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The SQLite ticket store (sqlite:///abs/path/file.db): one database file,
+ * shared by every process on the machine that opens it, in WAL mode with
+ * synchronous=FULL. FULL because a block is handed out the moment its UPDATE
+ * commits: with NORMAL, a power loss could roll the counter back past a block
+ * some process already used, and the next process would get it again.
+ *
+ * A block is taken by ONE statement,
+ *   UPDATE ... SET next = next + size WHERE name = ? AND k = ? AND n = ?
+ *                                       AND next <= limit - size
+ *   RETURNING next - size
+ * in autocommit: SQLite takes the database's write lock for the statement,
+ * so concurrent takers (threads with their own handles, other processes)
+ * are serialised by the lock and get disjoint blocks. The statement is
+ * stepped to SQLITE_DONE, which is where the autocommit transaction
+ * commits; a block counts as taken only once that step has succeeded. A
+ * writer that cannot get the lock waits up to busy_timeout (5 s) and then
+ * fails with IDM_EUNAVAIL; nothing was written then.
+ *
+ * Statements are prepared once at open and reset after each use. The handle
+ * is opened NOMUTEX: store.c's per-store mutex keeps it to one thread at a
+ * time.
+ *
+ * What it does not do: URI options (?mode=ro, ?vfs=...), relative paths,
+ * percent-escapes in the path, or network filesystems (SQLite's locking is
+ * not reliable there; that is SQLite's own caveat).
+ */
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+#include "segment_internal.h"
+
+#define PREFIX "sqlite://"
+#define BUSY_TIMEOUT_MS 5000
+#define MAX_PATH 4000
+/* A statement that finds the lock taken after it had read (SQLITE_BUSY_SNAPSHOT
+ * and the like) is tried again this many times; it wrote nothing. */
+#define BUSY_RETRIES 3
+/* RETURNING came with SQLite 3.35.0. */
+#define MIN_SQLITE 3035000
+
+typedef struct sq_store {
+    sqlite3 *db;
+    sqlite3_stmt *create, *take, *next_of, *list, *floor_get, *floor_raise;
+    char url[MAX_PATH + 16]; /* for messages */
+} sq_store;
+
+/* ---------------------------------------------------------------- errors */
+
+/* The IDM code for a SQLite result: the store being locked, out of reach or
+ * broken is IDM_EUNAVAIL (the allocator tries again or elsewhere); anything
+ * else (a schema someone changed, misuse) is IDM_EIO. */
+static int idm_code(int rc)
+{
+    switch (rc & 0xff) {
+    case SQLITE_NOMEM:
+        return IDM_ENOMEM;
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+    case SQLITE_IOERR:
+    case SQLITE_FULL:
+    case SQLITE_CANTOPEN:
+    case SQLITE_READONLY:
+    case SQLITE_PROTOCOL:
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB:
+    case SQLITE_PERM:
+        return IDM_EUNAVAIL;
+    default:
+        return IDM_EIO;
+    }
+}
+
+/* Fail with the connection's message; call before resetting the statement
+ * (a reset may replace the message). */
+static int sq_fail(sq_store *s, int rc, const char *what)
+{
+    return idm__seg_fail(idm_code(rc), "store %s: %s: %s (%s)", s->url, what,
+                         sqlite3_errmsg(s->db), sqlite3_errstr(rc));
+}
+
+/* ------------------------------------------------------------- statements */
+
+/* Step st (its parameters bound) once; retry a busy step that wrote nothing.
+ * Returns SQLITE_ROW, SQLITE_DONE or an error code (statement not reset). */
+static int step(sqlite3_stmt *st)
+{
+    int rc = SQLITE_OK;
+    for (int i = 0; i <= BUSY_RETRIES; i++) {
+        rc = sqlite3_step(st);
+        /* A busy error from the first step means the statement never got
+         * the write lock: nothing was written and it may run again. Plain
+         * SQLITE_BUSY has already waited busy_timeout, so only the quick
+         * variants (a stale snapshot) are retried. */
+        if (rc != SQLITE_BUSY_SNAPSHOT && rc != SQLITE_BUSY_RECOVERY)
+            return rc;
+        sqlite3_reset(st);
+    }
+    return rc;
+}
+
+/* Step a statement that returns no rows to SQLITE_DONE. */
+static int run_done(sq_store *s, sqlite3_stmt *st, const char *what)
+{
+    int rc = step(st);
+    if (rc != SQLITE_DONE) {
+        int err = rc == SQLITE_ROW ? idm__seg_fail(IDM_EIO, "store %s: %s: unexpected row",
+                                                   s->url, what)
+                                   : sq_fail(s, rc, what);
+        sqlite3_reset(st);
+        return err;
+    }
+    sqlite3_reset(st);
+    return 0;
+}
+
+/* An INTEGER column in 0 to max, strictly (SQLite columns take any type). */
+static int col_i64(sq_store *s, sqlite3_stmt *st, int i, int64_t max, int64_t *out,
+                   const char *what)
+{
+    int64_t v;
+    if (sqlite3_column_type(st, i) != SQLITE_INTEGER)
+        return idm__seg_fail(IDM_EIO, "store %s: %s: column %d is not an integer", s->url, what,
+                             i + 1);
+    v = sqlite3_column_int64(st, i);
+    if (v < 0 || v > max)
+        return idm__seg_fail(IDM_EIO, "store %s: %s: value %lld in column %d is outside 0 to %lld",
+                             s->url, what, (long long)v, i + 1, (long long)max);
+    *out = v;
+    return 0;
+}
+
+/* k and n of a row: 0 <= k < n, both 32-bit. */
+static int col_kn(sq_store *s, sqlite3_stmt *st, int i, uint32_t *k, uint32_t *n,
+                  const char *what)
+{
+    int64_t vk, vn;
+    int rc;
+    if ((rc = col_i64(s, st, i, UINT32_MAX, &vk, what)) != 0 ||
+        (rc = col_i64(s, st, i + 1, UINT32_MAX, &vn, what)) != 0)
+        return rc;
+    if (vk >= vn)
+        return idm__seg_fail(IDM_EIO, "store %s: %s: the row says store %lld of %lld", s->url,
+                             what, (long long)vk, (long long)vn);
+    *k = (uint32_t)vk;
+    *n = (uint32_t)vn;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ ops */
+
+static int sq_create(void *ctx, const char *name, int64_t start, uint32_t k, uint32_t n)
+{
+    sq_store *s = ctx;
+    sqlite3_stmt *st = s->create;
+    int rc;
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 2, start);
+    sqlite3_bind_int64(st, 3, (sqlite3_int64)k);
+    sqlite3_bind_int64(st, 4, (sqlite3_int64)n);
+    rc = step(st);
+    if (rc == SQLITE_DONE) {
+        sqlite3_reset(st);
+        return 0;
+    }
+    /* The primary key: the INSERT changed nothing. */
+    if (rc == SQLITE_CONSTRAINT_PRIMARYKEY || rc == SQLITE_CONSTRAINT_UNIQUE) {
+        sqlite3_reset(st);
+        return idm__seg_fail(IDM_EEXIST, "sequence %s exists already in %s", name, s->url);
+    }
+    rc = sq_fail(s, rc, "cannot create the sequence");
+    sqlite3_reset(st);
+    return rc;
+}
+
+/* Why a take matched no row: no such sequence, another k of n, or its
+ * counter too near the limit. Only for the message and code; nothing was
+ * taken. */
+static int take_miss(sq_store *s, const char *name, int64_t size, uint32_t k, uint32_t n)
+{
+    sqlite3_stmt *st = s->next_of;
+    int64_t next = 0;
+    uint32_t vk = 0, vn = 0;
+    int rc;
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
+    rc = step(st);
+    if (rc == SQLITE_DONE) {
+        sqlite3_reset(st);
+        return idm__seg_fail(IDM_ENOSEQ, "sequence %s does not exist in %s", name, s->url);
+    }
+    if (rc != SQLITE_ROW) {
+        rc = sq_fail(s, rc, "cannot read the sequence");
+        sqlite3_reset(st);
+        return rc;
+    }
+    rc = col_i64(s, st, 0, IDM_SEQ_MAX, &next, "reading the sequence");
+    if (rc == 0)
+        rc = col_kn(s, st, 1, &vk, &vn, "reading the sequence");
+    sqlite3_reset(st);
+    if (rc != 0)
+        return rc;
+    if (vk != k || vn != n)
+        return idm__seg_fail(IDM_EINVAL,
+                             "sequence %s: store %s is store %u of %u for it, not %u of %u: list "
+                             "the stores in the order they were created with (nothing taken)",
+                             name, s->url, (unsigned)vk, (unsigned)vn, (unsigned)k, (unsigned)n);
+    return idm__seg_fail(IDM_ERANGE,
+                         "sequence %s in %s: a block of %lld from %lld would pass 2^62 (the "
+                         "counter is exhausted)",
+                         name, s->url, (long long)size, (long long)next);
+}
+
+static int sq_take(void *ctx, const char *name, int64_t size, uint32_t k, uint32_t n,
+                   int64_t limit, int64_t *start)
+{
+    sq_store *s = ctx;
+    sqlite3_stmt *st = s->take;
+    int64_t v = 0;
+    int rc;
+    if (size <= 0 || size > IDM_SEQ_MAX || limit <= 0 || limit > IDM_SEQ_MAX)
+        return idm__seg_fail(IDM_EINVAL, "sequence %s: block size %lld is outside 1 to 2^62",
+                             name, (long long)size);
+    sqlite3_bind_int64(st, 1, size);
+    sqlite3_bind_text(st, 2, name, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 3, limit);
+    sqlite3_bind_int64(st, 4, (sqlite3_int64)k);
+    sqlite3_bind_int64(st, 5, (sqlite3_int64)n);
+    rc = step(st);
+    if (rc == SQLITE_DONE) {
+        sqlite3_reset(st);
+        return take_miss(s, name, size, k, n);
+    }
+    if (rc != SQLITE_ROW) {
+        rc = sq_fail(s, rc, "cannot take a block");
+        sqlite3_reset(st);
+        return rc;
+    }
+    rc = col_i64(s, st, 0, IDM_SEQ_MAX, &v, "taking a block");
+    if (rc != 0) {
+        /* The UPDATE may still commit when the statement is reset: the
+         * block is abandoned, which is safe (a gap). */
+        sqlite3_reset(st);
+        return rc;
+    }
+    /* The autocommit transaction commits when the statement completes: only
+     * then is the block ours. (The primary key makes a second row
+     * impossible.) */
+    rc = sqlite3_step(st);
+    if (rc != SQLITE_DONE) {
+        rc = rc == SQLITE_ROW ? idm__seg_fail(IDM_EIO, "store %s: sequence %s has two rows",
+                                              s->url, name)
+                              : sq_fail(s, rc, "cannot commit the block taken");
+        sqlite3_reset(st);
+        return rc;
+    }
+    sqlite3_reset(st);
+    *start = v;
+    return 0;
+}
+
+static int sq_list(void *ctx, idm_seq_info **out, size_t *count)
+{
+    sq_store *s = ctx;
+    sqlite3_stmt *st = s->list;
+    idm_seq_info *v = NULL;
+    size_t len = 0, cap = 0;
+    int rc;
+    *out = NULL;
+    *count = 0;
+    while ((rc = step(st)) == SQLITE_ROW) {
+        const unsigned char *name = sqlite3_column_text(st, 0);
+        int nlen = sqlite3_column_bytes(st, 0);
+        idm_seq_info *e;
+        if (len == cap) {
+            size_t ncap = cap == 0 ? 16 : cap * 2;
+            idm_seq_info *nv = realloc(v, ncap * sizeof *nv);
+            if (nv == NULL) {
+                free(v);
+                sqlite3_reset(st);
+                return idm__seg_fail(IDM_ENOMEM, "store %s: out of memory listing", s->url);
+            }
+            v = nv;
+            cap = ncap;
+        }
+        e = &v[len];
+        memset(e, 0, sizeof *e);
+        if (sqlite3_column_type(st, 0) != SQLITE_TEXT || name == NULL || nlen <= 0 ||
+            nlen > IDM_SEQ_NAME_MAX || strlen((const char *)name) != (size_t)nlen) {
+            free(v);
+            sqlite3_reset(st);
+            return idm__seg_fail(IDM_EIO, "store %s: a sequence's name is not 1 to %d bytes of text",
+                                 s->url, IDM_SEQ_NAME_MAX);
+        }
+        memcpy(e->name, name, (size_t)nlen);
+        if ((rc = col_i64(s, st, 1, IDM_SEQ_MAX, &e->next, "listing")) != 0 ||
+            (rc = col_kn(s, st, 2, &e->k, &e->n, "listing")) != 0) {
+            free(v);
+            sqlite3_reset(st);
+            return rc;
+        }
+        len++;
+    }
+    if (rc != SQLITE_DONE) {
+        rc = sq_fail(s, rc, "cannot list the sequences");
+        free(v);
+        sqlite3_reset(st);
+        return rc;
+    }
+    sqlite3_reset(st);
+    *out = v;
+    *count = len;
+    return 0;
+}
+
+static int sq_floor_get(void *ctx, const char *name, uint32_t k, int64_t *floor)
+{
+    sq_store *s = ctx;
+    sqlite3_stmt *st = s->floor_get;
+    int rc;
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 2, (sqlite3_int64)k);
+    rc = step(st);
+    if (rc == SQLITE_DONE) {
+        sqlite3_reset(st);
+        *floor = 0; /* never recorded */
+        return 0;
+    }
+    if (rc != SQLITE_ROW) {
+        rc = sq_fail(s, rc, "cannot read a floor");
+        sqlite3_reset(st);
+        return rc;
+    }
+    rc = col_i64(s, st, 0, IDM_SEQ_MAX, floor, "reading a floor");
+    sqlite3_reset(st);
+    return rc;
+}
+
+static int sq_floor_raise(void *ctx, const char *name, uint32_t k, int64_t floor)
+{
+    sq_store *s = ctx;
+    sqlite3_stmt *st = s->floor_raise;
+    if (floor < 0 || floor > IDM_SEQ_MAX)
+        return idm__seg_fail(IDM_EINVAL, "sequence %s: floor %lld is outside 0 to 2^62", name,
+                             (long long)floor);
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 2, (sqlite3_int64)k);
+    sqlite3_bind_int64(st, 3, floor);
+    return run_done(s, st, "cannot raise a floor");
+}
+
+static void sq_close(void *ctx)
+{
+    sq_store *s = ctx;
+    if (s == NULL)
+        return;
+    sqlite3_finalize(s->create);
+    sqlite3_finalize(s->take);
+    sqlite3_finalize(s->next_of);
+    sqlite3_finalize(s->list);
+    sqlite3_finalize(s->floor_get);
+    sqlite3_finalize(s->floor_raise);
+    sqlite3_close(s->db);
+    free(s);
+}
+
+static const idm_store_ops ops = {sq_create, sq_take, sq_list, sq_floor_get, sq_floor_raise,
+                                  sq_close};
+
+/* ----------------------------------------------------------------- open */
+
+/* sqlite:///abs/path: the path, or IDM_EINVAL naming what is wrong. */
+static int parse_url(const char *url, const char **path)
+{
+    const char *p;
+    if (strncmp(url, PREFIX, strlen(PREFIX)) != 0)
+        return idm__seg_fail(IDM_EINVAL, "store: '%.80s' is not a sqlite:// URL", url);
+    p = url + strlen(PREFIX);
+    if (p[0] != '/')
+        return idm__seg_fail(IDM_EINVAL,
+                             "store: '%.80s' needs an absolute path, as sqlite:///path/file.db "
+                             "(three slashes; no host, no relative path)",
+                             url);
+    if (strlen(p) > MAX_PATH)
+        return idm__seg_fail(IDM_EINVAL, "store: the path in '%.40s...' is longer than %d bytes",
+                             url, MAX_PATH);
+    if (p[strlen(p) - 1] == '/')
+        return idm__seg_fail(IDM_EINVAL, "store: '%.80s' names a directory, not a file (want "
+                                         "sqlite:///path/file.db)", url);
+    for (const char *c = p; *c != '\0'; c++) {
+        unsigned char u = (unsigned char)*c;
+        /* SQLite would read '?' as URI options only when opened with
+         * SQLITE_OPEN_URI; refusing them here keeps "sqlite:///x.db?mode=ro"
+         * from silently opening a file named "x.db?mode=ro". Escapes are
+         * not decoded, so '%' is refused rather than guessed at. */
+        if (u == '?' || u == '#')
+            return idm__seg_fail(IDM_EINVAL,
+                                 "store: '%.80s' has a query or fragment; sqlite:// URLs take "
+                                 "no options",
+                                 url);
+        if (u == '%')
+            return idm__seg_fail(IDM_EINVAL,
+                                 "store: '%.80s' has a '%%': percent-escapes are not decoded", url);
+        if (u < 0x20 || u == 0x7f)
+            return idm__seg_fail(IDM_EINVAL,
+                                 "store: the path in '%.80s' has a control character at byte %zu",
+                                 url, (size_t)(c - url) + 1);
+    }
+    *path = p;
+    return 0;
+}
+
+/* The single value a PRAGMA answers, for checking journal_mode. */
+static int pragma_cb(void *arg, int ncol, char **vals, char **names)
+{
+    (void)names;
+    if (ncol >= 1 && vals[0] != NULL)
+        snprintf(arg, 16, "%s", vals[0]);
+    return 0;
+}
+
+static int exec(sq_store *s, const char *sql, const char *what, char *answer)
+{
+    int rc = sqlite3_exec(s->db, sql, answer != NULL ? pragma_cb : NULL, answer, NULL);
+    if (rc != SQLITE_OK)
+        return sq_fail(s, rc, what);
+    return 0;
+}
+
+static int prepare(sq_store *s, const char *sql, sqlite3_stmt **st)
+{
+    int rc = sqlite3_prepare_v3(s->db, sql, -1, SQLITE_PREPARE_PERSISTENT, st, NULL);
+    if (rc != SQLITE_OK)
+        return sq_fail(s, rc, "cannot prepare a statement");
+    return 0;
+}
+
+static int sq_open(void **ctx, const char *url)
+{
+    const char *path = NULL;
+    char mode[16] = "";
+    sq_store *s;
+    int rc;
+    if ((rc = parse_url(url, &path)) != 0)
+        return rc;
+    if (sqlite3_libversion_number() < MIN_SQLITE)
+        return idm__seg_fail(IDM_EUNAVAIL,
+                             "store %s: SQLite %s is too old (3.35.0 or later is needed for "
+                             "UPDATE ... RETURNING)",
+                             url, sqlite3_libversion());
+    s = calloc(1, sizeof *s);
+    if (s == NULL)
+        return idm__seg_fail(IDM_ENOMEM, "store %s: out of memory", url);
+    snprintf(s->url, sizeof s->url, "%s", url);
+    rc = sqlite3_open_v2(path, &s->db,
+                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+    if (rc != SQLITE_OK) {
+        if (s->db == NULL) {
+            free(s);
+            return idm__seg_fail(IDM_ENOMEM, "store %s: out of memory", url);
+        }
+        rc = idm__seg_fail(IDM_EUNAVAIL, "store %s: cannot open %s: %s", url, path,
+                           sqlite3_errmsg(s->db));
+        sq_close(s);
+        return rc;
+    }
+    sqlite3_extended_result_codes(s->db, 1);
+    sqlite3_busy_timeout(s->db, BUSY_TIMEOUT_MS);
+    /* WAL: readers never block the writer, and several processes can share
+     * the file. journal_mode answers the mode in force: a filesystem that
+     * cannot do WAL (no shared memory) answers something else. */
+    if ((rc = exec(s, "PRAGMA journal_mode=WAL", "cannot switch to WAL mode", mode)) != 0)
+        goto fail;
+    if (strcmp(mode, "wal") != 0) {
+        rc = idm__seg_fail(IDM_EUNAVAIL, "store %s: cannot use WAL mode here (journal mode is "
+                                         "'%s')", url, mode);
+        goto fail;
+    }
+    /* FULL: every commit is synced before it returns, so no block handed out
+     * can be lost to a power failure and handed out again. */
+    if ((rc = exec(s, "PRAGMA synchronous=FULL", "cannot set synchronous=FULL", NULL)) != 0)
+        goto fail;
+    /* IMMEDIATE: take the write lock first, so two processes opening a new
+     * file at once create the tables one after the other. */
+    if ((rc = exec(s,
+                   "BEGIN IMMEDIATE;"
+                   "CREATE TABLE IF NOT EXISTS " IDM__SEQ_TABLE
+                   "(name TEXT PRIMARY KEY, next INTEGER NOT NULL,"
+                   " k INTEGER NOT NULL, n INTEGER NOT NULL);"
+                   "CREATE TABLE IF NOT EXISTS " IDM__FLOOR_TABLE
+                   "(name TEXT NOT NULL, k INTEGER NOT NULL, floor INTEGER NOT NULL,"
+                   " PRIMARY KEY(name, k));"
+                   "COMMIT",
+                   "cannot create the tables", NULL)) != 0) {
+        sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+        goto fail;
+    }
+    if ((rc = prepare(s,
+                      "INSERT INTO " IDM__SEQ_TABLE "(name, next, k, n) VALUES(?1, ?2, ?3, ?4)",
+                      &s->create)) != 0 ||
+        (rc = prepare(s,
+                      "UPDATE " IDM__SEQ_TABLE " SET next = next + ?1"
+                      " WHERE name = ?2 AND k = ?4 AND n = ?5 AND next <= ?3 - ?1"
+                      " RETURNING next - ?1",
+                      &s->take)) != 0 ||
+        (rc = prepare(s, "SELECT next, k, n FROM " IDM__SEQ_TABLE " WHERE name = ?1",
+                      &s->next_of)) != 0 ||
+        (rc = prepare(s, "SELECT name, next, k, n FROM " IDM__SEQ_TABLE " ORDER BY name",
+                      &s->list)) != 0 ||
+        (rc = prepare(s, "SELECT floor FROM " IDM__FLOOR_TABLE " WHERE name = ?1 AND k = ?2",
+                      &s->floor_get)) != 0 ||
+        (rc = prepare(s,
+                      "INSERT INTO " IDM__FLOOR_TABLE "(name, k, floor) VALUES(?1, ?2, ?3)"
+                      " ON CONFLICT(name, k) DO UPDATE SET floor = max(floor, excluded.floor)",
+                      &s->floor_raise)) != 0)
+        goto fail;
+    *ctx = s;
+    return 0;
+fail:
+    sq_close(s);
+    return rc;
+}
+
+const idm__store_backend idm__store_sqlite = {"sqlite", &ops, sq_open};
