@@ -12,6 +12,8 @@
 #   pg-test-server.sh stop DIR    stop it at once (immediate mode); quiet and
 #                                 successful when nothing is running. DIR
 #                                 itself stays: the caller removes it.
+#   pg-test-server.sh restart DIR start a stopped (or crashed) server again
+#                                 on its cluster and port; prints the port
 #   pg-test-server.sh port DIR    print the port of a started server
 #
 # Connect with: psql -X -h 127.0.0.1 -p PORT -U postgres -d postgres
@@ -88,6 +90,18 @@ port_busy() {
     (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
 }
 
+# pg_start BINDIR DIR PORT: start the cluster in DIR on PORT and wait.
+# fsync is off (these servers never outlive the machine's uptime, and the OS
+# keeps what was written), but synchronous_commit stays on: a commit
+# reported is in the WAL the server wrote, so stopping the server in
+# immediate mode (a crash) loses none of them, as the ticket-store tests
+# need (a block taken must never be handed out again after a restart).
+pg_start() {
+    as_owner "$1/pg_ctl" -D "$2/data" -l "$2/server.log" -w -t 60 \
+        -o "-k $2/sock -h 127.0.0.1 -p $3 -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off -c synchronous_commit=on" \
+        start >"$2/pg_ctl.log" 2>&1
+}
+
 cmd_start() {
     local dir=$1 bin port
     [ -d "$dir" ] || die "start: '$dir' is not a directory"
@@ -116,9 +130,7 @@ cmd_start() {
     for _ in 1 2 3 4 5 6 7 8 9 10; do
         port=$(random_port)
         port_busy "$port" && continue
-        if as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-            -o "-k $dir/sock -h 127.0.0.1 -p $port -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off -c synchronous_commit=off" \
-            start >"$dir/pg_ctl.log" 2>&1; then
+        if pg_start "$bin" "$dir" "$port"; then
             printf '%s\n' "$port" >"$dir/port"
             printf '%s\n' "$port"
             return 0
@@ -151,6 +163,20 @@ cmd_stop() {
     return 0
 }
 
+cmd_restart() {
+    local dir=$1 bin port
+    [ -d "$dir/data" ] && [ -s "$dir/port" ] || die "restart: no cluster was started in '$1'"
+    dir=$(cd "$dir" && pwd) || die "restart: cannot enter '$1'"
+    [ ! -f "$dir/data/postmaster.pid" ] || cmd_stop "$dir"
+    bin=$(find_bindir) || exit 1
+    port=$(cat "$dir/port")
+    if ! pg_start "$bin" "$dir" "$port"; then
+        cat "$dir/pg_ctl.log" "$dir/server.log" >&2 2>/dev/null
+        die "restart: the server did not start on port $port"
+    fi
+    printf '%s\n' "$port"
+}
+
 cmd_port() {
     [ -s "$1/port" ] || die "port: no server was started in '$1'"
     cat "$1/port"
@@ -159,9 +185,10 @@ cmd_port() {
 case "${1:-}:${2:-}" in
 start:?*) cmd_start "$2" ;;
 stop:?*) cmd_stop "$2" ;;
+restart:?*) cmd_restart "$2" ;;
 port:?*) cmd_port "$2" ;;
 *)
-    echo "usage: $me start DIR | stop DIR | port DIR" >&2
+    echo "usage: $me start DIR | stop DIR | restart DIR | port DIR" >&2
     exit 2
     ;;
 esac

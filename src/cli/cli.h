@@ -193,6 +193,7 @@ int cli_cmd_uuid4(int argc, char **argv);
 int cli_cmd_ulid(int argc, char **argv);
 int cli_cmd_objectid(int argc, char **argv);
 int cli_cmd_lease(int argc, char **argv);
+int cli_cmd_seq(int argc, char **argv);
 
 /* Help lines for the --layout and --epoch options every subcommand that
  * builds a layout shares. */

@@ -24,6 +24,7 @@ static const command commands[] = {
     {"range", cli_cmd_range, "the smallest and largest id of a time window"},
     {"layout", cli_cmd_layout, "describe a layout, or list the presets"},
     {"lease", cli_cmd_lease, "list or hold worker-id leases (file://, etcd://)"},
+    {"seq", cli_cmd_seq, "named sequences of dense ids from ticket stores"},
     {NULL, NULL, NULL},
 };
 

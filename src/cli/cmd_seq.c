@@ -1,0 +1,303 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `idmint seq`: named counters in ticket stores (see <idmint/segment.h>).
+ *   seq create NAME --store URL... [--start N]
+ *   seq next NAME --store URL... [-n N]
+ *   seq list --store URL [--json]
+ * With several --store options, store k of n hands out the ids that are k
+ * mod n (Flickr's odd/even ticket servers): list them in the same order
+ * every time. `seq next` takes exactly one block of N ids with one atomic
+ * statement, from the first store that answers, and prints it: a process
+ * that hands out ids for long (idmintd) uses the allocator instead.
+ */
+#include "cli.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <idmint/segment.h>
+
+#define MAX_STORES 16
+
+static const char usage_text[] =
+    "usage: idmint seq create NAME --store URL [--store URL...] [--start N]\n"
+    "       idmint seq next NAME --store URL [--store URL...] [-n N]\n"
+    "       idmint seq list --store URL [--json]\n"
+    "\n"
+    "Named sequences of small, dense ids, kept as counters in a ticket store\n"
+    "and handed out in blocks: a crash leaves gaps, never repeats.\n"
+    "URL names the store: sqlite:///PATH/FILE.db (created if missing; one\n"
+    "machine, any number of processes) or postgres://USER@HOST:PORT/DB.\n"
+    "Of n stores given, store k (0-based, in the order given) hands out the\n"
+    "ids that are k mod n; give them in the same order every time.\n"
+    "\n"
+    "  create NAME            create sequence NAME in every store given\n"
+    "  next NAME              print the next N ids of NAME, one per line\n"
+    "  list                   print each sequence: name=NAME next=ID k=K n=N\n"
+    "\n"
+    "      --store URL        a ticket store (repeat for several, up to 16)\n"
+    "      --start N          create: the first id (0 to 2^62-1, default 1)\n"
+    "  -n, --count N          next: how many ids (1 to 10000000, default 1)\n"
+    "      --json             list: one JSON object per line\n"
+    "  -h, --help             show this help\n";
+
+enum { OPT_HELP, OPT_STORE, OPT_START, OPT_COUNT, OPT_JSON };
+
+static const cli_opt options[] = {
+    {"help", 'h', false, OPT_HELP},  {"store", 0, true, OPT_STORE},
+    {"start", 0, true, OPT_START},   {"count", 'n', true, OPT_COUNT},
+    {"json", 0, false, OPT_JSON},    {NULL, 0, false, 0},
+};
+
+typedef struct seq_args {
+    const char *name;
+    const char *stores[MAX_STORES];
+    size_t nstores;
+    bool json;
+    int64_t start;
+    uint64_t count;
+} seq_args;
+
+/* Report a failed store call as one line; the exit status. */
+static int store_error(const char *cmd, int rc, const char *what)
+{
+    const char *d = idm_error_detail();
+    if (d[0] != '\0')
+        cli_error(cmd, "%s: %s", what, d);
+    else
+        cli_error(cmd, "%s: %s", what, idm_strerror(rc));
+    return rc == IDM_EINVAL ? CLI_USAGE : CLI_FAIL;
+}
+
+/* What a subcommand takes besides --store and --help. */
+enum { TAKES_NAME = 1, TAKES_START = 2, TAKES_COUNT = 4, TAKES_JSON = 8 };
+
+/* Parse a subcommand's arguments; options it does not take are refused. On
+ * --help prints the usage and sets *done; on an error prints it. */
+static int parse_args(const char *cmd, unsigned takes, int argc, char **argv, seq_args *a,
+                      bool *done)
+{
+    static const struct {
+        int id;
+        unsigned need;
+        const char *name;
+    } gated[] = {{OPT_START, TAKES_START, "--start"},
+                 {OPT_COUNT, TAKES_COUNT, "-n/--count"},
+                 {OPT_JSON, TAKES_JSON, "--json"}};
+    cli_parser p;
+    const char *v;
+    int id;
+    memset(a, 0, sizeof *a);
+    a->start = 1;
+    a->count = 1;
+    *done = false;
+    cli_parser_init(&p, cmd, options, argc, argv);
+    while ((id = cli_next_opt(&p, &v)) != CLI_OPT_END) {
+        for (size_t i = 0; i < sizeof gated / sizeof gated[0]; i++) {
+            if (id == gated[i].id && !(takes & gated[i].need)) {
+                cli_error(cmd, "%s does not apply here", gated[i].name);
+                return CLI_USAGE;
+            }
+        }
+        switch (id) {
+        case CLI_OPT_ERROR:
+            return CLI_USAGE;
+        case CLI_OPT_POS:
+            if (!(takes & TAKES_NAME) || a->name != NULL) {
+                cli_error(cmd, "unexpected argument '%s'", v);
+                return CLI_USAGE;
+            }
+            a->name = v;
+            break;
+        case OPT_HELP:
+            fputs(usage_text, stdout);
+            *done = true;
+            return CLI_OK;
+        case OPT_STORE:
+            if (a->nstores == MAX_STORES) {
+                cli_error(cmd, "more than %d --store options", MAX_STORES);
+                return CLI_USAGE;
+            }
+            a->stores[a->nstores++] = v;
+            break;
+        case OPT_START: {
+            uint64_t s;
+            int rc = idm_u64_parse(v, &s);
+            if (rc != 0) {
+                cli_lib_error(cmd, rc, "bad --start '%s'", v);
+                return CLI_USAGE;
+            }
+            if (s >= (uint64_t)IDM_SEQ_MAX) {
+                cli_error(cmd, "bad --start '%s': must be 0 to 2^62-1", v);
+                return CLI_USAGE;
+            }
+            a->start = (int64_t)s;
+            break;
+        }
+        case OPT_COUNT:
+            if (cli_parse_count(cmd, v, &a->count) != CLI_OK)
+                return CLI_USAGE;
+            break;
+        case OPT_JSON:
+            a->json = true;
+            break;
+        default:
+            break;
+        }
+    }
+    if ((takes & TAKES_NAME) && a->name == NULL) {
+        cli_error(cmd, "missing NAME (try 'idmint seq --help')");
+        return CLI_USAGE;
+    }
+    if (a->nstores == 0) {
+        cli_error(cmd, "missing --store URL (sqlite:///PATH/FILE.db or postgres://...)");
+        return CLI_USAGE;
+    }
+    return CLI_OK;
+}
+
+static void close_all(idm_store **s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        idm_store_close(s[i]);
+}
+
+/* Open every store; on failure print why, close what was opened. */
+static int open_all(const char *cmd, const seq_args *a, idm_store **s)
+{
+    for (size_t i = 0; i < a->nstores; i++) {
+        int rc = idm_store_open(&s[i], a->stores[i]);
+        if (rc != 0) {
+            close_all(s, i);
+            return store_error(cmd, rc, "cannot open the store");
+        }
+    }
+    return CLI_OK;
+}
+
+static int cmd_create(int argc, char **argv)
+{
+    const char *cmd = "seq create";
+    seq_args a;
+    idm_store *s[MAX_STORES];
+    bool done;
+    int status = parse_args(cmd, TAKES_NAME | TAKES_START, argc, argv, &a, &done);
+    if (status != CLI_OK || done)
+        return status;
+    if ((status = open_all(cmd, &a, s)) != CLI_OK)
+        return status;
+    for (size_t k = 0; k < a.nstores; k++) {
+        int rc = idm_store_create(s[k], a.name, a.start, (uint32_t)k, (uint32_t)a.nstores);
+        if (rc != 0) {
+            status = store_error(cmd, rc, "cannot create the sequence");
+            if (k > 0)
+                cli_note(cmd, "created in the first %zu of %zu stores only", k, a.nstores);
+            break;
+        }
+    }
+    close_all(s, a.nstores);
+    return status;
+}
+
+static int cmd_next(int argc, char **argv)
+{
+    const char *cmd = "seq next";
+    seq_args a;
+    bool done;
+    int64_t first = 0;
+    int rc = IDM_EUNAVAIL;
+    int status = parse_args(cmd, TAKES_NAME | TAKES_COUNT, argc, argv, &a, &done);
+    if (status != CLI_OK || done)
+        return status;
+    /* The first store that hands out a block. One that cannot be reached
+     * (its server down) is passed over, with a note; any other error (a
+     * bad URL, no such sequence, stores listed in another order) stops at
+     * once. */
+    for (size_t k = 0; k < a.nstores; k++) {
+        idm_store *s = NULL;
+        rc = idm_store_open(&s, a.stores[k]);
+        if (rc == 0) {
+            rc = idm_store_take(s, a.name, (int64_t)a.count, (uint32_t)k, (uint32_t)a.nstores,
+                                &first);
+            idm_store_close(s);
+        }
+        if (rc != IDM_EUNAVAIL)
+            break;
+        if (k + 1 < a.nstores)
+            cli_note(cmd, "%s; trying the next store", idm_error_detail());
+    }
+    if (rc != 0)
+        return store_error(cmd, rc, "cannot take ids");
+    signal(SIGPIPE, SIG_IGN);
+    {
+        int write_errno = 0;
+        for (uint64_t i = 0; i < a.count && write_errno == 0; i++) {
+            if (printf("%lld\n", (long long)(first + (int64_t)i * (int64_t)a.nstores)) < 0)
+                write_errno = errno;
+        }
+        return cli_output_status(cmd, write_errno);
+    }
+}
+
+static int cmd_list(int argc, char **argv)
+{
+    const char *cmd = "seq list";
+    seq_args a;
+    idm_store *s[MAX_STORES];
+    bool done;
+    int write_errno = 0;
+    int status = parse_args(cmd, TAKES_JSON, argc, argv, &a, &done);
+    if (status != CLI_OK || done)
+        return status;
+    if (a.nstores > 1) {
+        cli_error(cmd, "give one --store to list");
+        return CLI_USAGE;
+    }
+    if ((status = open_all(cmd, &a, s)) != CLI_OK)
+        return status;
+    idm_seq_info *info = NULL;
+    size_t count = 0;
+    int rc = idm_store_list(s[0], &info, &count);
+    if (rc != 0) {
+        status = store_error(cmd, rc, "cannot list the sequences");
+        idm_store_close(s[0]);
+        return status;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    for (size_t i = 0; i < count && write_errno == 0; i++) {
+        /* the next id this store hands out: its local counter mapped */
+        long long next = (long long)info[i].next * info[i].n + info[i].k;
+        int r = a.json ? printf("{\"name\":\"%s\",\"next\":\"%lld\",\"k\":%u,\"n\":%u}\n",
+                                info[i].name, next, (unsigned)info[i].k, (unsigned)info[i].n)
+                       : printf("name=%s next=%lld k=%u n=%u\n", info[i].name, next,
+                                (unsigned)info[i].k, (unsigned)info[i].n);
+        if (r < 0)
+            write_errno = errno;
+    }
+    free(info);
+    idm_store_close(s[0]);
+    return cli_output_status(cmd, write_errno);
+}
+
+int cli_cmd_seq(int argc, char **argv)
+{
+    const char *cmd = "seq";
+    if (argc < 2) {
+        cli_error(cmd, "missing subcommand: create, next or list (try 'idmint seq --help')");
+        return CLI_USAGE;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        fputs(usage_text, stdout);
+        return CLI_OK;
+    }
+    if (strcmp(argv[1], "create") == 0)
+        return cmd_create(argc - 1, argv + 1);
+    if (strcmp(argv[1], "next") == 0)
+        return cmd_next(argc - 1, argv + 1);
+    if (strcmp(argv[1], "list") == 0)
+        return cmd_list(argc - 1, argv + 1);
+    cli_error(cmd, "unknown subcommand '%s': create, next or list", argv[1]);
+    return CLI_USAGE;
+}
