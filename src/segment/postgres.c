@@ -148,7 +148,7 @@ static int field_i64(pg_store *p, PGresult *res, int row, int col, int64_t max, 
 static int field_kn(pg_store *p, PGresult *res, int row, int col, uint32_t *k, uint32_t *n,
                     const char *what)
 {
-    int64_t vk, vn;
+    int64_t vk = 0, vn = 0;
     int rc;
     if ((rc = field_i64(p, res, row, col, UINT32_MAX, &vk, what)) != 0 ||
         (rc = field_i64(p, res, row, col + 1, UINT32_MAX, &vn, what)) != 0)

@@ -141,7 +141,7 @@ static int col_i64(sq_store *s, sqlite3_stmt *st, int i, int64_t max, int64_t *o
 static int col_kn(sq_store *s, sqlite3_stmt *st, int i, uint32_t *k, uint32_t *n,
                   const char *what)
 {
-    int64_t vk, vn;
+    int64_t vk = 0, vn = 0;
     int rc;
     if ((rc = col_i64(s, st, i, UINT32_MAX, &vk, what)) != 0 ||
         (rc = col_i64(s, st, i + 1, UINT32_MAX, &vn, what)) != 0)
