@@ -25,8 +25,10 @@
  *
  * The allocator (idm_seq) hands out ids with no I/O on the common path (one
  * atomic add), thread-safe; a background thread fetches the next block when
- * less than prefetch_pct of the current one is left, so a steady consumer
- * never waits on the store; block sizes adapt to the consumption rate. When
+ * less than prefetch_pct of the current one is left (or earlier, when at the
+ * rate the last block went the rest would not outlast twice the recent
+ * fetch time), so a steady consumer never waits on the store; block sizes
+ * adapt to the consumption rate. When
  * every store is down, it serves what it holds and then fails with
  * IDM_EUNAVAIL (never blocks for longer than opts.wait_ms).
  */

@@ -15,8 +15,9 @@
  * loads the fields (acquire) and then compares the generation, so a reader
  * that saw any rewritten field sees a generation other than g and abandons
  * its position (a gap). (Release/acquire on each field instead of fences:
- * the same plain moves on x86, and ThreadSanitizer understands them.) A position is thus handed out at most once
- * and only against the fields of its own block: gaps, never duplicates.
+ * the same plain moves on x86, and ThreadSanitizer understands them.) A
+ * position is thus handed out at most once and only against the fields of
+ * its own block: gaps, never duplicates.
  *
  * Slow path (position >= size: block exhausted), under the mutex: install
  * the prefetched block (new generation, position 0) if there is one, else
@@ -25,10 +26,13 @@
  * blocks longer than wait_ms, whatever a store does.
  *
  * Keeper thread: fills the spare block when the current one has less than
- * prefetch_pct % left (the caller whose add reaches that position signals
- * it), round robin over the stores with failover, retrying with a backoff
- * while a block is wanted and every store fails; after each block taken
- * from store k it raises k's floor in the other stores (best effort).
+ * prefetch_pct % left, or earlier when at the last block's rate the rest
+ * would last less than twice the recent fetch time (the caller whose add
+ * reaches that position signals it); with one store it also fetches the
+ * spare right after open. Round robin over the stores with failover,
+ * retrying with a backoff while a block is wanted and every store fails;
+ * after each block taken from store k it raises k's floor in the other
+ * stores (best effort).
  *
  * Generations are 24 bits: a reader would have to stall between its add and
  * its check for 2^24 block switches to be fooled by the wrap.
@@ -79,6 +83,8 @@ struct idm_seq {
     uint64_t exhausted_gen;  /* the last generation seen exhausted */
     int64_t installed_at;    /* opts clock, when cur was installed */
     int64_t block_size;      /* the size of the next fetch */
+    int64_t fetch_ns;        /* moving average of a fetch's duration, 0 unknown */
+    double rate;             /* ids per ns while the last block lasted, 0 unknown */
     size_t next_store;
     int64_t last_try_ns, next_try_ns, backoff_ns; /* CLOCK_MONOTONIC */
     uint64_t ids_done, fetches, fetch_errors, waits, wait_ns;
@@ -171,6 +177,23 @@ static int check_opts(const idm_seq_opts *o)
 
 /* ---------------------------------------------------------------- blocks */
 
+/* Under mu: the position of a new block of size at which to ask for the
+ * next one: when less than pct % is left, or earlier if, at the rate the
+ * last block went and with fetches taking what they took lately, the rest
+ * would run out before a fetch returns (twice that, for safety). pct 0: no
+ * prefetch. */
+static int64_t trigger_locked(const idm_seq *q, int64_t size)
+{
+    int64_t t = trigger_of(size, q->pct);
+    if (q->pct > 0 && q->rate > 0 && q->fetch_ns > 0) {
+        double lead = q->rate * (double)q->fetch_ns * 2.0;
+        int64_t early = lead >= (double)size ? 0 : size - (int64_t)lead;
+        if (early < t)
+            t = early;
+    }
+    return t;
+}
+
 /* Under mu: make the spare block current. Called only when the current one
  * is exhausted. */
 static void install_locked(idm_seq *q)
@@ -185,7 +208,7 @@ static void install_locked(idm_seq *q)
     atomic_store_explicit(&s->first, q->spare.first, memory_order_release);
     atomic_store_explicit(&s->stride, q->spare.stride, memory_order_release);
     atomic_store_explicit(&s->size, q->spare.size, memory_order_release);
-    atomic_store_explicit(&s->trigger, trigger_of(q->spare.size, q->pct), memory_order_release);
+    atomic_store_explicit(&s->trigger, trigger_locked(q, q->spare.size), memory_order_release);
     atomic_store_explicit(&s->gen, ng, memory_order_release);
 
     old = atomic_exchange_explicit(&q->word, ng << POS_BITS, memory_order_acq_rel);
@@ -221,6 +244,8 @@ static void exhausted_locked(idm_seq *q, uint64_t g)
         return;
     q->exhausted_gen = g;
     lasted = clock_mono(q) - q->installed_at;
+    if (lasted > 0)
+        q->rate = (double)q->cur.size / (double)lasted;
     if (lasted < q->target_ns / 2) {
         q->block_size = q->block_size > q->max_block / 2 ? q->max_block : q->block_size * 2;
     } else if (lasted > 2 * q->target_ns) {
@@ -286,13 +311,17 @@ static void *keeper(void *arg)
             size_t start = q->next_store;
             block b;
             int rc;
+            int64_t t0;
             q->fetching = true;
             pthread_mutex_unlock(&q->mu);
+            t0 = mono_now();
             rc = fetch(q, start, size, &b);
             pthread_mutex_lock(&q->mu);
             q->fetching = false;
             q->last_try_ns = mono_now();
             if (rc == 0) {
+                int64_t took = q->last_try_ns - t0;
+                q->fetch_ns = q->fetch_ns == 0 ? took : (3 * q->fetch_ns + took) / 4;
                 q->spare = b;
                 q->spare_ready = true;
                 q->need = false;
@@ -577,6 +606,8 @@ int idm_seq_open(idm_seq **out, const idm_seq_opts *opts)
     if (q->nstores > 1) {
         q->spare = b1;
         q->spare_ready = true;
+    } else if (q->pct > 0) {
+        q->need = true; /* the keeper fetches the spare at once */
     }
     q->next_store = 2 % q->nstores;
 

@@ -295,7 +295,8 @@ static int sq_list(void *ctx, idm_seq_info **out, size_t *count)
             nlen > IDM_SEQ_NAME_MAX || strlen((const char *)name) != (size_t)nlen) {
             free(v);
             sqlite3_reset(st);
-            return idm__seg_fail(IDM_EIO, "store %s: a sequence's name is not 1 to %d bytes of text",
+            return idm__seg_fail(IDM_EIO,
+                                 "store %s: a sequence's name is not 1 to %d bytes of text",
                                  s->url, IDM_SEQ_NAME_MAX);
         }
         memcpy(e->name, name, (size_t)nlen);
