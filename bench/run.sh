@@ -5,11 +5,12 @@
 #
 #     bash bench/run.sh BUILD_DIR
 #
-# Builds the idm_bench, idm_bench128 and idm_bench_lease targets in BUILD_DIR
-# (configuring a Release build there if BUILD_DIR is not configured yet),
-# runs them (the Snowflake generator, then the 128-bit ids with libuuid as a
-# C peer where it is installed, then worker-id lease claims against a
-# throwaway etcd started with scripts/etcd-test-server.sh), installs the Node.js peers of
+# Builds the idm_bench, idm_bench128, idm_bench_lease and idm_bench_seg
+# targets in BUILD_DIR (configuring a Release build there if BUILD_DIR is not
+# configured yet), runs them (the Snowflake generator, then the 128-bit ids
+# with libuuid as a C peer where it is installed, then worker-id lease claims
+# against a throwaway etcd started with scripts/etcd-test-server.sh, then the
+# segment allocator over SQLite ticket stores), installs the Node.js peers of
 # bench/peers/node/package.json into BUILD_DIR/bench-node and runs them.
 #
 # Exit status: 0 unless something could not be built, crashed, or a
@@ -47,15 +48,16 @@ if [ ! -f "$build_dir/CMakeCache.txt" ]; then
         exit 1
     fi
 fi
-if ! cmake --build "$build_dir" --target idm_bench idm_bench128 idm_bench_lease -j2 >"$build_dir/bench-build.log" 2>&1; then
+if ! cmake --build "$build_dir" --target idm_bench idm_bench128 idm_bench_lease idm_bench_seg -j2 >"$build_dir/bench-build.log" 2>&1; then
     cat "$build_dir/bench-build.log" >&2
-    echo "run.sh: FAILED: could not build idm_bench, idm_bench128 and idm_bench_lease" >&2
+    echo "run.sh: FAILED: could not build idm_bench, idm_bench128, idm_bench_lease and idm_bench_seg" >&2
     exit 1
 fi
 bin=$build_dir/bench/idm_bench
 bin128=$build_dir/bench/idm_bench128
 binlease=$build_dir/bench/idm_bench_lease
-for b in "$bin" "$bin128" "$binlease"; do
+binseg=$build_dir/bench/idm_bench_seg
+for b in "$bin" "$bin128" "$binlease" "$binseg"; do
     if [ ! -x "$b" ]; then
         echo "run.sh: FAILED: $b was not built (is IDM_BENCH off?)" >&2
         exit 1
@@ -134,6 +136,15 @@ if [ "${etcd_args[0]}" = --no-etcd ]; then
     lease_status="$lease_status; etcd rows skipped: ${etcd_args[1]}"
 fi
 
+# ---- the segment allocator (SQLite ticket stores in a directory under $work)
+IDM_BENCH_SECONDS=$seconds IDM_BENCH_ROUNDS=$rounds "$binseg" --dir "$work" | tee "$work/seg.txt"
+rc=${PIPESTATUS[0]}
+case $rc in
+    0) seg_status="ok" ;;
+    2) seg_status="FAILED (a correctness check failed: see WRONG above)"; failed=1 ;;
+    *) seg_status="FAILED (idm_bench_seg exited with status $rc)"; failed=1 ;;
+esac
+
 # ---- Node.js peers
 node_status=""
 node_dir=$(cd "$build_dir" && pwd)/bench-node
@@ -188,13 +199,14 @@ fi
 echo
 echo "== summary =="
 grep -m1 '^machine:' "$work/c.txt" || true
-grep -hE ' (PASS|BELOW)$' "$work/c.txt" "$work/c128.txt" "$work/lease.txt" || true
-pass=$(cat "$work/c.txt" "$work/c128.txt" "$work/lease.txt" | grep -cE ' PASS$' || true)
-below=$(cat "$work/c.txt" "$work/c128.txt" "$work/lease.txt" | grep -cE ' BELOW$' || true)
+grep -hE ' (PASS|BELOW)$' "$work/c.txt" "$work/c128.txt" "$work/lease.txt" "$work/seg.txt" || true
+pass=$(cat "$work/c.txt" "$work/c128.txt" "$work/lease.txt" "$work/seg.txt" | grep -cE ' PASS$' || true)
+below=$(cat "$work/c.txt" "$work/c128.txt" "$work/lease.txt" "$work/seg.txt" | grep -cE ' BELOW$' || true)
 echo "targets: $pass PASS, $below BELOW (BELOW is reported, never fatal)"
 echo "idm_bench: $c_status"
 echo "idm_bench128: $c128_status"
 echo "libuuid peer: $libuuid_status"
 echo "idm_bench_lease: $lease_status"
+echo "idm_bench_seg: $seg_status"
 echo "Node.js peers: $node_status"
 exit "$failed"
