@@ -15,11 +15,12 @@ want=(cmake make gcc libc6-dev pkg-config libcmocka-dev python3
       postgresql                       # interoperability: PostgreSQL's uuid type
       libcurl4-openssl-dev libjson-c-dev   # the etcd lease backend
       libsqlite3-dev libpq-dev         # the segment ticket stores
+      libmicrohttpd-dev curl           # idmintd, and its black-box tests
       etcd-server etcd-client          # etcd servers the lease tests start
       nodejs:node npm:npm)             # interoperability: npm uuid and ulid
 case "${1:-}" in
   "") ;;
-  bench) want=(uuid-dev nodejs:node npm:npm) ;;
+  bench) want=(uuid-dev nodejs:node npm:npm wrk) ;;
   *) echo "deps.sh: unknown group '$1' (want nothing or 'bench')" >&2; exit 2 ;;
 esac
 

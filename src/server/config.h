@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * idmintd's configuration: every key has a default, can be set in a config
+ * file (key = value lines), overridden by an environment variable
+ * (IDMINT_<KEY>, upper case, '-' as '_') and then by a flag (--key VALUE or
+ * --key=VALUE). Unknown keys, malformed values and repeated keys in one
+ * source are errors that name the key and the source.
+ */
+#ifndef IDMD_CONFIG_H
+#define IDMD_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define IDMD_PATH_MAX 1024
+
+typedef struct idmd_config {
+    char listen_host[256];      /* listen: HOST:PORT, default 127.0.0.1:7070; the
+                                   host without IPv6 brackets */
+    int listen_port;            /*   (port 0: any free port, for tests) */
+    char data_dir[IDMD_PATH_MAX]; /* data-dir: default ./var */
+    char lease[IDMD_PATH_MAX];  /* lease: URL; "" = file://<data-dir>/leases */
+    int64_t lease_ttl_ms;       /* lease-ttl: ms, 1000..3600000, default 10000 */
+    char store[IDMD_PATH_MAX];  /* store: URL; "" = sqlite://<data-dir>/segments.db */
+    char layout[256];           /* layout: preset or text form, default twitter */
+    int64_t epoch;              /* epoch: Unix ms or ISO-8601; needed for a text layout */
+    bool epoch_set;
+    char policy[16];            /* policy: logical | refuse | wait (default logical) */
+    char exhaust[16];           /* exhaust: wait | borrow (default wait) */
+    char node[256];             /* node: extra node fields, "datacenter=1,..." (the
+                                   lease gives the worker field) */
+    char lease_field[64];       /* lease-field: the node field the lease fills,
+                                   default "worker" */
+    uint32_t count_max;         /* count-max: 1..1000000, default 10000 */
+    char token_file[IDMD_PATH_MAX]; /* token-file: a file holding the bearer
+                                       token; unset = no authentication (an
+                                       empty value is refused from any source) */
+    int64_t idle_timeout_ms;    /* idle-timeout: ms, 100..3600000, default 10000 */
+    size_t max_request;         /* max-request: bytes of request line + headers,
+                                   1024..1048576, default 8192 */
+    unsigned threads;           /* threads: 1..64, default 2 */
+    unsigned max_connections;   /* max-connections: 1..100000, default 1024 */
+    char clock[IDMD_PATH_MAX];  /* clock: "system" (default) or "offset-file:PATH",
+                                   a file holding a signed ms offset added to the
+                                   system's wall clock (tests step the clock) */
+    int64_t segment_wait_ms;    /* segment-wait: ms a request waits for a block,
+                                   0..60000, default 1000 */
+} idmd_config;
+
+/* Fill c with the defaults. */
+void idmd_config_defaults(idmd_config *c);
+
+/*
+ * Build the configuration from argv (argv[0] is the program), the
+ * environment and the config file named by --config FILE (or IDMINT_CONFIG):
+ * defaults < file < environment < flags. Sets *check_only for
+ * --check-config, *help for --help (both meaningful only when it returns
+ * 0; with --help it returns 0 without looking at anything else). 0, or -1
+ * with err holding one line naming the key, the source and what is wrong.
+ */
+int idmd_config_build(idmd_config *c, int argc, char **argv, char **envp, bool *check_only,
+                      bool *help, char *err, size_t errlen);
+
+/* Set one key from text; source names where it came from ("flag",
+ * "IDMINT_LISTEN", "FILE:LINE"). 0, or -1 with err. */
+int idmd_config_set(idmd_config *c, const char *key, const char *value, const char *source,
+                    char *err, size_t errlen);
+
+/* Every key with its value, one "key = value" line each (the token file's
+ * path, never the token), for --check-config and the log. len: 8192 holds
+ * the longest configuration; less is cut. */
+void idmd_config_print(const idmd_config *c, char *out, size_t len);
+
+/* The usage text (--help). */
+extern const char idmd_usage[];
+
+#endif /* IDMD_CONFIG_H */

@@ -1,0 +1,848 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * idmintd's request handler: routes a request to the libraries and formats
+ * the answer. Nothing here touches a socket (see app.h).
+ *
+ *   GET /v1/snowflake?count=N      {"ids":["...",...]} (decimal strings: ids
+ *   GET /v1/segment/NAME?count=N     pass 2^53, which JSON numbers cannot hold)
+ *   GET /v1/uuid7?count=N, /v1/uuid4?count=N, /v1/ulid?count=N
+ *   GET /v1/decode/ID              the id's parts (Snowflake, UUID, ULID)
+ *   GET /api/snowflake/get/KEY     the bare number, as Meituan's Leaf answers
+ *   GET /api/segment/get/KEY       (KEY: Leaf's biz tag = the sequence name)
+ *   GET /healthz                   200 minting, 503 with the reason
+ *   GET /metrics                   Prometheus text format
+ *   GET /ping                      a static answer (the framework's ceiling)
+ * ?format=text gives one id a line (text/plain) instead of JSON.
+ *
+ * Input is checked strictly (FAULTS N1): count is 1 to count-max in plain
+ * decimal (no sign, no space, no 0x, no exponent, no leading zero); unknown
+ * or repeated parameters, percent-encoding and any byte outside the path
+ * alphabet are 400 with a JSON error naming the parameter. Nothing is
+ * minted for a request that is refused. Batches are all or nothing: the
+ * generator reserves the whole batch with one CAS under the lease guard, so
+ * no batch straddles the lease deadline (N6).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "app.h"
+
+#define MAX_COUNT_TEXT 8 /* count-max is at most 1,000,000: 7 digits */
+
+/* ---------------------------------------------------------------- output */
+
+static void put(idmd_response *rs, const char *s, size_t n)
+{
+    if (rs->oom)
+        return;
+    if (rs->len + n + 1 > rs->cap) {
+        size_t cap = rs->cap != 0 ? rs->cap : 256;
+        char *grown;
+        while (cap < rs->len + n + 1)
+            cap *= 2;
+        grown = realloc(rs->body, cap);
+        if (grown == NULL) {
+            rs->oom = true;
+            return;
+        }
+        rs->body = grown;
+        rs->cap = cap;
+    }
+    memcpy(rs->body + rs->len, s, n);
+    rs->len += n;
+    rs->body[rs->len] = '\0';
+}
+
+static void puts_(idmd_response *rs, const char *s)
+{
+    put(rs, s, strlen(s));
+}
+
+__attribute__((format(printf, 2, 3))) static void putf(idmd_response *rs, const char *fmt, ...)
+{
+    char buf[512];
+    va_list ap;
+    int n;
+    va_start(ap, fmt);
+    n = vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        put(rs, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+}
+
+/* s as the inside of a JSON string (ASCII printable kept, the rest \u00XX). */
+static void put_json_text(idmd_response *rs, const char *s)
+{
+    for (; *s != '\0'; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') {
+            char e[2] = {'\\', (char)c};
+            put(rs, e, 2);
+        } else if (c < 0x20 || c >= 0x7f) {
+            putf(rs, "\\u%04x", c);
+        } else {
+            put(rs, (const char *)&c, 1);
+        }
+    }
+}
+
+static void reset(idmd_response *rs)
+{
+    rs->len = 0;
+    if (rs->body != NULL)
+        rs->body[0] = '\0';
+    rs->retry_after_s = 0;
+    rs->www_authenticate = false;
+}
+
+/* An error answer: {"error":{"status":S,"param":P,"message":M}}. */
+__attribute__((format(printf, 4, 5))) static void fail(idmd_response *rs, int status,
+                                                       const char *param, const char *fmt, ...)
+{
+    char msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    reset(rs);
+    rs->status = status;
+    rs->content_type = "application/json";
+    putf(rs, "{\"error\":{\"status\":%d,", status);
+    if (param != NULL) {
+        puts_(rs, "\"param\":\"");
+        put_json_text(rs, param);
+        puts_(rs, "\",");
+    }
+    puts_(rs, "\"message\":\"");
+    put_json_text(rs, msg);
+    puts_(rs, "\"}}\n");
+}
+
+/* A library error while minting: 503 (try again later) for the clock, the
+ * lease and a full sequence; 500 otherwise. */
+static void fail_mint(idmd_app *app, idmd_response *rs, const char *what, int rc)
+{
+    const char *d = idm_error_detail();
+    switch (rc) {
+    case IDM_ECLOCKBACK:
+        atomic_fetch_add(&app->m.clock_refusals, 1);
+        fail(rs, 503, NULL, "%s: the clock went back beyond the policy's bound: %s", what, d);
+        rs->retry_after_s = 1;
+        break;
+    case IDM_EEXHAUSTED:
+        atomic_fetch_add(&app->m.exhaustion_refusals, 1);
+        fail(rs, 503, NULL, "%s: more ids than the layout makes per tick: %s", what, d);
+        rs->retry_after_s = 1;
+        break;
+    case IDM_ELEASE:
+        atomic_fetch_add(&app->m.lease_refusals, 1);
+        fail(rs, 503, NULL, "%s: no valid worker-id lease (lost, or not renewed in time): %s",
+             what, d);
+        rs->retry_after_s = 1;
+        break;
+    case IDM_EUNAVAIL:
+        fail(rs, 503, NULL, "%s: %s", what, d);
+        rs->retry_after_s = 1;
+        break;
+    case IDM_ENOSEQ:
+        fail(rs, 404, NULL, "%s", d);
+        break;
+    default:
+        fail(rs, 500, NULL, "%s: %s: %s", what, idm_err_name(rc), d);
+        break;
+    }
+}
+
+/* ------------------------------------------------------------------ input */
+
+typedef struct params {
+    uint32_t count;
+    bool text;
+} params;
+
+/* Strict decimal 1..max: digits only, no leading zero. */
+static bool parse_count(const char *s, size_t n, uint32_t max, uint32_t *out)
+{
+    uint64_t v = 0;
+    if (n == 0 || n > MAX_COUNT_TEXT || s[0] == '0')
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return false;
+        v = v * 10 + (uint64_t)(s[i] - '0');
+    }
+    if (v < 1 || v > max)
+        return false;
+    *out = (uint32_t)v;
+    return true;
+}
+
+/* Parse the query: count (when allowed) and format. 0 or an answer sent. */
+static int parse_query(idmd_app *app, const char *query, bool count_ok, params *p,
+                       idmd_response *rs)
+{
+    bool seen_count = false, seen_format = false;
+    const char *q = query;
+    p->count = 1;
+    p->text = false;
+    if (q == NULL || *q == '\0')
+        return 0;
+    while (*q != '\0') {
+        const char *amp = strchr(q, '&'), *eq;
+        size_t len = amp != NULL ? (size_t)(amp - q) : strlen(q), klen;
+        const char *v;
+        size_t vlen;
+        char key[32];
+        eq = memchr(q, '=', len);
+        klen = eq != NULL ? (size_t)(eq - q) : len;
+        v = eq != NULL ? eq + 1 : q + len;
+        vlen = eq != NULL ? len - klen - 1 : 0;
+        snprintf(key, sizeof key, "%.*s", (int)(klen < 31 ? klen : 31), q);
+        for (char *k = key; *k != '\0'; k++)
+            if (*k < 0x20 || *k >= 0x7f)
+                *k = '?';
+        if (klen == 5 && memcmp(q, "count", 5) == 0 && count_ok) {
+            if (seen_count) {
+                fail(rs, 400, "count", "count is given twice");
+                return -1;
+            }
+            seen_count = true;
+            if (!parse_count(v, vlen, app->cfg->count_max, &p->count)) {
+                fail(rs, 400, "count",
+                     "count must be a plain decimal number from 1 to %u (got '%.*s')",
+                     (unsigned)app->cfg->count_max, (int)(vlen < 24 ? vlen : 24), v);
+                return -1;
+            }
+        } else if (klen == 6 && memcmp(q, "format", 6) == 0) {
+            if (seen_format) {
+                fail(rs, 400, "format", "format is given twice");
+                return -1;
+            }
+            seen_format = true;
+            if (vlen == 4 && memcmp(v, "json", 4) == 0)
+                p->text = false;
+            else if (vlen == 4 && memcmp(v, "text", 4) == 0)
+                p->text = true;
+            else {
+                fail(rs, 400, "format", "format must be json or text");
+                return -1;
+            }
+        } else {
+            fail(rs, 400, key, "unknown parameter '%s'%s", key,
+                 count_ok ? " (known: count, format)" : " (known: format)");
+            return -1;
+        }
+        if (amp == NULL)
+            break;
+        q = amp + 1;
+        if (*q == '\0') {
+            fail(rs, 400, NULL, "the query ends with '&'");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The path's own alphabet: letters, digits, '/', '_', '.', '-'. Anything
+ * else (percent-encoding, spaces, control bytes, non-ASCII) is refused. */
+static bool path_ok(const char *p)
+{
+    for (; *p != '\0'; p++) {
+        char c = *p;
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '/' || c == '_' || c == '.' || c == '-'))
+            return false;
+    }
+    return true;
+}
+
+/* ------------------------------------------------------------------- ids */
+
+static void begin_ids(idmd_response *rs, const params *p)
+{
+    rs->status = 200;
+    rs->content_type = p->text ? "text/plain; charset=utf-8" : "application/json";
+    if (!p->text)
+        puts_(rs, "{\"ids\":[");
+}
+
+static void one_id(idmd_response *rs, const params *p, size_t i, const char *id)
+{
+    if (p->text) {
+        puts_(rs, id);
+        puts_(rs, "\n");
+    } else {
+        if (i > 0)
+            puts_(rs, ",");
+        puts_(rs, "\"");
+        puts_(rs, id);
+        puts_(rs, "\"");
+    }
+}
+
+static void end_ids(idmd_response *rs, const params *p)
+{
+    if (!p->text)
+        puts_(rs, "]}\n");
+}
+
+/* Answer with the numbers ids[0..count-1]: the ids list, or (bare: Leaf's
+ * endpoints) the first number alone. */
+static void reply_numbers(idmd_app *app, int kind, const params *p, const uint64_t *ids,
+                          bool bare, idmd_response *rs)
+{
+    char t[24];
+    if (bare) {
+        rs->status = 200;
+        rs->content_type = "text/plain; charset=utf-8";
+        putf(rs, "%" PRIu64, ids[0]);
+    } else {
+        begin_ids(rs, p);
+        for (uint32_t i = 0; i < p->count; i++) {
+            snprintf(t, sizeof t, "%" PRIu64, ids[i]);
+            one_id(rs, p, i, t);
+        }
+        end_ids(rs, p);
+    }
+    atomic_fetch_add(&app->m.minted[kind], p->count);
+}
+
+/* Room for count ids: one on the stack, more on the heap. */
+static uint64_t *ids_for(const params *p, uint64_t *one, idmd_response *rs)
+{
+    uint64_t *ids = p->count > 1 ? malloc(p->count * sizeof *ids) : one;
+    if (ids == NULL)
+        fail(rs, 503, NULL, "out of memory");
+    return ids;
+}
+
+static void h_snowflake(idmd_app *app, const params *p, idmd_response *rs, bool bare)
+{
+    uint64_t one, *ids = ids_for(p, &one, rs);
+    int rc;
+    if (ids == NULL)
+        return;
+    /* All or nothing, under the lease guard (N6). */
+    rc = idm_snowflake_next_batch(app->gen, ids, p->count);
+    if (rc != 0)
+        fail_mint(app, rs, "cannot mint", rc);
+    else
+        reply_numbers(app, IDMD_K_SNOWFLAKE, p, ids, bare, rs);
+    if (ids != &one)
+        free(ids);
+}
+
+static bool seq_name_ok(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > IDM_SEQ_NAME_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '.' || c == '-'))
+            return false;
+    }
+    return true;
+}
+
+/* The allocator of sequence name, opened on first use. */
+static int seq_for(idmd_app *app, const char *name, idm_seq **out)
+{
+    int rc = 0;
+    pthread_mutex_lock(&app->seq_mu);
+    for (size_t i = 0; i < app->nseqs; i++) {
+        if (strcmp(app->seqs[i].name, name) == 0) {
+            *out = app->seqs[i].q;
+            pthread_mutex_unlock(&app->seq_mu);
+            return 0;
+        }
+    }
+    if (app->nseqs == IDMD_MAX_SEQS) {
+        rc = idm_error_fail(IDM_EINVAL, "more than %d sequences in use", IDMD_MAX_SEQS);
+    } else {
+        idm_seq_opts o;
+        idm_seq *q = NULL;
+        idm_seq_opts_init(&o);
+        o.name = name;
+        o.stores = &app->store;
+        o.nstores = 1;
+        o.wait_ms = app->cfg->segment_wait_ms;
+        o.clock = app->clock;
+        rc = idm_seq_open(&q, &o);
+        if (rc == 0) {
+            snprintf(app->seqs[app->nseqs].name, sizeof app->seqs[app->nseqs].name, "%s", name);
+            app->seqs[app->nseqs].q = q;
+            app->nseqs++;
+            *out = q;
+        }
+    }
+    pthread_mutex_unlock(&app->seq_mu);
+    return rc;
+}
+
+static void h_segment(idmd_app *app, const char *name, const params *p, idmd_response *rs,
+                      bool bare)
+{
+    idm_seq *q = NULL;
+    uint64_t one, *ids;
+    int rc;
+    if (!seq_name_ok(name)) {
+        fail(rs, 400, "name",
+             "a sequence name is 1 to %d of letters, digits, '_', '.' and '-'",
+             IDM_SEQ_NAME_MAX);
+        return;
+    }
+    if (app->store == NULL) {
+        fail(rs, 404, NULL, "no ticket store is configured");
+        return;
+    }
+    rc = seq_for(app, name, &q);
+    if (rc != 0) {
+        fail_mint(app, rs, "cannot open the sequence", rc);
+        return;
+    }
+    if ((ids = ids_for(p, &one, rs)) == NULL)
+        return;
+    /* Each id is handed out once; ids drawn before a failure are gaps. */
+    for (uint32_t i = 0; i < p->count && rc == 0; i++) {
+        int64_t v = 0;
+        rc = idm_seq_next(q, &v);
+        ids[i] = (uint64_t)v;
+    }
+    if (rc != 0)
+        fail_mint(app, rs, "cannot take ids", rc);
+    else
+        reply_numbers(app, IDMD_K_SEGMENT, p, ids, bare, rs);
+    if (ids != &one)
+        free(ids);
+}
+
+static void h_128(idmd_app *app, int kind, const params *p, idmd_response *rs)
+{
+    char t[48];
+    begin_ids(rs, p);
+    for (uint32_t i = 0; i < p->count; i++) {
+        int rc;
+        if (kind == IDMD_K_ULID) {
+            idm_ulid u;
+            rc = idm_ulid_next(app->ulid, &u);
+            if (rc == 0)
+                idm_ulid_format(&u, t);
+        } else {
+            idm_uuid u;
+            rc = kind == IDMD_K_UUID7 ? idm_uuid7_next(app->uuid7, &u) : idm_uuid4(NULL, &u);
+            if (rc == 0)
+                idm_uuid_format(&u, t);
+        }
+        if (rc != 0) {
+            fail_mint(app, rs, "cannot mint", rc);
+            return;
+        }
+        one_id(rs, p, i, t);
+    }
+    end_ids(rs, p);
+    atomic_fetch_add(&app->m.minted[kind], p->count);
+}
+
+/* ----------------------------------------------------------------- decode */
+
+static void put_time(idmd_response *rs, idm_unix_ms ms)
+{
+    char iso[64];
+    if (idm_time_format(ms, iso, sizeof iso) == 0)
+        putf(rs, "\"time\":\"%s\",", iso);
+    putf(rs, "\"unix_ms\":%lld", (long long)ms);
+}
+
+static void h_decode(idmd_app *app, const char *id, const params *p, idmd_response *rs)
+{
+    size_t n = strlen(id);
+    bool digits = n > 0 && n <= 20;
+    for (size_t i = 0; i < n && digits; i++)
+        digits = id[i] >= '0' && id[i] <= '9';
+    rs->status = 200;
+    rs->content_type = "application/json";
+    if (p->text) {
+        fail(rs, 400, "format", "decode answers in JSON only");
+        return;
+    }
+    if (digits) {
+        uint64_t v;
+        idm_decoded d;
+        if (idm_u64_parse(id, &v) != 0 || (n > 1 && id[0] == '0')) {
+            fail(rs, 400, "id", "'%s' is not a 64-bit decimal id", id);
+            return;
+        }
+        if (idm_layout_decode(app->layout, v, &d) != 0) {
+            fail(rs, 400, "id", "%s has bits above the %u bits of layout %s", id,
+                 idm_layout_bits(app->layout), idm_layout_name(app->layout));
+            return;
+        }
+        putf(rs, "{\"id\":\"%s\",\"kind\":\"snowflake\",\"layout\":\"", id);
+        put_json_text(rs, idm_layout_name(app->layout));
+        puts_(rs, "\",");
+        put_time(rs, d.unix_ms);
+        for (size_t i = 0; i < idm_layout_field_count(app->layout); i++) {
+            idm_field_info f;
+            if (idm_layout_field(app->layout, i, &f) != 0 || i == 0)
+                continue;
+            puts_(rs, ",\"");
+            put_json_text(rs, f.name);
+            putf(rs, "\":%" PRIu64, d.value[i]);
+        }
+        puts_(rs, "}\n");
+        return;
+    }
+    if (n == 36) {
+        idm_uuid u;
+        idm_unix_ms ms;
+        if (idm_uuid_parse(id, &u) != 0) {
+            fail(rs, 400, "id", "'%s' is not a UUID: %s", id, idm_error_detail());
+            return;
+        }
+        putf(rs, "{\"id\":\"%s\",\"kind\":\"uuid\",\"version\":%d", id, idm_uuid_version(&u));
+        if (idm_uuid_version(&u) == 7 && idm_uuid7_time(&u, &ms) == 0) {
+            puts_(rs, ",");
+            put_time(rs, ms);
+        }
+        puts_(rs, "}\n");
+        return;
+    }
+    if (n == 26) {
+        idm_ulid u;
+        if (idm_ulid_parse(id, &u) != 0) {
+            fail(rs, 400, "id", "'%s' is not a ULID: %s", id, idm_error_detail());
+            return;
+        }
+        putf(rs, "{\"id\":\"%s\",\"kind\":\"ulid\",", id);
+        put_time(rs, idm_ulid_time(&u));
+        puts_(rs, "}\n");
+        return;
+    }
+    fail(rs, 400, "id",
+         "'%.40s' is no id idmintd knows: a decimal 64-bit id, a UUID (36 characters) or a "
+         "ULID (26)",
+         id);
+}
+
+/* ---------------------------------------------------------------- health */
+
+static int64_t mono_ms_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void h_health(idmd_app *app, idmd_response *rs)
+{
+    char why[400] = "";
+    idm_snowflake_stats st;
+    idm_wall_ns wall = app->clock->wall_ns(app->clock->ctx);
+    idm_unix_ms now = wall / 1000000;
+    int64_t bound = 10;
+    uint32_t worker = 0;
+    idm_snowflake_stats_get(app->gen, &st);
+    if (idm_layout_tick_ms(app->layout) > bound)
+        bound = idm_layout_tick_ms(app->layout);
+    if (atomic_load(&app->draining))
+        snprintf(why, sizeof why, "shutting down");
+    else if (st.last_unix_ms > now + bound)
+        snprintf(why, sizeof why,
+                 "the clock is %lld ms behind the last id minted, beyond the %lld ms the policy "
+                 "bridges",
+                 (long long)(st.last_unix_ms - now), (long long)bound);
+    if (why[0] == '\0' && app->lease != NULL) {
+        idm_lease_status ls;
+        idm_lease_status_get(app->lease, &ls);
+        worker = ls.worker;
+        if (ls.lost)
+            snprintf(why, sizeof why, "the worker-id lease for worker %u is lost",
+                     (unsigned)ls.worker);
+        else if (ls.deadline / 1000000 - mono_ms_now() < app->lease_ttl_ms / 4)
+            snprintf(why, sizeof why,
+                     "the worker-id lease for worker %u is about to expire (renewals failing: "
+                     "%s)",
+                     (unsigned)ls.worker, ls.last_error != 0 ? idm_err_name(ls.last_error) : "no");
+    }
+    if (why[0] == '\0') {
+        pthread_mutex_lock(&app->seq_mu);
+        for (size_t i = 0; i < app->nseqs && why[0] == '\0'; i++) {
+            idm_seq_stats ss;
+            idm_seq_stats_get(app->seqs[i].q, &ss);
+            if (ss.left == 0 && ss.last_error != 0)
+                snprintf(why, sizeof why,
+                         "sequence %s: the ticket store cannot be reached and no ids are left "
+                         "(%s)",
+                         app->seqs[i].name, idm_err_name(ss.last_error));
+        }
+        pthread_mutex_unlock(&app->seq_mu);
+    }
+    rs->content_type = "application/json";
+    if (why[0] != '\0') {
+        rs->status = 503;
+        puts_(rs, "{\"status\":\"unavailable\",\"reason\":\"");
+        put_json_text(rs, why);
+        puts_(rs, "\"}\n");
+        return;
+    }
+    rs->status = 200;
+    putf(rs, "{\"status\":\"ok\",\"layout\":\"");
+    put_json_text(rs, idm_layout_name(app->layout));
+    putf(rs, "\"%s", "");
+    if (app->lease != NULL)
+        putf(rs, ",\"worker\":%u", (unsigned)worker);
+    puts_(rs, "}\n");
+}
+
+/* ---------------------------------------------------------------- metrics */
+
+static const int64_t lat_bounds_us[IDMD_LAT_BUCKETS] = {50,   100,  250,   500,   1000,
+                                                        2500, 5000, 10000, 100000, 1000000};
+
+void idmd_count(idmd_app *app, int status, int64_t latency_ns)
+{
+    int c = IDMD_C_OTHER;
+    int64_t us = latency_ns / 1000;
+    size_t b = 0;
+    switch (status) {
+#define IDMD_CODE_CASE(code)                                                                    \
+    case code:                                                                                  \
+        c = IDMD_C_##code;                                                                      \
+        break;
+        IDMD_CODES(IDMD_CODE_CASE)
+#undef IDMD_CODE_CASE
+    default:
+        break;
+    }
+    atomic_fetch_add(&app->m.requests[c], 1);
+    while (b < IDMD_LAT_BUCKETS && us > lat_bounds_us[b])
+        b++;
+    atomic_fetch_add(&app->m.lat[b], 1);
+    atomic_fetch_add(&app->m.lat_sum_us, (uint64_t)(us > 0 ? us : 0));
+}
+
+static void metric(idmd_response *rs, const char *name, const char *type, const char *help)
+{
+    putf(rs, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void h_metrics(idmd_app *app, idmd_response *rs)
+{
+    static const char *const kinds[IDMD_K_N] = {"snowflake", "segment", "uuid7", "uuid4",
+                                                 "ulid"};
+    static const int codes[] = {
+#define IDMD_CODE_NUM(c) c,
+        IDMD_CODES(IDMD_CODE_NUM)
+#undef IDMD_CODE_NUM
+    };
+    idm_snowflake_stats st;
+    uint64_t cum = 0, total = 0;
+    rs->status = 200;
+    rs->content_type = "text/plain; version=0.0.4; charset=utf-8";
+    idm_snowflake_stats_get(app->gen, &st);
+
+    metric(rs, "idmint_ids_minted_total", "counter", "Ids handed out, by kind.");
+    for (int k = 0; k < IDMD_K_N; k++)
+        putf(rs, "idmint_ids_minted_total{kind=\"%s\"} %" PRIu64 "\n", kinds[k],
+             atomic_load(&app->m.minted[k]));
+    metric(rs, "idmint_http_requests_total", "counter", "Requests answered, by status code.");
+    for (int c = 0; c < IDMD_C_N; c++) {
+        uint64_t v = atomic_load(&app->m.requests[c]);
+        total += v;
+        if (c < IDMD_C_OTHER)
+            putf(rs, "idmint_http_requests_total{code=\"%d\"} %" PRIu64 "\n", codes[c], v);
+        else
+            putf(rs, "idmint_http_requests_total{code=\"other\"} %" PRIu64 "\n", v);
+    }
+    metric(rs, "idmint_sequence_exhaustions_total", "counter",
+           "Mints refused because the layout's sequence ran out within a tick.");
+    putf(rs, "idmint_sequence_exhaustions_total %" PRIu64 "\n", st.refused_exhausted);
+    metric(rs, "idmint_sequence_waits_total", "counter",
+           "Sleeps taken for a full tick or a clock gone back (wait policies).");
+    putf(rs, "idmint_sequence_waits_total %" PRIu64 "\n", st.waits);
+    metric(rs, "idmint_clock_regressions_total", "counter",
+           "Mints refused because the clock went back beyond the policy's bound.");
+    putf(rs, "idmint_clock_regressions_total %" PRIu64 "\n", st.refused_backwards);
+    metric(rs, "idmint_clock_regression_max_ms", "gauge", "The largest clock regression seen.");
+    putf(rs, "idmint_clock_regression_max_ms %lld\n", (long long)st.max_backwards_ms);
+    metric(rs, "idmint_clock_regression_last_ms", "gauge",
+           "The most recent clock regression (0: none).");
+    putf(rs, "idmint_clock_regression_last_ms %lld\n", (long long)st.last_backwards_ms);
+    metric(rs, "idmint_ahead_mints_total", "counter",
+           "Ids minted ahead of the wall clock (logical time, borrowed ticks).");
+    putf(rs, "idmint_ahead_mints_total %" PRIu64 "\n", st.ahead_mints);
+    if (app->lease != NULL) {
+        idm_lease_status ls;
+        idm_lease_status_get(app->lease, &ls);
+        metric(rs, "idmint_lease_renewals_total", "counter", "Worker-id lease renewals that worked.");
+        putf(rs, "idmint_lease_renewals_total %" PRIu64 "\n", ls.renewals);
+        metric(rs, "idmint_lease_failures_total", "counter", "Worker-id lease renewals that failed.");
+        putf(rs, "idmint_lease_failures_total %" PRIu64 "\n", ls.failures);
+        metric(rs, "idmint_lease_lost", "gauge", "1 if the coordinator says the lease is gone.");
+        putf(rs, "idmint_lease_lost %d\n", ls.lost != 0);
+        metric(rs, "idmint_lease_worker", "gauge", "The worker id held.");
+        putf(rs, "idmint_lease_worker %u\n", (unsigned)ls.worker);
+    }
+    {
+        uint64_t waits = 0, wait_ns = 0, fetches = 0, errors = 0;
+        pthread_mutex_lock(&app->seq_mu);
+        for (size_t i = 0; i < app->nseqs; i++) {
+            idm_seq_stats ss;
+            idm_seq_stats_get(app->seqs[i].q, &ss);
+            waits += ss.waits;
+            wait_ns += ss.wait_ns;
+            fetches += ss.fetches;
+            errors += ss.fetch_errors;
+        }
+        pthread_mutex_unlock(&app->seq_mu);
+        metric(rs, "idmint_segment_prefetch_waits_total", "counter",
+               "Requests that waited for a segment block.");
+        putf(rs, "idmint_segment_prefetch_waits_total %" PRIu64 "\n", waits);
+        metric(rs, "idmint_segment_wait_seconds_total", "counter",
+               "Time requests waited for segment blocks.");
+        putf(rs, "idmint_segment_wait_seconds_total %.6f\n", (double)wait_ns / 1e9);
+        metric(rs, "idmint_segment_fetches_total", "counter", "Blocks taken from ticket stores.");
+        putf(rs, "idmint_segment_fetches_total %" PRIu64 "\n", fetches);
+        metric(rs, "idmint_segment_fetch_errors_total", "counter",
+               "Ticket-store round trips that failed.");
+        putf(rs, "idmint_segment_fetch_errors_total %" PRIu64 "\n", errors);
+    }
+    metric(rs, "idmint_request_duration_seconds", "histogram",
+           "Time from a request's arrival to its answer.");
+    for (size_t b = 0; b <= IDMD_LAT_BUCKETS; b++) {
+        cum += atomic_load(&app->m.lat[b]);
+        if (b < IDMD_LAT_BUCKETS)
+            putf(rs, "idmint_request_duration_seconds_bucket{le=\"%g\"} %" PRIu64 "\n",
+                 (double)lat_bounds_us[b] / 1e6, cum);
+        else
+            putf(rs, "idmint_request_duration_seconds_bucket{le=\"+Inf\"} %" PRIu64 "\n", cum);
+    }
+    putf(rs, "idmint_request_duration_seconds_sum %.6f\n",
+         (double)atomic_load(&app->m.lat_sum_us) / 1e6);
+    putf(rs, "idmint_request_duration_seconds_count %" PRIu64 "\n", cum);
+    (void)total;
+}
+
+/* ---------------------------------------------------------------- routing */
+
+/* Constant-time comparison of the presented token with ours. */
+static bool token_ok(const idmd_app *app, const char *auth)
+{
+    const char *t;
+    size_t n;
+    unsigned diff = 0;
+    if (auth == NULL || strncmp(auth, "Bearer ", 7) != 0)
+        return false;
+    t = auth + 7;
+    n = strlen(t);
+    diff = n != app->token_len;
+    for (size_t i = 0; i < app->token_len; i++)
+        diff |= (unsigned)(unsigned char)app->token[i] ^ (unsigned)(unsigned char)(i < n ? t[i] : 0);
+    return diff == 0;
+}
+
+/* path starts with prefix and has one more segment: *rest is it. */
+static bool under(const char *path, const char *prefix, const char **rest)
+{
+    size_t n = strlen(prefix);
+    if (strncmp(path, prefix, n) != 0 || path[n] == '\0' || strchr(path + n, '/') != NULL)
+        return false;
+    *rest = path + n;
+    return true;
+}
+
+void idmd_handle(idmd_app *app, const idmd_request *rq, idmd_response *rs)
+{
+    const char *path = rq->path != NULL ? rq->path : "", *rest;
+    params p;
+    reset(rs);
+    rs->status = 500;
+    rs->content_type = "application/json";
+    if (rq->method == NULL || (strcmp(rq->method, "GET") != 0 && strcmp(rq->method, "HEAD") != 0)) {
+        fail(rs, 405, NULL, "only GET (and HEAD) are served");
+        return;
+    }
+    if (app->token_len > 0 && !token_ok(app, rq->authorization)) {
+        fail(rs, 401, NULL, "a valid bearer token is required (Authorization: Bearer ...)");
+        rs->www_authenticate = true;
+        return;
+    }
+    if (path[0] != '/' || !path_ok(path)) {
+        fail(rs, 400, "path",
+             "the path may hold only letters, digits, '/', '_', '.' and '-' (no "
+             "percent-encoding)");
+        return;
+    }
+    if (strcmp(path, "/ping") == 0) {
+        rs->status = 200;
+        rs->content_type = "text/plain; charset=utf-8";
+        puts_(rs, "ok\n");
+        return;
+    }
+    if (strcmp(path, "/healthz") == 0 || strcmp(path, "/metrics") == 0) {
+        if (rq->query != NULL && rq->query[0] != '\0') {
+            fail(rs, 400, NULL, "%s takes no parameters", path);
+            return;
+        }
+        if (path[1] == 'h')
+            h_health(app, rs);
+        else
+            h_metrics(app, rs);
+        return;
+    }
+    if (strcmp(path, "/v1/snowflake") == 0) {
+        if (parse_query(app, rq->query, true, &p, rs) == 0)
+            h_snowflake(app, &p, rs, false);
+        return;
+    }
+    if (under(path, "/v1/segment/", &rest)) {
+        if (parse_query(app, rq->query, true, &p, rs) == 0)
+            h_segment(app, rest, &p, rs, false);
+        return;
+    }
+    if (strcmp(path, "/v1/uuid7") == 0 || strcmp(path, "/v1/uuid4") == 0 ||
+        strcmp(path, "/v1/ulid") == 0) {
+        int kind = strcmp(path, "/v1/ulid") == 0    ? IDMD_K_ULID
+                   : strcmp(path, "/v1/uuid7") == 0 ? IDMD_K_UUID7
+                                                    : IDMD_K_UUID4;
+        if (parse_query(app, rq->query, true, &p, rs) == 0)
+            h_128(app, kind, &p, rs);
+        return;
+    }
+    if (under(path, "/v1/decode/", &rest)) {
+        if (parse_query(app, rq->query, false, &p, rs) == 0)
+            h_decode(app, rest, &p, rs);
+        return;
+    }
+    if (under(path, "/api/snowflake/get/", &rest) || under(path, "/api/segment/get/", &rest)) {
+        bool seg = strncmp(path, "/api/segment/", 13) == 0;
+        if (rq->query != NULL && rq->query[0] != '\0') {
+            fail(rs, 400, NULL, "Leaf's endpoints take no parameters");
+            return;
+        }
+        p.count = 1;
+        p.text = true;
+        if (seg)
+            h_segment(app, rest, &p, rs, true);
+        else
+            h_snowflake(app, &p, rs, true);
+        return;
+    }
+    fail(rs, 404, NULL, "no such endpoint: %.80s", path);
+}
+
+void idmd_seqs_close(idmd_app *app)
+{
+    pthread_mutex_lock(&app->seq_mu);
+    for (size_t i = 0; i < app->nseqs; i++)
+        idm_seq_close(app->seqs[i].q);
+    app->nseqs = 0;
+    pthread_mutex_unlock(&app->seq_mu);
+}

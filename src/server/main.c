@@ -1,0 +1,435 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * idmintd: the HTTP id service. This file sets the service up from its
+ * configuration (the layout, a worker id leased for the generator, the
+ * 128-bit generators, the ticket store), starts the HTTP layer, logs one
+ * line per event to stderr, and on SIGTERM or SIGINT stops accepting,
+ * finishes the requests in flight, releases the lease and exits 0.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "app.h"
+#include "config.h"
+#include "http.h"
+
+extern char **environ;
+
+__attribute__((format(printf, 1, 2))) static void say(const char *fmt, ...)
+{
+    char line[1200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "idmintd: %s\n", line);
+}
+
+/* ------------------------------------------------------------ the clock */
+
+/* "offset-file:PATH": the system clock plus a signed ms offset read from
+ * PATH every 20 ms by a thread (tests step the clock by writing the file).
+ * The monotonic clock is the system's. */
+typedef struct offset_clock {
+    idm_clock clock;
+    char path[IDMD_PATH_MAX];
+    _Atomic int64_t offset_ns;
+    _Atomic int stop;
+    pthread_t th;
+} offset_clock;
+
+static offset_clock g_oc;
+
+static idm_wall_ns oc_wall(void *ctx)
+{
+    offset_clock *oc = ctx;
+    const idm_clock *sys = idm_clock_system();
+    return sys->wall_ns(sys->ctx) + atomic_load_explicit(&oc->offset_ns, memory_order_relaxed);
+}
+
+static idm_mono_ns oc_mono(void *ctx)
+{
+    const idm_clock *sys = idm_clock_system();
+    (void)ctx;
+    return sys->mono_ns(sys->ctx);
+}
+
+static void oc_sleep(void *ctx, int64_t ns)
+{
+    const idm_clock *sys = idm_clock_system();
+    (void)ctx;
+    sys->sleep_ns(sys->ctx, ns);
+}
+
+static int oc_read(offset_clock *oc)
+{
+    char buf[64];
+    long long ms;
+    char *end;
+    ssize_t n;
+    int fd = open(oc->path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    errno = 0;
+    ms = strtoll(buf, &end, 10);
+    while (*end == '\n' || *end == ' ')
+        end++;
+    if (errno != 0 || end == buf || *end != '\0' || ms < -86400000000LL || ms > 86400000000LL)
+        return -1;
+    atomic_store(&oc->offset_ns, (int64_t)ms * 1000000);
+    return 0;
+}
+
+static void *oc_loop(void *arg)
+{
+    offset_clock *oc = arg;
+    while (!atomic_load(&oc->stop)) {
+        struct timespec ts = {0, 20 * 1000000L};
+        (void)oc_read(oc);
+        nanosleep(&ts, NULL);
+    }
+    return NULL;
+}
+
+static int clock_setup(const idmd_config *cfg, const idm_clock **out)
+{
+    if (strcmp(cfg->clock, "system") == 0) {
+        *out = idm_clock_system();
+        return 0;
+    }
+    snprintf(g_oc.path, sizeof g_oc.path, "%s", cfg->clock + strlen("offset-file:"));
+    if (oc_read(&g_oc) != 0) {
+        say("clock: cannot read an offset in ms from %s", g_oc.path);
+        return -1;
+    }
+    g_oc.clock.ctx = &g_oc;
+    g_oc.clock.wall_ns = oc_wall;
+    g_oc.clock.mono_ns = oc_mono;
+    g_oc.clock.sleep_ns = oc_sleep;
+    if (pthread_create(&g_oc.th, NULL, oc_loop, &g_oc) != 0) {
+        say("clock: cannot start its thread");
+        return -1;
+    }
+    say("clock: the system clock plus the offset in %s (for tests)", g_oc.path);
+    *out = &g_oc.clock;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- setup */
+
+static int make_dir(const char *path)
+{
+    char tmp[IDMD_PATH_MAX];
+    snprintf(tmp, sizeof tmp, "%s", path);
+    for (char *p = tmp + 1; *p != '\0'; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(tmp, 0700) != 0 && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    if (mkdir(tmp, 0700) != 0 && errno != EEXIST)
+        return -1;
+    return 0;
+}
+
+static int read_token(const char *path, char *out, size_t cap)
+{
+    FILE *f = fopen(path, "re");
+    size_t n;
+    if (f == NULL) {
+        say("token-file %s: %s", path, strerror(errno));
+        return -1;
+    }
+    n = fread(out, 1, cap - 1, f);
+    fclose(f);
+    out[n] = '\0';
+    while (n > 0 && (out[n - 1] == '\n' || out[n - 1] == '\r'))
+        out[--n] = '\0';
+    if (n < 16 || strlen(out) != n) {
+        say("token-file %s: want a token of 16 to %zu bytes of text on one line", path, cap - 1);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (out[i] <= ' ' || out[i] > '~') {
+            say("token-file %s: the token may hold only printable ASCII without spaces", path);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The node values of cfg->node ("a=1,b=2") into opts. */
+static int set_nodes(const idmd_config *cfg, idm_snowflake_opts *o)
+{
+    char buf[256], *save = NULL;
+    snprintf(buf, sizeof buf, "%s", cfg->node);
+    for (char *tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(tok, '=');
+        uint64_t v;
+        if (eq == NULL)
+            return -1;
+        *eq = '\0';
+        if (idm_u64_parse(eq + 1, &v) != 0 || idm_snowflake_opts_node(o, tok, v) != 0) {
+            say("node %s=%s: %s", tok, eq + 1, idm_error_detail());
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int64_t wall_ms(const idm_clock *c)
+{
+    return c->wall_ns(c->ctx) / 1000000;
+}
+
+/* Claim a worker id, open the generator above the previous holder's mark
+ * (waiting for the clock to pass it: a holder that died leaves a mark up
+ * to a TTL ahead), start the keeper. */
+static int lease_and_generator(idmd_app *app, const idmd_config *cfg)
+{
+    idm_lease_opts lo;
+    idm_snowflake_opts o;
+    idm_field_info f;
+    char url[IDMD_PATH_MAX + 32];
+    int idx, rc;
+    idx = idm_layout_field_index(app->layout, cfg->lease_field);
+    if (idx < 0 || idm_layout_field(app->layout, (size_t)idx, &f) != 0 || f.kind != IDM_FIELD_NODE) {
+        say("lease-field %s: layout %s has no node field of that name", cfg->lease_field,
+            idm_layout_name(app->layout));
+        return -1;
+    }
+    if (cfg->lease[0] != '\0')
+        snprintf(url, sizeof url, "%s", cfg->lease);
+    else
+        snprintf(url, sizeof url, "file://%s/leases", cfg->data_dir);
+    idm_lease_opts_init(&lo);
+    lo.url = url;
+    lo.max_workers = f.max >= 65535 ? 65536 : (uint32_t)f.max + 1;
+    lo.ttl_ms = cfg->lease_ttl_ms;
+    lo.clock = app->clock;
+    rc = idm_lease_open(&app->lease, &lo);
+    if (rc != 0) {
+        say("lease %s: %s", url, idm_error_detail());
+        return -1;
+    }
+    app->lease_ttl_ms = cfg->lease_ttl_ms;
+    say("lease: worker id %u from %s (previous mark %lld)", (unsigned)idm_lease_worker(app->lease),
+        url, (long long)idm_lease_mark(app->lease));
+    {
+        idm_unix_ms mark = idm_lease_mark(app->lease);
+        int64_t waited = 0;
+        while (wall_ms(app->clock) <= mark) {
+            struct timespec ts = {0, 10 * 1000000L};
+            if (waited > cfg->lease_ttl_ms + 5000) {
+                say("lease: the previous holder's mark is still ahead of the clock after %lld ms",
+                    (long long)waited);
+                return -1;
+            }
+            nanosleep(&ts, NULL);
+            waited += 10;
+        }
+    }
+    idm_snowflake_opts_init(&o);
+    o.layout = app->layout;
+    o.clock = app->clock;
+    o.guarded = true;
+    o.after_ms = idm_lease_mark(app->lease);
+    o.backwards = strcmp(cfg->policy, "refuse") == 0  ? IDM_BACKWARDS_REFUSE
+                  : strcmp(cfg->policy, "wait") == 0 ? IDM_BACKWARDS_WAIT
+                                                     : IDM_BACKWARDS_LOGICAL;
+    o.exhaust = strcmp(cfg->exhaust, "borrow") == 0 ? IDM_EXHAUST_BORROW : IDM_EXHAUST_WAIT;
+    if (set_nodes(cfg, &o) != 0)
+        return -1;
+    if (idm_snowflake_opts_node(&o, cfg->lease_field, idm_lease_worker(app->lease)) != 0) {
+        say("lease-field %s: %s", cfg->lease_field, idm_error_detail());
+        return -1;
+    }
+    /* Node fields neither the lease nor the node key gives are 0: said once. */
+    for (size_t i = 0; i < idm_layout_field_count(app->layout); i++) {
+        idm_field_info fi;
+        if (idm_layout_field(app->layout, i, &fi) == 0 && fi.kind == IDM_FIELD_NODE &&
+            !(o.node_set & (UINT32_C(1) << i))) {
+            (void)idm_snowflake_opts_node(&o, fi.name, 0);
+            say("node field %s: not set (key node), 0", fi.name);
+        }
+    }
+    rc = idm_snowflake_open(&app->gen, &o);
+    if (rc != 0) {
+        say("generator: %s", idm_error_detail());
+        return -1;
+    }
+    rc = idm_lease_attach(app->lease, app->gen);
+    if (rc != 0) {
+        say("lease: first renewal failed: %s", idm_error_detail());
+        return -1;
+    }
+    return 0;
+}
+
+static int setup(idmd_app *app, const idmd_config *cfg)
+{
+    char url[IDMD_PATH_MAX + 32];
+    int rc;
+    app->cfg = cfg;
+    pthread_mutex_init(&app->seq_mu, NULL);
+    if (make_dir(cfg->data_dir) != 0) {
+        say("data-dir %s: %s", cfg->data_dir, strerror(errno));
+        return -1;
+    }
+    if (clock_setup(cfg, &app->clock) != 0)
+        return -1;
+    rc = idm_layout_from_spec(&app->layout, cfg->layout, NULL);
+    if (rc == 0 && cfg->epoch_set) {
+        char e[32];
+        idm_layout_free(app->layout);
+        snprintf(e, sizeof e, "%lld", (long long)cfg->epoch);
+        rc = idm_layout_from_spec(&app->layout, cfg->layout, e);
+    }
+    if (rc != 0) {
+        say("layout %s: %s", cfg->layout, idm_error_detail());
+        return -1;
+    }
+    if (lease_and_generator(app, cfg) != 0)
+        return -1;
+    if (idm_uuid7_gen_new(&app->uuid7, app->clock, NULL) != 0 ||
+        idm_ulid_gen_new(&app->ulid, app->clock, NULL, true) != 0) {
+        say("128-bit generators: %s", idm_error_detail());
+        return -1;
+    }
+    if (cfg->store[0] != '\0')
+        snprintf(url, sizeof url, "%s", cfg->store);
+    else
+        snprintf(url, sizeof url, "sqlite://%s/segments.db", cfg->data_dir);
+    rc = idm_store_open(&app->store, url);
+    if (rc != 0) {
+        say("store %s: %s", url, idm_error_detail());
+        return -1;
+    }
+    if (cfg->token_file[0] != '\0') {
+        if (read_token(cfg->token_file, app->token, sizeof app->token) != 0)
+            return -1;
+        app->token_len = strlen(app->token);
+    }
+    return 0;
+}
+
+static void teardown(idmd_app *app)
+{
+    idmd_seqs_close(app);
+    if (app->lease != NULL) {
+        int rc = idm_lease_close(app->lease);
+        if (rc != 0)
+            say("lease: release failed: %s", idm_error_detail());
+        else
+            say("lease: released");
+        app->lease = NULL;
+    }
+    if (app->gen != NULL)
+        idm_snowflake_close(app->gen);
+    idm_uuid7_gen_free(app->uuid7);
+    idm_ulid_gen_free(app->ulid);
+    idm_store_close(app->store);
+    idm_layout_free(app->layout);
+    if (g_oc.clock.ctx != NULL) {
+        atomic_store(&g_oc.stop, 1);
+        pthread_join(g_oc.th, NULL);
+    }
+}
+
+/* --------------------------------------------------------------- main */
+
+int main(int argc, char **argv)
+{
+    static idmd_config cfg;
+    static idmd_app app;
+    char err[512];
+    bool check = false, help = false;
+    sigset_t sigs;
+    idmd_http *http = NULL;
+    int lost_said = 0;
+
+    if (idmd_config_build(&cfg, argc, argv, environ, &check, &help, err, sizeof err) != 0) {
+        fprintf(stderr, "idmintd: %s\n", err);
+        return 2;
+    }
+    if (help) {
+        fputs(idmd_usage, stdout);
+        return 0;
+    }
+    if (check) {
+        char out[8192];
+        idm_layout *l = NULL;
+        char e[32];
+        snprintf(e, sizeof e, "%lld", (long long)cfg.epoch);
+        if (idm_layout_from_spec(&l, cfg.layout, cfg.epoch_set ? e : NULL) != 0) {
+            fprintf(stderr, "idmintd: layout %s: %s\n", cfg.layout, idm_error_detail());
+            return 2;
+        }
+        idm_layout_free(l);
+        idmd_config_print(&cfg, out, sizeof out);
+        fputs(out, stdout);
+        return 0;
+    }
+
+    /* Every thread started from here on inherits the blocked signals; main
+     * takes them with sigtimedwait. */
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+
+    if (setup(&app, &cfg) != 0) {
+        teardown(&app);
+        return 1;
+    }
+    if (idmd_http_start(&http, &app, &cfg, err, sizeof err) != 0) {
+        say("%s", err);
+        teardown(&app);
+        return 1;
+    }
+    say("listening on http://%s:%d (worker %u, layout %s); try: curl "
+        "'http://%s:%d/v1/snowflake?count=3'",
+        cfg.listen_host, idmd_http_port(http), (unsigned)idm_lease_worker(app.lease),
+        idm_layout_name(app.layout), cfg.listen_host, idmd_http_port(http));
+
+    for (;;) {
+        struct timespec ts = {1, 0};
+        idm_lease_status ls;
+        int sig = sigtimedwait(&sigs, NULL, &ts);
+        if (sig == SIGTERM || sig == SIGINT) {
+            say("%s: stopping (finishing the requests in flight)",
+                sig == SIGTERM ? "SIGTERM" : "SIGINT");
+            break;
+        }
+        idm_lease_status_get(app.lease, &ls);
+        if (ls.lost && !lost_said) {
+            say("lease: worker id %u is lost (%s); minting stopped, /healthz says 503",
+                (unsigned)ls.worker, idm_err_name(ls.last_error));
+            lost_said = 1;
+        }
+    }
+    atomic_store(&app.draining, 1);
+    idmd_http_stop(http);
+    teardown(&app);
+    say("stopped");
+    return 0;
+}

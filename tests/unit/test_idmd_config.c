@@ -1,0 +1,977 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * idmintd's configuration (src/server/config.c, compiled into this file):
+ * the defaults; every key from the config file, the environment and a flag,
+ * and their precedence (flag > environment > file > default); --config from
+ * the flag and from IDMINT_CONFIG; the file syntax (comments, blank lines,
+ * whitespace, quotes, CRLF); every error case, each message naming its source
+ * (FILE:LINE, the variable, the flag), key and value; strict numbers and
+ * their ranges; the text layout that needs an epoch; --check-config and
+ * --help; the printed configuration and the usage text.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+#include "../../src/server/config.c"
+
+static char *g_dir;
+
+static int setup(void **state)
+{
+    (void)state;
+    g_dir = idm_test_tmpdir();
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    idm_test_rmtree(g_dir);
+    free(g_dir);
+    g_dir = NULL;
+    return 0;
+}
+
+/* Write a file under the test directory; its path goes to path[len]. */
+static void write_file(const char *name, const char *text, char *path, size_t len)
+{
+    snprintf(path, len, "%s/%s", g_dir, name);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(text, 1, strlen(text), f), strlen(text));
+    assert_int_equal(fclose(f), 0);
+}
+
+#define MAXV 64
+
+/* Build from NULL-terminated lists of arguments (without argv[0]) and
+ * environment entries. */
+static int build3(idmd_config *c, const char *const *args, const char *const *env, bool *check,
+                  bool *help, char *err, size_t errlen)
+{
+    char *argv[MAXV];
+    char *envp[MAXV];
+    int argc = 0;
+    argv[argc++] = (char *)"idmintd";
+    for (size_t i = 0; args != NULL && args[i] != NULL; i++) {
+        assert_true(argc < MAXV - 1);
+        argv[argc++] = (char *)args[i];
+    }
+    argv[argc] = NULL;
+    size_t n = 0;
+    for (size_t i = 0; env != NULL && env[i] != NULL; i++) {
+        assert_true(n < MAXV - 1);
+        envp[n++] = (char *)env[i];
+    }
+    envp[n] = NULL;
+    memset(err, 'Z', errlen);
+    err[errlen - 1] = '\0';
+    int rc = idmd_config_build(c, argc, argv, envp, check, help, err, errlen);
+    if (rc == 0)
+        CHECK(err[0] == '\0', "success leaves an error: %s", err);
+    else
+        CHECK(err[0] != '\0' && strchr(err, '\n') == NULL, "bad error line '%s'", err);
+    return rc;
+}
+
+static int build(idmd_config *c, const char *const *args, const char *const *env, char *err,
+                 size_t errlen)
+{
+    bool check = true, help = true;
+    int rc = build3(c, args, env, &check, &help, err, errlen);
+    if (rc == 0) {
+        CHECK(!help, "help set without --help");
+    }
+    return rc;
+}
+
+static void expect_ok(idmd_config *c, const char *const *args, const char *const *env)
+{
+    char err[512];
+    int rc = build(c, args, env, err, sizeof err);
+    CHECK(rc == 0, "build failed: %s", err);
+}
+
+/* The build fails and the message holds each of the NULL-terminated needles. */
+static void expect_fail(const char *const *args, const char *const *env, ...)
+{
+    idmd_config c;
+    char err[1024];
+    int rc = build(&c, args, env, err, sizeof err);
+    CHECK(rc == -1, "build succeeded, expected an error");
+    va_list ap;
+    va_start(ap, env);
+    for (const char *want = va_arg(ap, const char *); want != NULL;
+         want = va_arg(ap, const char *))
+        CHECK(strstr(err, want) != NULL, "error '%s' lacks '%s'", err, want);
+    va_end(ap);
+}
+
+static bool has_line(const idmd_config *c, const char *line)
+{
+    char buf[8192];
+    char want[1200];
+    idmd_config_print(c, buf, sizeof buf);
+    snprintf(want, sizeof want, "%s\n", line);
+    /* at the start of a line */
+    for (const char *p = buf; (p = strstr(p, want)) != NULL; p++)
+        if (p == buf || p[-1] == '\n')
+            return true;
+    return false;
+}
+
+#define EXPECT_LINE(c, line)                                                  \
+    do {                                                                      \
+        char dump_[8192];                                                     \
+        idmd_config_print((c), dump_, sizeof dump_);                          \
+        CHECK(has_line((c), (line)), "no line '%s' in:\n%s", (line), dump_);  \
+    } while (0)
+
+/* ---- defaults ---- */
+
+static void test_defaults(void **state)
+{
+    (void)state;
+    idmd_config d, c;
+    idmd_config_defaults(&d);
+    assert_string_equal(d.listen_host, "127.0.0.1");
+    assert_int_equal(d.listen_port, 7070);
+    assert_string_equal(d.data_dir, "./var");
+    assert_string_equal(d.lease, "");
+    assert_int_equal(d.lease_ttl_ms, 10000);
+    assert_string_equal(d.store, "");
+    assert_string_equal(d.layout, "twitter");
+    assert_false(d.epoch_set);
+    assert_string_equal(d.policy, "logical");
+    assert_string_equal(d.exhaust, "wait");
+    assert_string_equal(d.node, "");
+    assert_string_equal(d.lease_field, "worker");
+    assert_int_equal(d.count_max, 10000);
+    assert_string_equal(d.token_file, "");
+    assert_int_equal(d.idle_timeout_ms, 10000);
+    assert_int_equal(d.max_request, 8192);
+    assert_int_equal(d.threads, 2);
+    assert_int_equal(d.max_connections, 1024);
+    assert_string_equal(d.clock, "system");
+    assert_int_equal(d.segment_wait_ms, 1000);
+
+    /* nothing given: the defaults; other variables are not ours */
+    const char *env[] = {"PATH=/bin", "IDM_TEST_DATA=/x", "idmint_listen=junk", "IDMINTX=1",
+                         "IDMINT_STATE_DIR=/somewhere", NULL};
+    bool check = true, help = true;
+    char err[256];
+    assert_int_equal(build3(&c, NULL, env, &check, &help, err, sizeof err), 0);
+    assert_false(check);
+    assert_false(help);
+    assert_memory_equal(&c, &d, sizeof c);
+
+    /* NULL envp, argc 1 */
+    char *argv[] = {(char *)"idmintd", NULL};
+    assert_int_equal(idmd_config_build(&c, 1, argv, NULL, &check, &help, err, sizeof err), 0);
+    assert_memory_equal(&c, &d, sizeof c);
+}
+
+/* ---- every key from every source ---- */
+
+typedef struct keycase {
+    const char *key, *env;
+    const char *v[3];     /* for the file, the environment, the flag */
+    const char *shown[3]; /* how idmd_config_print shows each */
+} keycase;
+
+static const keycase keycases[] = {
+    {"listen", "IDMINT_LISTEN", {"10.0.0.1:80", "localhost:0", "[::1]:9000"},
+     {"10.0.0.1:80", "localhost:0", "[::1]:9000"}},
+    {"data-dir", "IDMINT_DATA_DIR", {"/a", "/b b", "rel/c"}, {"/a", "/b b", "rel/c"}},
+    {"lease", "IDMINT_LEASE", {"file:///l1", "etcd://h:2379/x", "file:///l3"},
+     {"file:///l1", "etcd://h:2379/x", "file:///l3"}},
+    {"lease-ttl", "IDMINT_LEASE_TTL", {"1000", "3600000", "5000"}, {"1000", "3600000", "5000"}},
+    {"store", "IDMINT_STORE", {"sqlite:///s1", "sqlite:///s2", "sqlite:///s3"},
+     {"sqlite:///s1", "sqlite:///s2", "sqlite:///s3"}},
+    {"layout", "IDMINT_LAYOUT", {"discord", "instagram", "sonyflake"},
+     {"discord", "instagram", "sonyflake"}},
+    {"epoch", "IDMINT_EPOCH", {"1288834974657", "2024-01-01", "2020-01-01T00:00:00Z"},
+     {"1288834974657", "1704067200000", "1577836800000"}},
+    {"policy", "IDMINT_POLICY", {"refuse", "wait", "logical"}, {"refuse", "wait", "logical"}},
+    {"exhaust", "IDMINT_EXHAUST", {"borrow", "wait", "borrow"}, {"borrow", "wait", "borrow"}},
+    {"node", "IDMINT_NODE", {"datacenter=1", "datacenter=2,shard=3", "region=7"},
+     {"datacenter=1", "datacenter=2,shard=3", "region=7"}},
+    {"lease-field", "IDMINT_LEASE_FIELD", {"machine", "shard", "worker_2"},
+     {"machine", "shard", "worker_2"}},
+    {"count-max", "IDMINT_COUNT_MAX", {"1", "1000000", "77"}, {"1", "1000000", "77"}},
+    {"token-file", "IDMINT_TOKEN_FILE", {"/t1", "/t2", "/t3"}, {"/t1", "/t2", "/t3"}},
+    {"idle-timeout", "IDMINT_IDLE_TIMEOUT", {"100", "3600000", "250"},
+     {"100", "3600000", "250"}},
+    {"max-request", "IDMINT_MAX_REQUEST", {"1024", "1048576", "4096"},
+     {"1024", "1048576", "4096"}},
+    {"threads", "IDMINT_THREADS", {"1", "64", "8"}, {"1", "64", "8"}},
+    {"max-connections", "IDMINT_MAX_CONNECTIONS", {"1", "100000", "5"}, {"1", "100000", "5"}},
+    {"clock", "IDMINT_CLOCK", {"offset-file:/tmp/o1", "system", "offset-file:/x"},
+     {"offset-file:/tmp/o1", "system", "offset-file:/x"}},
+    {"segment-wait", "IDMINT_SEGMENT_WAIT", {"0", "60000", "5"}, {"0", "60000", "5"}},
+};
+#define NKEYCASES (sizeof keycases / sizeof keycases[0])
+
+static void test_key_table_complete(void **state)
+{
+    (void)state;
+    assert_int_equal(NKEYCASES, K_COUNT);
+    for (size_t i = 0; i < NKEYCASES; i++) {
+        assert_string_equal(keycases[i].key, cfg_names[i]);
+        assert_string_equal(keycases[i].env, cfg_envs[i]);
+    }
+}
+
+/* One source combination: bit 0 file, bit 1 environment, bit 2 flag
+ * (flag_eq: --key=VALUE rather than --key VALUE). */
+static void one_combination(const keycase *k, unsigned mask, bool flag_eq)
+{
+    char path[1200], text[512], envv[512], flagv[512];
+    const char *args[8] = {NULL};
+    const char *env[4] = {NULL};
+    size_t na = 0, ne = 0;
+    if (mask & 1) {
+        snprintf(text, sizeof text, "%s = %s\n", k->key, k->v[0]);
+        write_file("keys.conf", text, path, sizeof path);
+        args[na++] = "--config";
+        args[na++] = path;
+    }
+    if (mask & 2) {
+        snprintf(envv, sizeof envv, "%s=%s", k->env, k->v[1]);
+        env[ne++] = envv;
+    }
+    if (mask & 4) {
+        if (flag_eq) {
+            snprintf(flagv, sizeof flagv, "--%s=%s", k->key, k->v[2]);
+            args[na++] = flagv;
+        } else {
+            snprintf(flagv, sizeof flagv, "--%s", k->key);
+            args[na++] = flagv;
+            args[na++] = k->v[2];
+        }
+    }
+    int winner = (mask & 4) ? 2 : (mask & 2) ? 1 : 0;
+    idmd_config c;
+    expect_ok(&c, args, env);
+    char line[600];
+    snprintf(line, sizeof line, "%s = %s", k->key, k->shown[winner]);
+    EXPECT_LINE(&c, line);
+}
+
+static void test_each_key_each_source(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < NKEYCASES; i++) {
+        for (unsigned mask = 1; mask < 8; mask++) {
+            one_combination(&keycases[i], mask, false);
+            if (mask & 4)
+                one_combination(&keycases[i], mask, true);
+        }
+    }
+}
+
+static void test_struct_fields(void **state)
+{
+    (void)state;
+    idmd_config c;
+    const char *args[] = {"--listen", "[2001:db8::1]:443", "--epoch", "1700000000000",
+                          "--count-max", "123", "--max-request", "2048", "--threads", "3",
+                          "--max-connections", "99", "--lease-ttl", "2000",
+                          "--idle-timeout", "300", "--segment-wait", "0", NULL};
+    expect_ok(&c, args, NULL);
+    assert_string_equal(c.listen_host, "2001:db8::1"); /* bare, no brackets */
+    assert_int_equal(c.listen_port, 443);
+    assert_true(c.epoch_set);
+    assert_int_equal(c.epoch, INT64_C(1700000000000));
+    assert_int_equal(c.count_max, 123);
+    assert_int_equal(c.max_request, 2048);
+    assert_int_equal(c.threads, 3);
+    assert_int_equal(c.max_connections, 99);
+    assert_int_equal(c.lease_ttl_ms, 2000);
+    assert_int_equal(c.idle_timeout_ms, 300);
+    assert_int_equal(c.segment_wait_ms, 0);
+    EXPECT_LINE(&c, "listen = [2001:db8::1]:443");
+
+    const char *args2[] = {"--listen=localhost:65535", NULL};
+    expect_ok(&c, args2, NULL);
+    assert_string_equal(c.listen_host, "localhost");
+    assert_int_equal(c.listen_port, 65535);
+}
+
+/* Keys from all three sources at once, each source winning where it is
+ * the highest one to give the key. */
+static void test_precedence_mixed(void **state)
+{
+    (void)state;
+    char path[1200];
+    write_file("mixed.conf",
+               "threads = 3\n"
+               "count-max = 30\n"
+               "policy = refuse\n"
+               "layout = discord\n",
+               path, sizeof path);
+    /* --config comes last on the line: the file is still applied first */
+    const char *args[] = {"--threads", "5", "--config", path, NULL};
+    const char *env[] = {"IDMINT_THREADS=4", "IDMINT_COUNT_MAX=40", NULL};
+    idmd_config c;
+    expect_ok(&c, args, env);
+    assert_int_equal(c.threads, 5);
+    assert_int_equal(c.count_max, 40);
+    assert_string_equal(c.policy, "refuse");
+    assert_string_equal(c.layout, "discord");
+    assert_string_equal(c.exhaust, "wait"); /* default */
+}
+
+/* ---- --config and IDMINT_CONFIG ---- */
+
+static void test_config_flag_and_env(void **state)
+{
+    (void)state;
+    char good[1200], other[1200], broken[1200];
+    write_file("good.conf", "threads = 7\n", good, sizeof good);
+    write_file("other.conf", "threads = 9\n", other, sizeof other);
+    write_file("broken.conf", "no such key = 1\n", broken, sizeof broken);
+    idmd_config c;
+
+    const char *a1[] = {"--config", good, NULL};
+    expect_ok(&c, a1, NULL);
+    assert_int_equal(c.threads, 7);
+
+    char eqform[1300];
+    snprintf(eqform, sizeof eqform, "--config=%s", other);
+    const char *a2[] = {eqform, NULL};
+    expect_ok(&c, a2, NULL);
+    assert_int_equal(c.threads, 9);
+
+    char envc[1300];
+    snprintf(envc, sizeof envc, "IDMINT_CONFIG=%s", good);
+    const char *e1[] = {envc, NULL};
+    expect_ok(&c, NULL, e1);
+    assert_int_equal(c.threads, 7);
+
+    /* the flag wins, and the variable's file is not even read */
+    char envb[1300];
+    snprintf(envb, sizeof envb, "IDMINT_CONFIG=%s", broken);
+    const char *e2[] = {envb, NULL};
+    expect_ok(&c, a2, e2);
+    assert_int_equal(c.threads, 9);
+
+
+    /* errors in the file named by either source name it */
+    const char *a3[] = {"--config", broken, NULL};
+    expect_fail(a3, NULL, broken, ":1:", "unknown key 'no such key'", NULL);
+    expect_fail(NULL, e2, broken, ":1:", NULL);
+
+    /* a missing file, an empty name, a directory, a FIFO */
+    char missing[1200];
+    snprintf(missing, sizeof missing, "%s/missing.conf", g_dir);
+    const char *a4[] = {"--config", missing, NULL};
+    expect_fail(a4, NULL, "--config", missing, NULL);
+    char envm[1300];
+    snprintf(envm, sizeof envm, "IDMINT_CONFIG=%s", missing);
+    const char *e3[] = {envm, NULL};
+    expect_fail(NULL, e3, "IDMINT_CONFIG", missing, NULL);
+    const char *a5[] = {"--config=", NULL};
+    expect_fail(a5, NULL, "--config", NULL);
+    const char *e4[] = {"IDMINT_CONFIG=", NULL};
+    expect_fail(NULL, e4, "IDMINT_CONFIG", NULL);
+    const char *a6[] = {"--config", g_dir, NULL};
+    expect_fail(a6, NULL, g_dir, "not a regular file", NULL);
+    char fifo[1200];
+    snprintf(fifo, sizeof fifo, "%s/fifo.conf", g_dir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    const char *a7[] = {"--config", fifo, NULL};
+    expect_fail(a7, NULL, fifo, "not a regular file", NULL);
+
+    /* --config twice, or without its value */
+    const char *a8[] = {"--config", good, "--config", other, NULL};
+    expect_fail(a8, NULL, "--config given twice", NULL);
+    const char *a9[] = {"--config", NULL};
+    expect_fail(a9, NULL, "--config needs a value", NULL);
+}
+
+/* ---- the file's syntax ---- */
+
+static void test_file_syntax(void **state)
+{
+    (void)state;
+    char path[1200];
+    write_file("syntax.conf",
+               "# a comment\n"
+               "\n"
+               "   \t\n"
+               "   # an indented comment = with an equals sign\n"
+               "threads=3\n"
+               "  count-max\t=\t  42   \n"
+               "data-dir = \"  /with space # not a comment = x  \"\n"
+               "node = \"\"\n"
+               "lease = file:///a=b\r\n"
+               "token-file = \"/quoted\"/path\"\n"
+               "policy = wait", /* no final newline */
+               path, sizeof path);
+    const char *args[] = {"--config", path, NULL};
+    idmd_config c;
+    expect_ok(&c, args, NULL);
+    assert_int_equal(c.threads, 3);
+    assert_int_equal(c.count_max, 42);
+    assert_string_equal(c.data_dir, "  /with space # not a comment = x  ");
+    assert_string_equal(c.node, "");
+    assert_string_equal(c.lease, "file:///a=b");
+    assert_string_equal(c.token_file, "/quoted\"/path");
+    assert_string_equal(c.policy, "wait");
+
+    /* the printed form quotes what needs it and reads back the same */
+    char dump[8192];
+    idmd_config_print(&c, dump, sizeof dump);
+    assert_non_null(strstr(dump, "data-dir = \"  /with space # not a comment = x  \"\n"));
+
+    /* an empty file is fine */
+    write_file("empty.conf", "", path, sizeof path);
+    expect_ok(&c, args, NULL);
+    /* a line of exactly 4096 bytes is fine, 4097 is not */
+    char *big = malloc(5000);
+    assert_non_null(big);
+    memset(big, '#', 4096);
+    strcpy(big + 4096, "\nthreads = 4\n");
+    write_file("long.conf", big, path, sizeof path);
+    expect_ok(&c, args, NULL);
+    assert_int_equal(c.threads, 4);
+    memset(big, '#', 4097);
+    strcpy(big + 4097, "\nthreads = 4\n");
+    write_file("long.conf", big, path, sizeof path);
+    expect_fail(args, NULL, path, ":1:", "longer than 4096", NULL);
+    free(big);
+}
+
+static void test_file_errors(void **state)
+{
+    (void)state;
+    char path[1200], where[1300];
+    const char *args[] = {"--config", path, NULL};
+
+    write_file("e1.conf", "threads = 2\n# c\nbogus = 1\n", path, sizeof path);
+    snprintf(where, sizeof where, "%s:3:", path);
+    expect_fail(args, NULL, where, "unknown key 'bogus'", NULL);
+
+    write_file("e2.conf", "threads = 2\n\nthreads = 3\n", path, sizeof path);
+    snprintf(where, sizeof where, "%s:3:", path);
+    expect_fail(args, NULL, where, "key 'threads' given twice", NULL);
+
+    write_file("e3.conf", "threads 2\n", path, sizeof path);
+    snprintf(where, sizeof where, "%s:1:", path);
+    expect_fail(args, NULL, where, "'='", NULL);
+
+    write_file("e4.conf", " = 2\n", path, sizeof path);
+    snprintf(where, sizeof where, "%s:1:", path);
+    expect_fail(args, NULL, where, "no key", NULL);
+
+    write_file("e5.conf", "data-dir = \"/unterminated\n", path, sizeof path);
+    snprintf(where, sizeof where, "%s:1:", path);
+    expect_fail(args, NULL, where, "quote", NULL);
+    write_file("e6.conf", "data-dir = \"/a\" trailing\n", path, sizeof path);
+    snprintf(where, sizeof where, "%s:1:", path);
+    expect_fail(args, NULL, where, "quote", NULL);
+    write_file("e7.conf", "data-dir = \"\n", path, sizeof path);
+    snprintf(where, sizeof where, "%s:1:", path);
+    expect_fail(args, NULL, where, "quote", NULL);
+
+    /* a value error names FILE:LINE, the key and the value */
+    write_file("e8.conf", "\n\nthreads = 65\n", path, sizeof path);
+    snprintf(where, sizeof where, "%s:3: threads '65'", path);
+    expect_fail(args, NULL, where, "1..64", NULL);
+
+    /* keys are exact: no case folding, no underscores, no flag spelling */
+    write_file("e9.conf", "Threads = 2\n", path, sizeof path);
+    expect_fail(args, NULL, "unknown key 'Threads'", NULL);
+    write_file("e10.conf", "data_dir = /x\n", path, sizeof path);
+    expect_fail(args, NULL, "unknown key 'data_dir'", NULL);
+    write_file("e11.conf", "--threads = 2\n", path, sizeof path);
+    expect_fail(args, NULL, "unknown key '--threads'", NULL);
+
+    /* a NUL byte */
+    snprintf(path, sizeof path, "%s/nul.conf", g_dir);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    fwrite("threads = 2\0\n", 1, 13, f);
+    fclose(f);
+    expect_fail(args, NULL, "NUL", NULL);
+}
+
+/* ---- environment and flag errors ---- */
+
+static void test_env_errors(void **state)
+{
+    (void)state;
+    const char *e1[] = {"IDMINT_FOO=1", NULL};
+    expect_fail(NULL, e1, "IDMINT_FOO", NULL);
+    const char *e2[] = {"IDMINT_listen=1.2.3.4:5", NULL};
+    expect_fail(NULL, e2, "IDMINT_listen", NULL);
+    const char *e3[] = {"IDMINT_DATA-DIR=/x", NULL};
+    expect_fail(NULL, e3, "IDMINT_DATA-DIR", NULL);
+    const char *e4[] = {"IDMINT_THREADS=0", NULL};
+    expect_fail(NULL, e4, "IDMINT_THREADS: threads '0'", "1..64", NULL);
+    const char *e5[] = {"IDMINT_THREADS=3", "IDMINT_THREADS=4", NULL};
+    expect_fail(NULL, e5, "IDMINT_THREADS", "twice", NULL);
+    const char *e6[] = {"IDMINT_LISTEN=", NULL};
+    expect_fail(NULL, e6, "IDMINT_LISTEN: listen ''", NULL);
+    /* a bad variable is an error even when a flag sets the key */
+    const char *a1[] = {"--threads", "3", NULL};
+    const char *e7[] = {"IDMINT_THREADS=x", NULL};
+    expect_fail(a1, e7, "IDMINT_THREADS", NULL);
+
+    /* IDMINT_CONFIG and IDMINT_STATE_DIR are not keys but are allowed */
+    idmd_config c;
+    const char *e8[] = {"IDMINT_STATE_DIR=/s", "IDMINT_THREADS=6", NULL};
+    expect_ok(&c, NULL, e8);
+    assert_int_equal(c.threads, 6);
+}
+
+static void test_flag_errors(void **state)
+{
+    (void)state;
+    const char *a1[] = {"--foo", "1", NULL};
+    expect_fail(a1, NULL, "unknown flag '--foo'", NULL);
+    const char *a2[] = {"-x", NULL};
+    expect_fail(a2, NULL, "unknown flag '-x'", NULL);
+    const char *a3[] = {"threads", NULL};
+    expect_fail(a3, NULL, "unexpected argument 'threads'", NULL);
+    const char *a4[] = {"--threads", NULL};
+    expect_fail(a4, NULL, "--threads needs a value", NULL);
+    const char *a5[] = {"--threads", "--check-config", NULL};
+    expect_fail(a5, NULL, "--threads needs a value", NULL);
+    const char *a6[] = {"--check-config=yes", NULL};
+    expect_fail(a6, NULL, "--check-config takes no value", NULL);
+    const char *a7[] = {"--threads", "2", "--threads=3", NULL};
+    expect_fail(a7, NULL, "--threads given twice", NULL);
+    const char *a8[] = {"--", NULL};
+    expect_fail(a8, NULL, "'--'", NULL);
+    const char *a9[] = {"--data_dir", "/x", NULL};
+    expect_fail(a9, NULL, "unknown flag '--data_dir'", NULL);
+    const char *a10[] = {"--THREADS", "2", NULL};
+    expect_fail(a10, NULL, "unknown flag '--THREADS'", NULL);
+    const char *a11[] = {"--threads=0", NULL};
+    expect_fail(a11, NULL, "--threads: threads '0'", NULL);
+    /* the flag's structure is checked before any file is read */
+    const char *a12[] = {"--config", "/nonexistent/x.conf", "--bogus", NULL};
+    expect_fail(a12, NULL, "--bogus", NULL);
+
+    /* a value may start with a single '-' (and a bad one is named) */
+    const char *a13[] = {"--threads", "-1", NULL};
+    expect_fail(a13, NULL, "--threads: threads '-1'", NULL);
+    /* --key= gives the empty value */
+    const char *a14[] = {"--data-dir=", NULL};
+    expect_fail(a14, NULL, "data-dir ''", "empty", NULL);
+}
+
+/* ---- strict numbers ---- */
+
+typedef struct numcase {
+    const char *key;
+    uint64_t lo, hi;
+} numcase;
+
+static const numcase numcases[] = {
+    {"lease-ttl", 1000, 3600000},   {"count-max", 1, 1000000},
+    {"idle-timeout", 100, 3600000}, {"max-request", 1024, 1048576},
+    {"threads", 1, 64},             {"max-connections", 1, 100000},
+    {"segment-wait", 0, 60000},
+};
+
+static void expect_set_fail(const char *key, const char *value, const char *why)
+{
+    idmd_config c, before;
+    idmd_config_defaults(&c);
+    before = c;
+    char err[1024];
+    char want[600];
+    int rc = idmd_config_set(&c, key, value, "SRC", err, sizeof err);
+    CHECK(rc == -1, "%s '%s' accepted", key, value);
+    snprintf(want, sizeof want, "SRC: %s '%.*s", key, 100, value);
+    CHECK(strstr(err, want) != NULL, "error '%s' lacks '%s'", err, want);
+    if (why != NULL)
+        CHECK(strstr(err, why) != NULL, "error '%s' lacks '%s'", err, why);
+    CHECK(memcmp(&c, &before, sizeof c) == 0, "%s '%s' changed the config on failure", key,
+          value);
+}
+
+static void expect_set_ok(const char *key, const char *value)
+{
+    idmd_config c;
+    idmd_config_defaults(&c);
+    char err[1024] = "";
+    int rc = idmd_config_set(&c, key, value, "SRC", err, sizeof err);
+    CHECK(rc == 0, "%s '%s' refused: %s", key, value, err);
+}
+
+static void test_numbers(void **state)
+{
+    (void)state;
+    static const char *const malformed[] = {
+        "-1", "+5", " 5", "5 ", "5x", "", "1e3", "0x10", "5.0", "1_000", "٣",
+        "123456789012345678901", "99999999999999999999999999", "18446744073709551616", NULL};
+    for (size_t i = 0; i < sizeof numcases / sizeof numcases[0]; i++) {
+        const numcase *n = &numcases[i];
+        for (size_t j = 0; malformed[j] != NULL; j++)
+            expect_set_fail(n->key, malformed[j], NULL);
+        char v[32];
+        snprintf(v, sizeof v, "%" PRIu64, n->lo);
+        expect_set_ok(n->key, v);
+        snprintf(v, sizeof v, "%" PRIu64, n->hi);
+        expect_set_ok(n->key, v);
+        snprintf(v, sizeof v, "%" PRIu64, n->hi + 1);
+        expect_set_fail(n->key, v, "out of range");
+        if (n->lo > 0) {
+            snprintf(v, sizeof v, "%" PRIu64, n->lo - 1);
+            expect_set_fail(n->key, v, "out of range");
+        }
+        expect_set_fail(n->key, "18446744073709551615", "out of range");
+        /* leading zeros are still decimal */
+        snprintf(v, sizeof v, "00%" PRIu64, n->hi);
+        expect_set_ok(n->key, v);
+    }
+}
+
+/* ---- the other values ---- */
+
+static void test_values(void **state)
+{
+    (void)state;
+    /* policy, exhaust */
+    expect_set_ok("policy", "logical");
+    expect_set_ok("policy", "refuse");
+    expect_set_ok("policy", "wait");
+    expect_set_fail("policy", "Logical", "logical, refuse or wait");
+    expect_set_fail("policy", "", NULL);
+    expect_set_fail("policy", "borrow", NULL);
+    expect_set_fail("policy", "waiting", NULL);
+    expect_set_ok("exhaust", "wait");
+    expect_set_ok("exhaust", "borrow");
+    expect_set_fail("exhaust", "logical", "wait or borrow");
+    expect_set_fail("exhaust", "", NULL);
+
+    /* listen */
+    expect_set_ok("listen", "0.0.0.0:0");
+    expect_set_ok("listen", "[::]:7070");
+    expect_set_ok("listen", "[::ffff:1.2.3.4]:1");
+    static const char *const bad_listen[] = {
+        "", "127.0.0.1", ":80", "1.2.3.4:", "1.2.3.4:65536", "1.2.3.4:-1", "1.2.3.4:+1",
+        "1.2.3.4:8x", "256.1.1.1:80", "1.2.3:80", "1.2.3.4.5:80", "example.com:80",
+        "LOCALHOST:80", " 1.2.3.4:80", "1.2.3.4 :80", "::1:80", "[::1]80", "[::1]", "[::1",
+        "[]:80", "[zz]:80", "[1.2.3.4]:80", "[::1]:", "[::1]:99999", "1.2.3.4:0x50", NULL};
+    for (size_t i = 0; bad_listen[i] != NULL; i++)
+        expect_set_fail("listen", bad_listen[i], NULL);
+
+    /* clock */
+    expect_set_ok("clock", "system");
+    expect_set_ok("clock", "offset-file:/tmp/off");
+    static const char *const bad_clock[] = {"", "System", "offset-file:", "offset-file",
+                                            "offset-file:rel/path", "offset-file: /a",
+                                            "monotonic", NULL};
+    for (size_t i = 0; bad_clock[i] != NULL; i++)
+        expect_set_fail("clock", bad_clock[i], NULL);
+
+    /* node: syntax only */
+    expect_set_ok("node", "");
+    expect_set_ok("node", "datacenter=1");
+    expect_set_ok("node", "a_1=0,b2=18446744073709551615,c=007");
+    static const char *const bad_node[] = {
+        "datacenter", "=1", "Datacenter=1", "dc=", "dc=x", "dc=1,", ",dc=1", "dc=1,,w=2",
+        "dc=-1", "dc=+1", "dc=1 ", " dc=1", "dc = 1", "d-c=1", "dc=1=2", "dc=0x1",
+        "dc=18446744073709551616", "dc=1,dc=2", NULL};
+    for (size_t i = 0; bad_node[i] != NULL; i++)
+        expect_set_fail("node", bad_node[i], NULL);
+
+    /* lease-field */
+    expect_set_ok("lease-field", "worker");
+    expect_set_ok("lease-field", "machine_2");
+    static const char *const bad_field[] = {"", "Worker", "a-b", "a b", "worker ", "wörker",
+                                            NULL};
+    for (size_t i = 0; bad_field[i] != NULL; i++)
+        expect_set_fail("lease-field", bad_field[i], NULL);
+    char longname[80];
+    memset(longname, 'a', 64);
+    longname[64] = '\0';
+    expect_set_fail("lease-field", longname, "longer");
+
+    /* lease and store URLs, data-dir, token-file */
+    expect_set_ok("lease", "etcd://127.0.0.1:2379/idmint");
+    expect_set_ok("store", "sqlite:///var/lib/x.db");
+    static const char *const bad_url[] = {"", "/path", "://x", "file:/x", NULL};
+    for (size_t i = 0; bad_url[i] != NULL; i++) {
+        expect_set_fail("lease", bad_url[i], NULL);
+        expect_set_fail("store", bad_url[i], NULL);
+    }
+    expect_set_fail("data-dir", "", "empty");
+    expect_set_fail("token-file", "", "empty");
+    char *huge = malloc(IDMD_PATH_MAX + 16);
+    assert_non_null(huge);
+    memset(huge, 'd', IDMD_PATH_MAX);
+    huge[IDMD_PATH_MAX] = '\0';
+    expect_set_fail("data-dir", huge, "longer");
+    expect_set_fail("token-file", huge, "longer");
+    huge[IDMD_PATH_MAX - 1] = '\0';
+    expect_set_ok("data-dir", huge); /* exactly fits */
+    free(huge);
+
+    /* epoch */
+    expect_set_ok("epoch", "0");
+    expect_set_ok("epoch", "2024-01-01T00:00:00Z");
+    expect_set_ok("epoch", "2024-01-01T02:00:00+02:00");
+    static const char *const bad_epoch[] = {"", "yesterday", "-1", "+1", "2024-13-01",
+                                            "2024-02-30", " 0", "1e3", NULL};
+    for (size_t i = 0; bad_epoch[i] != NULL; i++)
+        expect_set_fail("epoch", bad_epoch[i], NULL);
+    idmd_config c;
+    char err[256];
+    idmd_config_defaults(&c);
+    assert_int_equal(idmd_config_set(&c, "epoch", "2024-01-01", "x", err, sizeof err), 0);
+    assert_true(c.epoch_set);
+    assert_int_equal(c.epoch, INT64_C(1704067200000));
+
+    /* layout */
+    expect_set_ok("layout", "twitter");
+    expect_set_ok("layout", "time:41@1ms,datacenter:5,worker:5,seq:12");
+    static const char *const bad_layout[] = {"", "nope", "Twitter", "time:99@1ms,seq:12",
+                                             "time:41@1ms", "seq:12,time:41@1ms",
+                                             "time:41@1ms,worker:5,worker:5,seq:12", NULL};
+    for (size_t i = 0; bad_layout[i] != NULL; i++)
+        expect_set_fail("layout", bad_layout[i], NULL);
+    expect_set_fail("layout", "nope", "twitter");
+
+    /* unknown keys through idmd_config_set */
+    idmd_config_defaults(&c);
+    assert_int_equal(idmd_config_set(&c, "bogus", "1", "SRC", err, sizeof err), -1);
+    assert_non_null(strstr(err, "SRC: unknown key 'bogus'"));
+    assert_int_equal(idmd_config_set(&c, "config", "x", "SRC", err, sizeof err), -1);
+
+    /* a long bad value is cut in the message, which still names the key */
+    char *longv = malloc(3000);
+    assert_non_null(longv);
+    memset(longv, '9', 2999);
+    longv[2999] = '\0';
+    assert_int_equal(idmd_config_set(&c, "threads", longv, "SRC", err, sizeof err), -1);
+    assert_non_null(strstr(err, "SRC: threads '999"));
+    assert_non_null(strstr(err, "...'"));
+    free(longv);
+
+    /* a small error buffer is not overrun */
+    char tiny[8];
+    memset(tiny, 'x', sizeof tiny);
+    assert_int_equal(idmd_config_set(&c, "threads", "0", "SRC", tiny, 5), -1);
+    assert_int_equal(strlen(tiny), 4);
+    assert_int_equal(tiny[5], 'x');
+}
+
+/* ---- a text layout needs an epoch ---- */
+
+static void test_text_layout_epoch(void **state)
+{
+    (void)state;
+    const char *a1[] = {"--layout", "time:41@1ms,worker:10,seq:12", NULL};
+    expect_fail(a1, NULL, "layout 'time:41@1ms,worker:10,seq:12' is a text form and needs epoch",
+                NULL);
+    idmd_config c;
+    const char *a2[] = {"--layout", "time:41@1ms,worker:10,seq:12", "--epoch", "2024-01-01",
+                        NULL};
+    expect_ok(&c, a2, NULL);
+    assert_true(c.epoch_set);
+    /* the epoch and the layout may come from different sources */
+    char path[1200];
+    write_file("epoch.conf", "epoch = 1700000000000\n", path, sizeof path);
+    const char *a3[] = {"--config", path, "--layout", "time:41@1ms,worker:10,seq:12", NULL};
+    expect_ok(&c, a3, NULL);
+    assert_int_equal(c.epoch, INT64_C(1700000000000));
+    const char *e1[] = {"IDMINT_EPOCH=0", NULL};
+    expect_ok(&c, a1, e1);
+    /* a later source may replace the text form with a preset */
+    write_file("text.conf", "layout = time:41@1ms,worker:10,seq:12\n", path, sizeof path);
+    const char *a4[] = {"--config", path, "--layout", "discord", NULL};
+    expect_ok(&c, a4, NULL);
+    const char *a5[] = {"--config", path, NULL};
+    expect_fail(a5, NULL, "needs epoch", NULL);
+    /* a preset with an epoch is fine too */
+    const char *a6[] = {"--layout", "sonyflake", "--epoch", "0", NULL};
+    expect_ok(&c, a6, NULL);
+}
+
+/* ---- --check-config, --help ---- */
+
+static void test_check_and_help(void **state)
+{
+    (void)state;
+    idmd_config c;
+    bool check, help;
+    char err[512];
+
+    const char *a1[] = {"--check-config", "--threads", "4", NULL};
+    assert_int_equal(build3(&c, a1, NULL, &check, &help, err, sizeof err), 0);
+    assert_true(check);
+    assert_false(help);
+    assert_int_equal(c.threads, 4);
+
+    const char *a2[] = {"--help", NULL};
+    assert_int_equal(build3(&c, a2, NULL, &check, &help, err, sizeof err), 0);
+    assert_true(help);
+    assert_false(check);
+    const char *a3[] = {"-h", NULL};
+    assert_int_equal(build3(&c, a3, NULL, &check, &help, err, sizeof err), 0);
+    assert_true(help);
+
+    /* --help needs nothing else to be right: not the rest of the line,
+     * not the file, not the environment */
+    const char *a4[] = {"--config", "/nonexistent.conf", "--check-config", "--help", "--bogus",
+                        NULL};
+    const char *e1[] = {"IDMINT_BOGUS=1", NULL};
+    assert_int_equal(build3(&c, a4, e1, &check, &help, err, sizeof err), 0);
+    assert_true(help);
+    assert_true(check);
+
+    /* a failing build clears both */
+    const char *a5[] = {"--check-config", "--threads", "0", NULL};
+    check = help = true;
+    assert_int_equal(build3(&c, a5, NULL, &check, &help, err, sizeof err), -1);
+    assert_false(help);
+
+    /* NULL out-pointers are tolerated */
+    char *argv[] = {(char *)"idmintd", (char *)"--check-config", NULL};
+    assert_int_equal(idmd_config_build(&c, 2, argv, NULL, NULL, NULL, err, sizeof err), 0);
+}
+
+/* ---- printing ---- */
+
+static void test_print(void **state)
+{
+    (void)state;
+    char tok[1200];
+    write_file("token", "s3cr3t-t0ken-value\n", tok, sizeof tok);
+    char tokflag[1300];
+    snprintf(tokflag, sizeof tokflag, "--token-file=%s", tok);
+    const char *args[] = {tokflag, NULL};
+    idmd_config c;
+    expect_ok(&c, args, NULL);
+    char dump[8192];
+    idmd_config_print(&c, dump, sizeof dump);
+    CHECK(strstr(dump, "s3cr3t") == NULL, "the token leaked:\n%s", dump);
+    char want[1400];
+    snprintf(want, sizeof want, "token-file = %s\n", tok);
+    CHECK(strstr(dump, want) != NULL, "no token-file line in:\n%s", dump);
+
+    /* every key, once, in the fixed order, one line each */
+    const char *p = dump;
+    for (int k = 0; k < K_COUNT; k++) {
+        char head[64];
+        snprintf(head, sizeof head, "%s = ", cfg_names[k]);
+        CHECK(strncmp(p, head, strlen(head)) == 0, "expected '%s' at:\n%s", head, p);
+        p = strchr(p, '\n');
+        assert_non_null(p);
+        p++;
+    }
+    assert_string_equal(p, "");
+
+    /* the defaults, printed */
+    idmd_config_defaults(&c);
+    idmd_config_print(&c, dump, sizeof dump);
+    assert_string_equal(dump, "listen = 127.0.0.1:7070\n"
+                              "data-dir = ./var\n"
+                              "lease = \"\"\n"
+                              "lease-ttl = 10000\n"
+                              "store = \"\"\n"
+                              "layout = twitter\n"
+                              "epoch = \"\"\n"
+                              "policy = logical\n"
+                              "exhaust = wait\n"
+                              "node = \"\"\n"
+                              "lease-field = worker\n"
+                              "count-max = 10000\n"
+                              "token-file = \"\"\n"
+                              "idle-timeout = 10000\n"
+                              "max-request = 8192\n"
+                              "threads = 2\n"
+                              "max-connections = 1024\n"
+                              "clock = system\n"
+                              "segment-wait = 1000\n");
+
+    /* a printed configuration (of non-empty values) reads back the same */
+    const char *full[] = {"--listen", "[::1]:1", "--data-dir", " /sp ", "--lease", "file:///l",
+                          "--store", "sqlite:///s", "--layout", "time:40@1ms,w:10,seq:13",
+                          "--epoch", "1700000000000", "--node", "dc=1", "--token-file", tok,
+                          NULL};
+    idmd_config a, b;
+    expect_ok(&a, full, NULL);
+    idmd_config_print(&a, dump, sizeof dump);
+    char path[1200];
+    write_file("printed.conf", dump, path, sizeof path);
+    const char *reread[] = {"--config", path, NULL};
+    expect_ok(&b, reread, NULL);
+    assert_memory_equal(&a, &b, sizeof a);
+
+    /* short buffers are cut, never overrun */
+    char small[16];
+    memset(small, 'x', sizeof small);
+    idmd_config_print(&a, small, 10);
+    assert_int_equal(strlen(small), 9);
+    assert_int_equal(small[10], 'x');
+    small[0] = 'q';
+    idmd_config_print(&a, small, 0);
+    assert_int_equal(small[0], 'q');
+    idmd_config_print(&a, small, 1);
+    assert_int_equal(small[0], '\0');
+}
+
+/* ---- usage ---- */
+
+static void test_usage(void **state)
+{
+    (void)state;
+    const char *head = "usage: idmintd [--config FILE] [--check-config] [--KEY VALUE]...\n";
+    assert_int_equal(strncmp(idmd_usage, head, strlen(head)), 0);
+    for (int k = 0; k < K_COUNT; k++) {
+        char flag[64];
+        snprintf(flag, sizeof flag, "  --%s ", cfg_names[k]);
+        CHECK(strstr(idmd_usage, flag) != NULL, "usage lacks %s", flag);
+        CHECK(strstr(idmd_usage, cfg_envs[k]) != NULL, "usage lacks %s", cfg_envs[k]);
+    }
+    assert_non_null(strstr(idmd_usage, "--config FILE"));
+    assert_non_null(strstr(idmd_usage, "IDMINT_CONFIG"));
+    assert_non_null(strstr(idmd_usage, "--check-config"));
+    assert_non_null(strstr(idmd_usage, "--help"));
+    assert_non_null(strstr(idmd_usage, "(default 127.0.0.1:7070)"));
+    /* every key line states its default */
+    for (const char *l = idmd_usage; (l = strstr(l, "\n  --")) != NULL; l++) {
+        const char *end = strchr(l + 1, '\n');
+        assert_non_null(end);
+        if (strncmp(l, "\n  --check-config", 17) == 0 || strncmp(l, "\n  --help", 9) == 0)
+            continue;
+        const char *d = strstr(l, "(default ");
+        CHECK(d != NULL && d < end, "no default in '%.*s'", (int)(end - l - 1), l + 1);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_key_table_complete),
+        cmocka_unit_test(test_each_key_each_source),
+        cmocka_unit_test(test_struct_fields),
+        cmocka_unit_test(test_precedence_mixed),
+        cmocka_unit_test(test_config_flag_and_env),
+        cmocka_unit_test(test_file_syntax),
+        cmocka_unit_test(test_file_errors),
+        cmocka_unit_test(test_env_errors),
+        cmocka_unit_test(test_flag_errors),
+        cmocka_unit_test(test_numbers),
+        cmocka_unit_test(test_values),
+        cmocka_unit_test(test_text_layout_epoch),
+        cmocka_unit_test(test_check_and_help),
+        cmocka_unit_test(test_print),
+        cmocka_unit_test(test_usage),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
