@@ -2,7 +2,7 @@
 # The commands people type. CMake does the building and ctest the testing;
 # this file only strings them together.
 #
-#   make run     install what is missing, build, mint and decode a few ids
+#   make run     install what is missing, build, start idmintd on 127.0.0.1
 #   make test    install what is missing, build, run every test: plain,
 #                under ASan+UBSan, and under TSan
 #   make bench   build optimised and run the benchmarks (never fails on speed)
@@ -27,7 +27,7 @@ build: deps
 	@echo "built idmint in $(BUILD)/"
 
 run: build
-	@bash scripts/demo.sh $(BUILD)/idmint
+	@bash scripts/demo.sh $(BUILD)
 
 test: deps
 	@bash scripts/test.sh $(JOBS)

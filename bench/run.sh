@@ -145,6 +145,20 @@ case $rc in
     *) seg_status="FAILED (idm_bench_seg exited with status $rc)"; failed=1 ;;
 esac
 
+# ---- idmintd under wrk (the service: requests a second, latency, batches)
+if cmake --build "$build_dir" --target idmintd -j2 >>"$build_dir/bench-build.log" 2>&1; then
+    IDM_BENCH_SECONDS=$seconds IDM_BENCH_ROUNDS=$rounds bash "$src_dir/bench/idmintd.sh" "$build_dir" |
+        tee "$work/idmintd.txt"
+    case ${PIPESTATUS[0]} in
+        0) idmintd_status="ok" ;;
+        2) idmintd_status="FAILED (an answer was not 2xx: see WRONG above)"; failed=1 ;;
+        *) idmintd_status="FAILED (idmintd.sh exited with an error)"; failed=1 ;;
+    esac
+else
+    idmintd_status="FAILED (idmintd did not build)"
+    failed=1
+fi
+
 # ---- Node.js peers
 node_status=""
 node_dir=$(cd "$build_dir" && pwd)/bench-node
@@ -199,14 +213,15 @@ fi
 echo
 echo "== summary =="
 grep -m1 '^machine:' "$work/c.txt" || true
-grep -hE ' (PASS|BELOW)$' "$work/c.txt" "$work/c128.txt" "$work/lease.txt" "$work/seg.txt" || true
-pass=$(cat "$work/c.txt" "$work/c128.txt" "$work/lease.txt" "$work/seg.txt" | grep -cE ' PASS$' || true)
-below=$(cat "$work/c.txt" "$work/c128.txt" "$work/lease.txt" "$work/seg.txt" | grep -cE ' BELOW$' || true)
+grep -hE ' (PASS|BELOW)$' "$work/c.txt" "$work/c128.txt" "$work/lease.txt" "$work/seg.txt" "$work/idmintd.txt" || true
+pass=$(cat "$work/c.txt" "$work/c128.txt" "$work/lease.txt" "$work/seg.txt" "$work/idmintd.txt" | grep -cE ' PASS$' || true)
+below=$(cat "$work/c.txt" "$work/c128.txt" "$work/lease.txt" "$work/seg.txt" "$work/idmintd.txt" | grep -cE ' BELOW$' || true)
 echo "targets: $pass PASS, $below BELOW (BELOW is reported, never fatal)"
 echo "idm_bench: $c_status"
 echo "idm_bench128: $c128_status"
 echo "libuuid peer: $libuuid_status"
 echo "idm_bench_lease: $lease_status"
 echo "idm_bench_seg: $seg_status"
+echo "idmintd.sh: $idmintd_status"
 echo "Node.js peers: $node_status"
 exit "$failed"

@@ -296,12 +296,10 @@ static int setup(idmd_app *app, const idmd_config *cfg)
     }
     if (clock_setup(cfg, &app->clock) != 0)
         return -1;
-    rc = idm_layout_from_spec(&app->layout, cfg->layout, NULL);
-    if (rc == 0 && cfg->epoch_set) {
+    {
         char e[32];
-        idm_layout_free(app->layout);
         snprintf(e, sizeof e, "%lld", (long long)cfg->epoch);
-        rc = idm_layout_from_spec(&app->layout, cfg->layout, e);
+        rc = idm_layout_from_spec(&app->layout, cfg->layout, cfg->epoch_set ? e : NULL);
     }
     if (rc != 0) {
         say("layout %s: %s", cfg->layout, idm_error_detail());
