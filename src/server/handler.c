@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "app.h"
@@ -732,13 +733,30 @@ static void h_metrics(idmd_app *app, idmd_response *rs)
 
 /* ---------------------------------------------------------------- routing */
 
+/* An endpoint that takes no parameters: a query is 400 naming its first. */
+static int no_params(const char *path, const char *query, idmd_response *rs)
+{
+    char key[32];
+    size_t n;
+    if (query == NULL || query[0] == '\0')
+        return 0;
+    n = strcspn(query, "=&");
+    snprintf(key, sizeof key, "%.*s", (int)(n < 31 ? n : 31), query);
+    for (char *k = key; *k != '\0'; k++)
+        if (*k < 0x20 || *k >= 0x7f)
+            *k = '?';
+    fail(rs, 400, key, "unknown parameter '%s': %s takes no parameters", key, path);
+    return -1;
+}
+
 /* Constant-time comparison of the presented token with ours. */
 static bool token_ok(const idmd_app *app, const char *auth)
 {
     const char *t;
     size_t n;
     unsigned diff = 0;
-    if (auth == NULL || strncmp(auth, "Bearer ", 7) != 0)
+    /* The scheme is case-insensitive (RFC 9110, section 11.1). */
+    if (auth == NULL || strncasecmp(auth, "Bearer ", 7) != 0)
         return false;
     t = auth + 7;
     n = strlen(t);
@@ -780,6 +798,13 @@ void idmd_handle(idmd_app *app, const idmd_request *rq, idmd_response *rs)
              "percent-encoding)");
         return;
     }
+    if (strcmp(rq->method, "HEAD") == 0 && strcmp(path, "/ping") != 0 &&
+        strcmp(path, "/healthz") != 0 && strcmp(path, "/metrics") != 0) {
+        /* The answer to a HEAD has no body: ids minted for it would be lost. */
+        fail(rs, 405, NULL, "HEAD is served on /ping, /healthz and /metrics only: it would "
+                            "mint ids nobody sees");
+        return;
+    }
     if (strcmp(path, "/ping") == 0) {
         rs->status = 200;
         rs->content_type = "text/plain; charset=utf-8";
@@ -787,10 +812,8 @@ void idmd_handle(idmd_app *app, const idmd_request *rq, idmd_response *rs)
         return;
     }
     if (strcmp(path, "/healthz") == 0 || strcmp(path, "/metrics") == 0) {
-        if (rq->query != NULL && rq->query[0] != '\0') {
-            fail(rs, 400, NULL, "%s takes no parameters", path);
+        if (no_params(path, rq->query, rs) != 0)
             return;
-        }
         if (path[1] == 'h')
             h_health(app, rs);
         else
@@ -823,10 +846,8 @@ void idmd_handle(idmd_app *app, const idmd_request *rq, idmd_response *rs)
     }
     if (under(path, "/api/snowflake/get/", &rest) || under(path, "/api/segment/get/", &rest)) {
         bool seg = strncmp(path, "/api/segment/", 13) == 0;
-        if (rq->query != NULL && rq->query[0] != '\0') {
-            fail(rs, 400, NULL, "Leaf's endpoints take no parameters");
+        if (no_params(path, rq->query, rs) != 0)
             return;
-        }
         p.count = 1;
         p.text = true;
         if (seg)

@@ -1,0 +1,1434 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * idmintd's request handler (src/server/handler.c), called directly with no
+ * HTTP layer: every endpoint's answer (status, content type, body parsed or
+ * matched exactly), the strict input checks of FAULTS N1 (400 naming the
+ * parameter, nothing minted), the count cap, methods and odd paths, bearer
+ * authentication, sequence exhaustion and a clock gone back (503 with
+ * Retry-After), and uniqueness under threads. The app is built by hand: the
+ * twitter layout, datacenter 1 worker 2, no lease, an in-memory ticket store
+ * holding the sequence "orders".
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <idmint/segment.h>
+
+/* before cmocka: handler.c has a function named fail, cmocka a macro */
+#include "../../src/server/config.c"
+#include "../../src/server/handler.c"
+
+#include "testutil.h"
+
+/* ------------------------------------------------------- in-memory store */
+/* (from test_seq.c: a counter per sequence under a mutex) */
+
+#define MS_SEQS 4
+#define MS_KS 8
+
+typedef struct mseq {
+    char name[IDM_SEQ_NAME_MAX + 1];
+    int64_t next;
+    uint32_t k, n;
+    int64_t floors[MS_KS];
+} mseq;
+
+typedef struct mstore {
+    pthread_mutex_t mu;
+    mseq seqs[MS_SEQS];
+    size_t nseq;
+} mstore;
+
+static mseq *ms_find(mstore *m, const char *name)
+{
+    for (size_t i = 0; i < m->nseq; i++)
+        if (strcmp(m->seqs[i].name, name) == 0)
+            return &m->seqs[i];
+    return NULL;
+}
+
+static int ms_create(void *ctx, const char *name, int64_t start, uint32_t k, uint32_t n)
+{
+    mstore *m = ctx;
+    int rc = 0;
+    pthread_mutex_lock(&m->mu);
+    if (ms_find(m, name) != NULL) {
+        rc = idm_error_fail(IDM_EEXIST, "mstore: %s exists", name);
+    } else if (m->nseq == MS_SEQS) {
+        rc = idm_error_fail(IDM_EINVAL, "mstore: full");
+    } else {
+        mseq *s = &m->seqs[m->nseq++];
+        memset(s, 0, sizeof *s);
+        snprintf(s->name, sizeof s->name, "%s", name);
+        s->next = start;
+        s->k = k;
+        s->n = n;
+    }
+    pthread_mutex_unlock(&m->mu);
+    return rc;
+}
+
+static int ms_take(void *ctx, const char *name, int64_t size, uint32_t k, uint32_t n,
+                   int64_t limit, int64_t *start)
+{
+    mstore *m = ctx;
+    int rc = 0;
+    mseq *s;
+    pthread_mutex_lock(&m->mu);
+    s = ms_find(m, name);
+    if (s == NULL)
+        rc = idm_error_fail(IDM_ENOSEQ, "mstore: no %s", name);
+    else if (s->k != k || s->n != n)
+        rc = idm_error_fail(IDM_EINVAL, "mstore: %s: wrong k/n", name);
+    else if (s->next > limit - size)
+        rc = idm_error_fail(IDM_ERANGE, "mstore: %s would pass its limit", name);
+    else {
+        *start = s->next;
+        s->next += size;
+    }
+    pthread_mutex_unlock(&m->mu);
+    return rc;
+}
+
+static int ms_list(void *ctx, idm_seq_info **out, size_t *count)
+{
+    mstore *m = ctx;
+    pthread_mutex_lock(&m->mu);
+    *out = calloc(m->nseq + 1, sizeof **out);
+    for (size_t i = 0; i < m->nseq; i++) {
+        snprintf((*out)[i].name, sizeof(*out)[i].name, "%s", m->seqs[i].name);
+        (*out)[i].next = m->seqs[i].next;
+        (*out)[i].k = m->seqs[i].k;
+        (*out)[i].n = m->seqs[i].n;
+    }
+    *count = m->nseq;
+    pthread_mutex_unlock(&m->mu);
+    return 0;
+}
+
+static int ms_floor_get(void *ctx, const char *name, uint32_t k, int64_t *floor)
+{
+    mstore *m = ctx;
+    mseq *s;
+    pthread_mutex_lock(&m->mu);
+    s = ms_find(m, name);
+    *floor = s != NULL && k < MS_KS ? s->floors[k] : 0;
+    pthread_mutex_unlock(&m->mu);
+    return 0;
+}
+
+static int ms_floor_raise(void *ctx, const char *name, uint32_t k, int64_t floor)
+{
+    mstore *m = ctx;
+    mseq *s;
+    pthread_mutex_lock(&m->mu);
+    s = ms_find(m, name);
+    if (s != NULL && k < MS_KS && s->floors[k] < floor)
+        s->floors[k] = floor;
+    pthread_mutex_unlock(&m->mu);
+    return 0;
+}
+
+static void ms_close(void *ctx)
+{
+    (void)ctx; /* freed by the test */
+}
+
+static const idm_store_ops ms_ops = {ms_create,    ms_take,        ms_list,
+                                     ms_floor_get, ms_floor_raise, ms_close};
+
+static int64_t ms_next(mstore *m, const char *name)
+{
+    int64_t v;
+    pthread_mutex_lock(&m->mu);
+    v = ms_find(m, name)->next;
+    pthread_mutex_unlock(&m->mu);
+    return v;
+}
+
+/* Wait until the allocator's prefetch thread has stopped taking blocks: the
+ * store's counter stays put for 200 ms (at most 5 s). */
+static void ms_settle(mstore *m, const char *name)
+{
+    int64_t last = ms_next(m, name);
+    int still = 0;
+    for (int i = 0; i < 500 && still < 20; i++) {
+        struct timespec ts = {0, 10 * 1000000L};
+        int64_t v;
+        nanosleep(&ts, NULL);
+        v = ms_next(m, name);
+        still = v == last ? still + 1 : 0;
+        last = v;
+    }
+}
+
+/* ------------------------------------------------------------------ app */
+
+#define TOKEN "s3cret-token-0123456789"
+
+typedef struct tapp {
+    idmd_config cfg;
+    idmd_app app;
+    idm_manual_clock *mc; /* NULL: the system clock */
+    mstore ms;
+} tapp;
+
+/* layout_text NULL: the twitter preset. mc NULL: the system clock. */
+static tapp *tapp_new(const char *layout_text, idm_manual_clock *mc)
+{
+    tapp *t = calloc(1, sizeof *t);
+    idm_snowflake_opts o;
+    assert_non_null(t);
+    idmd_config_defaults(&t->cfg);
+    t->mc = mc;
+    t->app.cfg = &t->cfg;
+    t->app.clock = mc != NULL ? idm_manual_clock_clock(mc) : idm_clock_system();
+    if (layout_text == NULL)
+        IDM_ASSERT_OK(idm_layout_preset(&t->app.layout, "twitter"));
+    else
+        IDM_ASSERT_OK(idm_layout_parse(&t->app.layout, layout_text, INT64_C(1577836800000)));
+    idm_snowflake_opts_init(&o);
+    o.layout = t->app.layout;
+    o.clock = t->app.clock;
+    IDM_ASSERT_OK(idm_snowflake_opts_node(&o, "datacenter", 1));
+    IDM_ASSERT_OK(idm_snowflake_opts_node(&o, "worker", 2));
+    IDM_ASSERT_OK(idm_snowflake_open(&t->app.gen, &o));
+    t->app.lease = NULL;
+    IDM_ASSERT_OK(idm_uuid7_gen_new(&t->app.uuid7, t->app.clock, NULL));
+    IDM_ASSERT_OK(idm_ulid_gen_new(&t->app.ulid, t->app.clock, NULL, true));
+    pthread_mutex_init(&t->ms.mu, NULL);
+    IDM_ASSERT_OK(idm_store_custom(&t->app.store, &ms_ops, &t->ms));
+    IDM_ASSERT_OK(idm_store_create(t->app.store, "orders", 1, 0, 1));
+    pthread_mutex_init(&t->app.seq_mu, NULL);
+    return t;
+}
+
+static void tapp_free(tapp *t)
+{
+    idmd_seqs_close(&t->app);
+    idm_store_close(t->app.store);
+    idm_snowflake_close(t->app.gen);
+    idm_uuid7_gen_free(t->app.uuid7);
+    idm_ulid_gen_free(t->app.ulid);
+    idm_layout_free(t->app.layout);
+    pthread_mutex_destroy(&t->app.seq_mu);
+    pthread_mutex_destroy(&t->ms.mu);
+    free(t);
+}
+
+static void tapp_token(tapp *t, const char *tok)
+{
+    snprintf(t->app.token, sizeof t->app.token, "%s", tok);
+    t->app.token_len = strlen(t->app.token);
+}
+
+/* Handle one request; checks the body is there and NUL-terminated at len. */
+static void call_auth(tapp *t, const char *method, const char *path, const char *query,
+                      const char *auth, idmd_response *rs)
+{
+    idmd_request rq = {method, path, query, auth};
+    memset(rs, 0, sizeof *rs);
+    idmd_handle(&t->app, &rq, rs);
+    assert_non_null(rs->body);
+    assert_int_equal(rs->body[rs->len], '\0');
+    assert_int_equal(strlen(rs->body), rs->len);
+    assert_non_null(rs->content_type);
+    assert_false(rs->oom);
+}
+
+static void call(tapp *t, const char *path, const char *query, idmd_response *rs)
+{
+    call_auth(t, "GET", path, query, NULL, rs);
+}
+
+static const char CT_JSON[] = "application/json";
+static const char CT_TEXT[] = "text/plain; charset=utf-8";
+static const char CT_PROM[] = "text/plain; version=0.0.4; charset=utf-8";
+
+/* An error answer: status, JSON, {"error":{"status":S,("param":P,)"message":"..."}}. */
+static void assert_error(const idmd_response *rs, int status, const char *param)
+{
+    char head[160];
+    if (rs->status != status)
+        fail_msg("status %d, expected %d; body %s", rs->status, status, rs->body);
+    assert_string_equal(rs->content_type, CT_JSON);
+    if (param != NULL)
+        snprintf(head, sizeof head,
+                 "{\"error\":{\"status\":%d,\"param\":\"%s\",\"message\":\"", status, param);
+    else
+        snprintf(head, sizeof head, "{\"error\":{\"status\":%d,\"message\":\"", status);
+    CHECK(strncmp(rs->body, head, strlen(head)) == 0, "body %s, expected it to start %s",
+          rs->body, head);
+    CHECK(rs->len >= 4 && strcmp(rs->body + rs->len - 4, "\"}}\n") == 0, "body %s", rs->body);
+}
+
+/* ---------------------------------------------------------- ids bodies */
+
+typedef struct idlist {
+    char *buf;
+    char **v;
+    size_t n;
+} idlist;
+
+static void idlist_free(idlist *l)
+{
+    free(l->buf);
+    free(l->v);
+    memset(l, 0, sizeof *l);
+}
+
+/* Parse {"ids":["a","b",...]}\n exactly. */
+static void parse_json_ids(const char *body, idlist *out)
+{
+    static const char head[] = "{\"ids\":[";
+    size_t cap = 16;
+    char *p;
+    memset(out, 0, sizeof *out);
+    CHECK(strncmp(body, head, sizeof head - 1) == 0, "body %.200s", body);
+    out->buf = strdup(body + sizeof head - 1);
+    out->v = malloc(cap * sizeof *out->v);
+    assert_non_null(out->buf);
+    assert_non_null(out->v);
+    p = out->buf;
+    if (strcmp(p, "]}\n") == 0)
+        return;
+    for (;;) {
+        char *end;
+        CHECK(*p == '"', "expected '\"' at %.40s", p);
+        end = strchr(p + 1, '"');
+        assert_non_null(end);
+        *end = '\0';
+        if (out->n == cap) {
+            cap *= 2;
+            out->v = realloc(out->v, cap * sizeof *out->v);
+            assert_non_null(out->v);
+        }
+        out->v[out->n++] = p + 1;
+        p = end + 1;
+        if (*p == ',') {
+            p++;
+            continue;
+        }
+        CHECK(strcmp(p, "]}\n") == 0, "trailer %.40s", p);
+        return;
+    }
+}
+
+/* Parse one id a line, each line ending in '\n'. */
+static void parse_text_ids(const char *body, idlist *out)
+{
+    size_t cap = 16;
+    char *p;
+    memset(out, 0, sizeof *out);
+    out->buf = strdup(body);
+    out->v = malloc(cap * sizeof *out->v);
+    assert_non_null(out->buf);
+    assert_non_null(out->v);
+    p = out->buf;
+    while (*p != '\0') {
+        char *nl = strchr(p, '\n');
+        CHECK(nl != NULL, "line without newline: %.40s", p);
+        *nl = '\0';
+        if (out->n == cap) {
+            cap *= 2;
+            out->v = realloc(out->v, cap * sizeof *out->v);
+            assert_non_null(out->v);
+        }
+        out->v[out->n++] = p;
+        p = nl + 1;
+    }
+}
+
+/* Strict decimal, no leading zero. */
+static uint64_t dec(const char *s)
+{
+    uint64_t v = 0;
+    CHECK(s[0] >= '1' && s[0] <= '9', "not decimal: '%s'", s);
+    for (const char *c = s; *c != '\0'; c++)
+        CHECK(*c >= '0' && *c <= '9', "not decimal: '%s'", s);
+    IDM_ASSERT_OK(idm_u64_parse(s, &v));
+    return v;
+}
+
+static void check_snowflakes(tapp *t, const idlist *l, size_t n, uint64_t *first)
+{
+    uint64_t prev = 0;
+    int dc = idm_layout_field_index(t->app.layout, "datacenter");
+    int wk = idm_layout_field_index(t->app.layout, "worker");
+    assert_true(dc > 0 && wk > 0);
+    assert_int_equal(l->n, n);
+    for (size_t i = 0; i < l->n; i++) {
+        uint64_t v = dec(l->v[i]);
+        idm_decoded d;
+        CHECK(i == 0 || v > prev, "ids not increasing at %zu: %s after %llu", i, l->v[i],
+              ULL(prev));
+        IDM_ASSERT_OK(idm_layout_decode(t->app.layout, v, &d));
+        assert_int_equal(d.value[dc], 1);
+        assert_int_equal(d.value[wk], 2);
+        if (i == 0 && first != NULL)
+            *first = v;
+        prev = v;
+    }
+}
+
+/* The value of the metrics line "NAME VALUE" (NAME with its labels). */
+static double metric_value(const char *body, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = body; p != NULL && *p != '\0'; p = strchr(p, '\n'), p = p ? p + 1 : p) {
+        if (strncmp(p, name, n) == 0 && p[n] == ' ')
+            return strtod(p + n + 1, NULL);
+    }
+    fail_msg("metric %s missing in:\n%s", name, body);
+    return -1;
+}
+
+static uint64_t minted(tapp *t, int kind)
+{
+    return atomic_load(&t->app.m.minted[kind]);
+}
+
+static idm_unix_ms last_ms(tapp *t)
+{
+    idm_snowflake_stats st;
+    idm_snowflake_stats_get(t->app.gen, &st);
+    return st.last_unix_ms;
+}
+
+/* ------------------------------------------------------------- endpoints */
+
+static void test_snowflake(void **state)
+{
+    tapp *t = tapp_new(NULL, NULL);
+    idmd_response rs;
+    idlist l;
+    uint64_t first = 0, first2 = 0;
+    (void)state;
+
+    call(t, "/v1/snowflake", NULL, &rs);
+    assert_int_equal(rs.status, 200);
+    assert_string_equal(rs.content_type, CT_JSON);
+    assert_int_equal(rs.retry_after_s, 0);
+    assert_false(rs.www_authenticate);
+    parse_json_ids(rs.body, &l);
+    check_snowflakes(t, &l, 1, &first);
+    idlist_free(&l);
+    free(rs.body);
+
+    call(t, "/v1/snowflake", "", &rs); /* an empty query is no query */
+    assert_int_equal(rs.status, 200);
+    parse_json_ids(rs.body, &l);
+    check_snowflakes(t, &l, 1, NULL);
+    idlist_free(&l);
+    free(rs.body);
+
+    call(t, "/v1/snowflake", "count=5", &rs);
+    assert_int_equal(rs.status, 200);
+    assert_string_equal(rs.content_type, CT_JSON);
+    parse_json_ids(rs.body, &l);
+    check_snowflakes(t, &l, 5, &first2);
+    assert_true(first2 > first);
+    idlist_free(&l);
+    free(rs.body);
+
+    call(t, "/v1/snowflake", "count=5&format=text", &rs);
+    assert_int_equal(rs.status, 200);
+    assert_string_equal(rs.content_type, CT_TEXT);
+    parse_text_ids(rs.body, &l);
+    check_snowflakes(t, &l, 5, NULL);
+    idlist_free(&l);
+    free(rs.body);
+
+    call(t, "/v1/snowflake", "format=json&count=3", &rs);
+    assert_int_equal(rs.status, 200);
+    assert_string_equal(rs.content_type, CT_JSON);
+    parse_json_ids(rs.body, &l);
+    check_snowflakes(t, &l, 3, NULL);
+    idlist_free(&l);
+    free(rs.body);
+
+    assert_int_equal(minted(t, IDMD_K_SNOWFLAKE), 1 + 1 + 5 + 5 + 3);
+    tapp_free(t);
+}
+
+static void test_segment(void **state)
+{
+    tapp *t = tapp_new(NULL, NULL);
+    idmd_response rs;
+    idlist l;
+    (void)state;
+
+    call(t, "/v1/segment/orders", NULL, &rs);
+    assert_int_equal(rs.status, 200);
+    assert_string_equal(rs.content_type, CT_JSON);
+    assert_string_equal(rs.body, "{\"ids\":[\"1\"]}\n");
+    free(rs.body);
+
+    call(t, "/v1/segment/orders", "count=4", &rs);
+    assert_int_equal(rs.status, 200);
+    assert_string_equal(rs.body, "{\"ids\":[\"2\",\"3\",\"4\",\"5\"]}\n");
+    free(rs.body);
+
+    call(t, "/v1/segment/orders", "count=3&format=text", &rs);
+    assert_int_equal(rs.status, 200);
+    assert_string_equal(rs.content_type, CT_TEXT);
+    assert_string_equal(rs.body, "6\n7\n8\n");
+    free(rs.body);
+
+    /* dense across block boundaries (blocks are 1000 at first) */
+    call(t, "/v1/segment/orders", "count=5000", &rs);
+    assert_int_equal(rs.status, 200);
+    parse_json_ids(rs.body, &l);
+    assert_int_equal(l.n, 5000);
+    for (size_t i = 0; i < l.n; i++)
+        assert_int_equal(dec(l.v[i]), 9 + i);
+    idlist_free(&l);
+    free(rs.body);
+
+    call(t, "/api/segment/get/orders", NULL, &rs);
+    assert_int_equal(rs.status, 200);
+    assert_string_equal(rs.content_type, CT_TEXT);
+    assert_string_equal(rs.body, "5009");
+    free(rs.body);
+
+    assert_int_equal(minted(t, IDMD_K_SEGMENT), 1 + 4 + 3 + 5000 + 1);
+
+    call(t, "/v1/segment/missing", NULL, &rs);
+    assert_error(&rs, 404, NULL);
+    free(rs.body);
+    call(t, "/api/segment/get/missing", NULL, &rs);
+    assert_error(&rs, 404, NULL);
+    free(rs.body);
+    /* a name longer than 64 */
+    call(t, "/v1/segment/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", NULL,
+         &rs);
+    assert_error(&rs, 400, "name");
+    free(rs.body);
+    /* the refusals took nothing */
+    call(t, "/v1/segment/orders", NULL, &rs);
+    assert_string_equal(rs.body, "{\"ids\":[\"5010\"]}\n");
+    free(rs.body);
+    assert_int_equal(minted(t, IDMD_K_SEGMENT), 5010);
+    tapp_free(t);
+}
+
+static void test_segment_no_store(void **state)
+{
+    tapp *t = tapp_new(NULL, NULL);
+    idm_store *s = t->app.store;
+    idmd_response rs;
+    (void)state;
+    t->app.store = NULL;
+    call(t, "/v1/segment/orders", NULL, &rs);
+    assert_error(&rs, 404, NULL);
+    free(rs.body);
+    t->app.store = s;
+    tapp_free(t);
+}
+
+static void test_uuid_ulid(void **state)
+{
+    tapp *t = tapp_new(NULL, NULL);
+    idmd_response rs;
+    idlist l;
+    idm_unix_ms before = idm_clock_system()->wall_ns(NULL) / 1000000;
+    (void)state;
+
+    call(t, "/v1/uuid7", "count=3&format=text", &rs);
+    assert_int_equal(rs.status, 200);
+    assert_string_equal(rs.content_type, CT_TEXT);
+    parse_text_ids(rs.body, &l);
+    assert_int_equal(l.n, 3);
+    for (size_t i = 0; i < l.n; i++) {
+        idm_uuid u;
+        idm_unix_ms ms;
+        assert_int_equal(strlen(l.v[i]), 36);
+        IDM_ASSERT_OK(idm_uuid_parse(l.v[i], &u));
+        assert_int_equal(idm_uuid_version(&u), 7);
+        IDM_ASSERT_OK(idm_uuid7_time(&u, &ms));
+        assert_true(ms >= before && ms < before + 60000);
+        if (i > 0)
+            assert_true(strcmp(l.v[i - 1], l.v[i]) < 0);
+    }
+    idlist_free(&l);
+    free(rs.body);
+
+    call(t, "/v1/uuid7", NULL, &rs);
+    assert_int_equal(rs.status, 200);
+    assert_string_equal(rs.content_type, CT_JSON);
+    parse_json_ids(rs.body, &l);
+    assert_int_equal(l.n, 1);
+    assert_int_equal(strlen(l.v[0]), 36);
+    idlist_free(&l);
+    free(rs.body);
+
+    call(t, "/v1/uuid4", "count=4", &rs);
+    assert_int_equal(rs.status, 200);
+    assert_string_equal(rs.content_type, CT_JSON);
+    parse_json_ids(rs.body, &l);
+    assert_int_equal(l.n, 4);
+    for (size_t i = 0; i < l.n; i++) {
+        idm_uuid u;
+        IDM_ASSERT_OK(idm_uuid_parse(l.v[i], &u));
+        assert_int_equal(idm_uuid_version(&u), 4);
+        assert_int_equal(idm_uuid_variant(&u), IDM_UUID_VARIANT_RFC);
+        for (size_t j = 0; j < i; j++)
+            assert_string_not_equal(l.v[i], l.v[j]);
+    }
+    idlist_free(&l);
+    free(rs.body);
+
+    call(t, "/v1/ulid", "count=3", &rs);
+    assert_int_equal(rs.status, 200);
+    assert_string_equal(rs.content_type, CT_JSON);
+    parse_json_ids(rs.body, &l);
+    assert_int_equal(l.n, 3);
+    for (size_t i = 0; i < l.n; i++) {
+        idm_ulid u;
+        assert_int_equal(strlen(l.v[i]), 26);
+        IDM_ASSERT_OK(idm_ulid_parse(l.v[i], &u));
+        assert_true(idm_ulid_time(&u) >= before && idm_ulid_time(&u) < before + 60000);
+        if (i > 0) /* monotonic */
+            assert_true(strcmp(l.v[i - 1], l.v[i]) < 0);
+    }
+    idlist_free(&l);
+    free(rs.body);
+
+    assert_int_equal(minted(t, IDMD_K_UUID7), 4);
+    assert_int_equal(minted(t, IDMD_K_UUID4), 4);
+    assert_int_equal(minted(t, IDMD_K_ULID), 3);
+    tapp_free(t);
+}
+
+static void test_decode(void **state)
+{
+    tapp *t = tapp_new(NULL, NULL);
+    idmd_response rs;
+    idlist l;
+    char exp[512], iso[64], id[32];
+    uint64_t v;
+    idm_decoded d;
+    (void)state;
+
+    /* a snowflake minted here */
+    call(t, "/v1/snowflake", NULL, &rs);
+    parse_json_ids(rs.body, &l);
+    snprintf(id, sizeof id, "%s", l.v[0]);
+    idlist_free(&l);
+    free(rs.body);
+    v = dec(id);
+    IDM_ASSERT_OK(idm_layout_decode(t->app.layout, v, &d));
+    IDM_ASSERT_OK(idm_time_format(d.unix_ms, iso, sizeof iso));
+    snprintf(exp, sizeof exp,
+             "{\"id\":\"%s\",\"kind\":\"snowflake\",\"layout\":\"twitter\",\"time\":\"%s\","
+             "\"unix_ms\":%lld,\"datacenter\":1,\"worker\":2,\"seq\":%llu}\n",
+             id, iso, LL(d.unix_ms), ULL(d.seq));
+    {
+        char path[64];
+        snprintf(path, sizeof path, "/v1/decode/%s", id);
+        call(t, path, NULL, &rs);
+    }
+    assert_int_equal(rs.status, 200);
+    assert_string_equal(rs.content_type, CT_JSON);
+    assert_string_equal(rs.body, exp);
+    free(rs.body);
+
+    /* a UUIDv7 with a known time */
+    call(t, "/v1/decode/017f22e2-79b0-7cc3-98c4-dc0c0c07398f", NULL, &rs);
+    assert_int_equal(rs.status, 200);
+    assert_string_equal(rs.content_type, CT_JSON);
+    IDM_ASSERT_OK(idm_time_format(INT64_C(0x017f22e279b0), iso, sizeof iso));
+    snprintf(exp, sizeof exp,
+             "{\"id\":\"017f22e2-79b0-7cc3-98c4-dc0c0c07398f\",\"kind\":\"uuid\",\"version\":7,"
+             "\"time\":\"%s\",\"unix_ms\":%lld}\n",
+             iso, LL(INT64_C(0x017f22e279b0)));
+    assert_string_equal(rs.body, exp);
+    free(rs.body);
+
+    /* a UUIDv4: version, no time */
+    call(t, "/v1/decode/919108f7-52d1-4320-9bac-f847db4148a8", NULL, &rs);
+    assert_int_equal(rs.status, 200);
+    assert_string_equal(rs.body,
+                        "{\"id\":\"919108f7-52d1-4320-9bac-f847db4148a8\",\"kind\":\"uuid\","
+                        "\"version\":4}\n");
+    free(rs.body);
+
+    /* a ULID (the spec's example; its time is 0x01563E3AB5D3 ms) */
+    call(t, "/v1/decode/01ARZ3NDEKTSV4RRFFQ69G5FAV", NULL, &rs);
+    assert_int_equal(rs.status, 200);
+    assert_string_equal(rs.content_type, CT_JSON);
+    IDM_ASSERT_OK(idm_time_format(INT64_C(0x01563E3AB5D3), iso, sizeof iso));
+    snprintf(exp, sizeof exp,
+             "{\"id\":\"01ARZ3NDEKTSV4RRFFQ69G5FAV\",\"kind\":\"ulid\",\"time\":\"%s\","
+             "\"unix_ms\":%lld}\n",
+             iso, LL(INT64_C(0x01563E3AB5D3)));
+    assert_string_equal(rs.body, exp);
+    free(rs.body);
+
+    /* bad ids */
+    static const char *const bad[] = {
+        "/v1/decode/18446744073709551616",                 /* 2^64 */
+        "/v1/decode/99999999999999999999",                 /* 20 digits, too big */
+        "/v1/decode/123456789012345678901",                /* 21 digits */
+        "/v1/decode/18446744073709551615",                 /* bit 63: above twitter's 63 */
+        "/v1/decode/0123",                                 /* leading zero */
+        "/v1/decode/017f22e2-79b0-7cc3-98c4-dc0c0c07398g", /* not hex */
+        "/v1/decode/017f22e2079b0-7cc3-98c4-dc0c0c07398f", /* dash moved */
+        "/v1/decode/01ARZ3NDEKTSV4RRFFQ69G5FAU",           /* U is not Crockford */
+        "/v1/decode/8ZZZZZZZZZZZZZZZZZZZZZZZZZ",           /* above 128 bits */
+        "/v1/decode/abc",
+        "/v1/decode/-1",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        call(t, bad[i], NULL, &rs);
+        print_message("%s -> %d %s", bad[i], rs.status, rs.body);
+        assert_error(&rs, 400, "id");
+        free(rs.body);
+    }
+    /* decode takes format=json but not text, and no count */
+    call(t, "/v1/decode/01ARZ3NDEKTSV4RRFFQ69G5FAV", "format=json", &rs);
+    assert_int_equal(rs.status, 200);
+    free(rs.body);
+    call(t, "/v1/decode/01ARZ3NDEKTSV4RRFFQ69G5FAV", "format=text", &rs);
+    assert_error(&rs, 400, "format");
+    free(rs.body);
+    call(t, "/v1/decode/01ARZ3NDEKTSV4RRFFQ69G5FAV", "count=1", &rs);
+    assert_error(&rs, 400, "count");
+    free(rs.body);
+    call(t, "/v1/decode/", NULL, &rs);
+    assert_error(&rs, 404, NULL);
+    free(rs.body);
+    call(t, "/v1/decode/1/2", NULL, &rs);
+    assert_error(&rs, 404, NULL);
+    free(rs.body);
+    tapp_free(t);
+}
+
+static void test_leaf(void **state)
+{
+    tapp *t = tapp_new(NULL, NULL);
+    idmd_response rs;
+    uint64_t a, b;
+    idm_decoded d;
+    (void)state;
+    call(t, "/api/snowflake/get/x", NULL, &rs);
+    assert_int_equal(rs.status, 200);
+    assert_string_equal(rs.content_type, CT_TEXT);
+    a = dec(rs.body);
+    free(rs.body);
+    IDM_ASSERT_OK(idm_layout_decode(t->app.layout, a, &d));
+    assert_int_equal(d.value[idm_layout_field_index(t->app.layout, "datacenter")], 1);
+    assert_int_equal(d.value[idm_layout_field_index(t->app.layout, "worker")], 2);
+    call(t, "/api/snowflake/get/anything-else", NULL, &rs);
+    assert_int_equal(rs.status, 200);
+    b = dec(rs.body);
+    assert_true(b > a);
+    free(rs.body);
+    assert_int_equal(minted(t, IDMD_K_SNOWFLAKE), 2);
+
+    call(t, "/api/segment/get/orders", NULL, &rs);
+    assert_int_equal(rs.status, 200);
+    assert_string_equal(rs.content_type, CT_TEXT);
+    assert_string_equal(rs.body, "1");
+    free(rs.body);
+    call(t, "/api/segment/get/orders", NULL, &rs);
+    assert_string_equal(rs.body, "2");
+    free(rs.body);
+
+    call(t, "/api/snowflake/get/x", "count=2", &rs);
+    assert_error(&rs, 400, "count");
+    free(rs.body);
+    call(t, "/api/snowflake/get/", NULL, &rs);
+    assert_error(&rs, 404, NULL);
+    free(rs.body);
+    assert_int_equal(minted(t, IDMD_K_SNOWFLAKE), 2);
+    tapp_free(t);
+}
+
+static void test_health_ping(void **state)
+{
+    tapp *t = tapp_new(NULL, NULL);
+    idmd_response rs;
+    (void)state;
+    call(t, "/healthz", NULL, &rs);
+    assert_int_equal(rs.status, 200);
+    assert_string_equal(rs.content_type, CT_JSON);
+    assert_string_equal(rs.body, "{\"status\":\"ok\",\"layout\":\"twitter\"}\n");
+    free(rs.body);
+
+    call(t, "/ping", NULL, &rs);
+    assert_int_equal(rs.status, 200);
+    assert_string_equal(rs.content_type, CT_TEXT);
+    assert_string_equal(rs.body, "ok\n");
+    free(rs.body);
+
+    atomic_store(&t->app.draining, 1);
+    call(t, "/healthz", NULL, &rs);
+    assert_int_equal(rs.status, 503);
+    assert_string_equal(rs.content_type, CT_JSON);
+    assert_string_equal(rs.body, "{\"status\":\"unavailable\",\"reason\":\"shutting down\"}\n");
+    free(rs.body);
+    tapp_free(t);
+}
+
+static void test_metrics(void **state)
+{
+    tapp *t = tapp_new(NULL, NULL);
+    idmd_response rs;
+    (void)state;
+    call(t, "/v1/snowflake", "count=7", &rs);
+    assert_int_equal(rs.status, 200);
+    free(rs.body);
+    call(t, "/api/snowflake/get/a", NULL, &rs);
+    free(rs.body);
+    call(t, "/v1/segment/orders", "count=3", &rs);
+    free(rs.body);
+    call(t, "/v1/uuid7", "count=2", &rs);
+    free(rs.body);
+    call(t, "/v1/ulid", NULL, &rs);
+    free(rs.body);
+    call(t, "/v1/snowflake", "count=0", &rs); /* refused: not counted */
+    free(rs.body);
+    /* what the HTTP layer counts: 30 us (first bucket), 2 ms, 2 s (+Inf) */
+    idmd_count(&t->app, 200, 30000);
+    idmd_count(&t->app, 404, 2000000);
+    idmd_count(&t->app, 418, INT64_C(2000000000));
+
+    call(t, "/metrics", NULL, &rs);
+    assert_int_equal(rs.status, 200);
+    assert_string_equal(rs.content_type, CT_PROM);
+    assert_true(metric_value(rs.body, "idmint_ids_minted_total{kind=\"snowflake\"}") == 8);
+    assert_true(metric_value(rs.body, "idmint_ids_minted_total{kind=\"segment\"}") == 3);
+    assert_true(metric_value(rs.body, "idmint_ids_minted_total{kind=\"uuid7\"}") == 2);
+    assert_true(metric_value(rs.body, "idmint_ids_minted_total{kind=\"uuid4\"}") == 0);
+    assert_true(metric_value(rs.body, "idmint_ids_minted_total{kind=\"ulid\"}") == 1);
+    assert_true(metric_value(rs.body, "idmint_http_requests_total{code=\"200\"}") == 1);
+    assert_true(metric_value(rs.body, "idmint_http_requests_total{code=\"404\"}") == 1);
+    assert_true(metric_value(rs.body, "idmint_http_requests_total{code=\"other\"}") == 1);
+    assert_true(metric_value(rs.body, "idmint_request_duration_seconds_bucket{le=\"5e-05\"}") ==
+                1);
+    assert_true(metric_value(rs.body, "idmint_request_duration_seconds_bucket{le=\"0.001\"}") ==
+                1);
+    assert_true(metric_value(rs.body, "idmint_request_duration_seconds_bucket{le=\"0.0025\"}") ==
+                2);
+    assert_true(metric_value(rs.body, "idmint_request_duration_seconds_bucket{le=\"1\"}") == 2);
+    assert_true(metric_value(rs.body, "idmint_request_duration_seconds_bucket{le=\"+Inf\"}") ==
+                3);
+    assert_true(metric_value(rs.body, "idmint_request_duration_seconds_count") == 3);
+    {
+        double sum = metric_value(rs.body, "idmint_request_duration_seconds_sum");
+        assert_true(sum > 2.002029 && sum < 2.002031);
+    }
+    assert_non_null(strstr(rs.body, "# TYPE idmint_request_duration_seconds histogram\n"));
+    assert_non_null(strstr(rs.body, "# TYPE idmint_ids_minted_total counter\n"));
+    assert_true(metric_value(rs.body, "idmint_segment_fetches_total") >= 1);
+    assert_true(metric_value(rs.body, "idmint_clock_regressions_total") == 0);
+    /* every line is a comment or "name value" */
+    for (const char *p = rs.body; *p != '\0';) {
+        const char *nl = strchr(p, '\n');
+        assert_non_null(nl);
+        if (*p != '#')
+            CHECK(memchr(p, ' ', (size_t)(nl - p)) != NULL, "line %.*s", (int)(nl - p), p);
+        p = nl + 1;
+    }
+    free(rs.body);
+    tapp_free(t);
+}
+
+/* ---------------------------------------------------------- N1: count */
+
+static const char *const bad_counts[] = {
+    "count=0",
+    "count=-5",
+    "count=-1",
+    "count=10001",
+    "count=+5",
+    "count= 5",
+    "count=%205",
+    "count=5%20",
+    "count=0x10",
+    "count=1e3",
+    "count=123456789012345678901",
+    "count=18446744073709551617",
+    "count=4294967297",
+    "count=99999999",
+    "count=",
+    "count",
+    "count=\xd9\xa1",     /* ARABIC-INDIC DIGIT ONE */
+    "count=\xef\xbc\x95", /* FULLWIDTH DIGIT FIVE */
+    "count=01",
+    "count=00",
+    "count=1.0",
+    "count=5x",
+    "count=5 ",
+    "count=5\t",
+    "count=5&count=5",
+    "count=5&format=text&count=5",
+    "format=text&count=0",
+    "count=5&format=xml", /* count parsed, then the batch refused */
+};
+
+static void check_n1(tapp *t, const char *path, int kind, const char *param)
+{
+    for (size_t i = 0; i < sizeof bad_counts / sizeof bad_counts[0]; i++) {
+        idmd_response rs;
+        uint64_t before[IDMD_K_N];
+        idm_unix_ms ms = last_ms(t);
+        int64_t store = ms_next(&t->ms, "orders");
+        const char *want = param;
+        for (int k = 0; k < IDMD_K_N; k++)
+            before[k] = minted(t, k);
+        if (t->mc != NULL)
+            idm_manual_clock_advance(t->mc, 1); /* a mint would move the state */
+        if (strstr(bad_counts[i], "xml") != NULL)
+            want = "format";
+        call(t, path, bad_counts[i], &rs);
+        if (rs.status != 400)
+            fail_msg("%s?%s: %d %s", path, bad_counts[i], rs.status, rs.body);
+        assert_error(&rs, 400, want);
+        assert_int_equal(rs.retry_after_s, 0);
+        free(rs.body);
+        for (int k = 0; k < IDMD_K_N; k++)
+            assert_int_equal(minted(t, k), before[k]);
+        assert_int_equal(last_ms(t), ms);
+        assert_int_equal(ms_next(&t->ms, "orders"), store);
+        (void)kind;
+    }
+}
+
+static void test_n1_count(void **state)
+{
+    idm_manual_clock *mc;
+    tapp *t;
+    idmd_response rs;
+    (void)state;
+    IDM_ASSERT_OK(idm_manual_clock_new(&mc, INT64_C(1700000000000), true));
+    t = tapp_new(NULL, mc);
+    /* one of each first, so that the generators have a state */
+    call(t, "/v1/snowflake", NULL, &rs);
+    assert_int_equal(rs.status, 200);
+    free(rs.body);
+    call(t, "/v1/segment/orders", NULL, &rs);
+    assert_string_equal(rs.body, "{\"ids\":[\"1\"]}\n");
+    free(rs.body);
+
+    ms_settle(&t->ms, "orders");
+    check_n1(t, "/v1/snowflake", IDMD_K_SNOWFLAKE, "count");
+    check_n1(t, "/v1/segment/orders", IDMD_K_SEGMENT, "count");
+    check_n1(t, "/v1/uuid7", IDMD_K_UUID7, "count");
+    check_n1(t, "/v1/uuid4", IDMD_K_UUID4, "count");
+    check_n1(t, "/v1/ulid", IDMD_K_ULID, "count");
+
+    /* the sequence goes on densely: nothing was drawn */
+    call(t, "/v1/segment/orders", NULL, &rs);
+    assert_string_equal(rs.body, "{\"ids\":[\"2\"]}\n");
+    free(rs.body);
+    assert_int_equal(minted(t, IDMD_K_SNOWFLAKE), 1);
+    assert_int_equal(minted(t, IDMD_K_UUID7) + minted(t, IDMD_K_UUID4) + minted(t, IDMD_K_ULID),
+                     0);
+    tapp_free(t);
+    idm_manual_clock_free(mc);
+}
+
+static void test_count_cap(void **state)
+{
+    tapp *t = tapp_new(NULL, NULL);
+    idmd_response rs;
+    idlist l;
+    (void)state;
+    assert_int_equal(t->cfg.count_max, 10000);
+    call(t, "/v1/snowflake", "count=10000", &rs);
+    assert_int_equal(rs.status, 200);
+    parse_json_ids(rs.body, &l);
+    check_snowflakes(t, &l, 10000, NULL);
+    idlist_free(&l);
+    free(rs.body);
+
+    call(t, "/v1/uuid4", "count=10000&format=text", &rs);
+    assert_int_equal(rs.status, 200);
+    parse_text_ids(rs.body, &l);
+    assert_int_equal(l.n, 10000);
+    idlist_free(&l);
+    free(rs.body);
+
+    call(t, "/v1/snowflake", "count=10001", &rs);
+    assert_error(&rs, 400, "count");
+    free(rs.body);
+    assert_int_equal(minted(t, IDMD_K_SNOWFLAKE), 10000);
+
+    /* count-max is the config's */
+    t->cfg.count_max = 3;
+    call(t, "/v1/snowflake", "count=3", &rs);
+    assert_int_equal(rs.status, 200);
+    free(rs.body);
+    call(t, "/v1/snowflake", "count=4", &rs);
+    assert_error(&rs, 400, "count");
+    assert_non_null(strstr(rs.body, "from 1 to 3"));
+    free(rs.body);
+    tapp_free(t);
+}
+
+static void test_params(void **state)
+{
+    tapp *t = tapp_new(NULL, NULL);
+    idmd_response rs;
+    static const struct {
+        const char *path, *query, *param;
+    } cases[] = {
+        {"/v1/snowflake", "counts=5", "counts"},
+        {"/v1/snowflake", "Count=5", "Count"},
+        {"/v1/snowflake", "x", "x"},
+        {"/v1/snowflake", "count=1&x=1", "x"},
+        {"/v1/snowflake", "count=1&count=1", "count"},
+        {"/v1/snowflake", "count=1&count=2", "count"},
+        {"/v1/snowflake", "format=text&format=text", "format"},
+        {"/v1/snowflake", "format=json&format=text", "format"},
+        {"/v1/snowflake", "format=xml", "format"},
+        {"/v1/snowflake", "format=", "format"},
+        {"/v1/snowflake", "format", "format"},
+        {"/v1/snowflake", "format=TEXT", "format"},
+        {"/v1/snowflake", "format=text%00", "format"},
+        {"/v1/snowflake", "&count=1", ""},
+        {"/v1/snowflake", "count=1&&format=text", ""},
+        {"/v1/snowflake", "=1", ""},
+        {"/v1/segment/orders", "limit=5", "limit"},
+        {"/v1/segment/orders", "count=2&count=2", "count"},
+        {"/v1/uuid7", "format=csv", "format"},
+        {"/v1/ulid", "seed=1", "seed"},
+        {"/v1/decode/1", "id=1", "id"},
+        /* an odd key is quoted safely: control bytes and non-ASCII become '?' */
+        {"/v1/snowflake", "a\"b=1", "a\\\"b"},
+        {"/v1/snowflake", "\x01\xff=1", "??"},
+        /* a long key is cut to 31 bytes */
+        {"/v1/snowflake", "abcdefghijklmnopqrstuvwxyz0123456789=1",
+         "abcdefghijklmnopqrstuvwxyz01234"},
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        call(t, cases[i].path, cases[i].query, &rs);
+        print_message("%s?%s -> %d %s", cases[i].path, cases[i].query, rs.status, rs.body);
+        assert_error(&rs, 400, cases[i].param);
+        free(rs.body);
+    }
+    /* a trailing '&': 400, naming the '&' (there is no parameter to name) */
+    call(t, "/v1/snowflake", "count=1&", &rs);
+    assert_error(&rs, 400, NULL);
+    assert_non_null(strstr(rs.body, "'&'"));
+    free(rs.body);
+    call(t, "/v1/snowflake", "format=text&", &rs);
+    assert_error(&rs, 400, NULL);
+    free(rs.body);
+    /* parameters on /healthz, /metrics, /ping */
+    call(t, "/healthz", "verbose=1", &rs);
+    assert_error(&rs, 400, "verbose");
+    assert_non_null(strstr(rs.body, "/healthz takes no parameters"));
+    free(rs.body);
+    call(t, "/metrics", "format=text", &rs);
+    assert_error(&rs, 400, "format");
+    assert_non_null(strstr(rs.body, "/metrics takes no parameters"));
+    free(rs.body);
+    call(t, "/healthz", "", &rs);
+    assert_int_equal(rs.status, 200);
+    free(rs.body);
+    for (int k = 0; k < IDMD_K_N; k++)
+        assert_int_equal(minted(t, k), 0);
+    tapp_free(t);
+}
+
+/* A parameter on /healthz, /metrics or Leaf's endpoints is named in the
+ * 400, like every other unknown parameter. */
+static void test_no_param_endpoints_name_it(void **state)
+{
+    tapp *t;
+    idmd_response rs;
+    (void)state;
+    t = tapp_new(NULL, NULL);
+    call(t, "/healthz", "verbose=1", &rs);
+    print_message("GET /healthz?verbose=1 -> %d %s", rs.status, rs.body);
+    assert_error(&rs, 400, "verbose");
+    free(rs.body);
+    call(t, "/api/snowflake/get/x", "count=2", &rs);
+    print_message("GET /api/snowflake/get/x?count=2 -> %d %s", rs.status, rs.body);
+    assert_error(&rs, 400, "count");
+    free(rs.body);
+    tapp_free(t);
+}
+
+/* The auth scheme is case-insensitive (RFC 9110, section 11.1): "bearer
+ * TOKEN" is a valid credential. */
+static void test_scheme_case_insensitive(void **state)
+{
+    tapp *t;
+    idmd_response rs;
+    (void)state;
+    t = tapp_new(NULL, NULL);
+    tapp_token(t, TOKEN);
+    call_auth(t, "GET", "/healthz", NULL, "bearer " TOKEN, &rs);
+    print_message("GET /healthz, Authorization: bearer <token> -> %d %s", rs.status, rs.body);
+    assert_int_equal(rs.status, 200);
+    free(rs.body);
+    tapp_free(t);
+}
+
+/* ------------------------------------------------------ methods, paths */
+
+static void test_methods_paths(void **state)
+{
+    tapp *t = tapp_new(NULL, NULL);
+    idmd_response rs;
+    static const char *const methods[] = {"POST", "PUT", "DELETE", "PATCH", "OPTIONS",
+                                          "get",  "GETX", "",     "TRACE"};
+    static const struct {
+        const char *path;
+        int status;
+        const char *param;
+    } paths[] = {
+        {"/v1/snow%66lake", 400, "path"},
+        {"/v1/snow flake", 400, "path"},
+        {"/v1/snowflak\xc3\xa9", 400, "path"},
+        {"/v1/snowflake\t", 400, "path"},
+        {"/v1/snowflake?count=1", 400, "path"}, /* the query is not the path's */
+        {"/v1/segment/ord~ers", 400, "path"},
+        {"/v1/segment/ord+ers", 400, "path"},
+        {"", 400, "path"},
+        {"v1/snowflake", 400, "path"},
+        {"*", 400, "path"},
+        {"//", 404, NULL},
+        {"/", 404, NULL},
+        {"//v1/snowflake", 404, NULL},
+        {"/v1/snowflake/", 404, NULL},
+        {"/v1//snowflake", 404, NULL},
+        {"/V1/snowflake", 404, NULL},
+        {"/v1/segment/", 404, NULL},
+        {"/v1/segment/orders/", 404, NULL},
+        {"/v1/segment/a/b", 404, NULL},
+        {"/v1/../v1/snowflake", 404, NULL},
+        {"/v2/snowflake", 404, NULL},
+        {"/nope", 404, NULL},
+        {"/healthz/", 404, NULL},
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++) {
+        call_auth(t, methods[i], "/v1/snowflake", NULL, NULL, &rs);
+        assert_error(&rs, 405, NULL);
+        free(rs.body);
+    }
+    call_auth(t, NULL, "/v1/snowflake", NULL, NULL, &rs);
+    assert_error(&rs, 405, NULL);
+    free(rs.body);
+    assert_int_equal(minted(t, IDMD_K_SNOWFLAKE), 0);
+
+    /* HEAD mints nothing: refused where it would */
+    call_auth(t, "HEAD", "/v1/snowflake", NULL, NULL, &rs);
+    assert_error(&rs, 405, NULL);
+    free(rs.body);
+    assert_int_equal(minted(t, IDMD_K_SNOWFLAKE), 0);
+    call_auth(t, "HEAD", "/healthz", NULL, NULL, &rs);
+    assert_int_equal(rs.status, 200);
+    free(rs.body);
+
+    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+        call(t, paths[i].path, NULL, &rs);
+        print_message("'%s' -> %d %s", paths[i].path, rs.status, rs.body);
+        assert_error(&rs, paths[i].status, paths[i].param);
+        free(rs.body);
+    }
+    /* a NULL path is an empty one */
+    call(t, NULL, NULL, &rs);
+    assert_error(&rs, 400, "path");
+    free(rs.body);
+    /* the 404 quotes at most 80 bytes of the path */
+    {
+        char p[300];
+        memset(p, 'a', sizeof p - 1);
+        p[0] = '/';
+        p[sizeof p - 1] = '\0';
+        call(t, p, NULL, &rs);
+        assert_error(&rs, 404, NULL);
+        assert_true(rs.len < 200);
+        free(rs.body);
+    }
+    assert_int_equal(minted(t, IDMD_K_SNOWFLAKE), 0);
+    tapp_free(t);
+}
+
+/* ------------------------------------------------------------------ auth */
+
+static void test_auth(void **state)
+{
+    tapp *t = tapp_new(NULL, NULL);
+    idmd_response rs;
+    static const char *const wrong[] = {
+        NULL,
+        "",
+        "Bearer",
+        "Bearer ",
+        "Basic " TOKEN,
+        "Token " TOKEN,
+        TOKEN,
+        "Bearer  " TOKEN,
+        "Bearer " TOKEN " ",
+        "Bearer s3cret-token-012345678",    /* a prefix */
+        "Bearer s3cret-token-01234567890",  /* longer */
+        "Bearer s3cret-token-0123456788",   /* last byte */
+        "Bearer S3cret-token-0123456789",   /* first byte */
+        "Bearer x",
+    };
+    static const char *const paths[] = {"/v1/snowflake", "/healthz", "/metrics", "/ping",
+                                        "/v1/segment/orders", "/nope", "/bad path"};
+    (void)state;
+    tapp_token(t, TOKEN);
+    for (size_t p = 0; p < sizeof paths / sizeof paths[0]; p++) {
+        for (size_t i = 0; i < sizeof wrong / sizeof wrong[0]; i++) {
+            call_auth(t, "GET", paths[p], NULL, wrong[i], &rs);
+            if (rs.status != 401)
+                fail_msg("%s with '%s': %d", paths[p], wrong[i] ? wrong[i] : "(none)",
+                         rs.status);
+            assert_error(&rs, 401, NULL);
+            assert_true(rs.www_authenticate);
+            free(rs.body);
+        }
+    }
+    for (int k = 0; k < IDMD_K_N; k++)
+        assert_int_equal(minted(t, k), 0);
+    assert_int_equal(t->app.nseqs, 0);
+
+    call_auth(t, "GET", "/v1/snowflake", NULL, "Bearer " TOKEN, &rs);
+    assert_int_equal(rs.status, 200);
+    assert_false(rs.www_authenticate);
+    assert_string_equal(rs.content_type, CT_JSON);
+    free(rs.body);
+    call_auth(t, "GET", "/healthz", NULL, "Bearer " TOKEN, &rs);
+    assert_int_equal(rs.status, 200);
+    assert_false(rs.www_authenticate);
+    assert_string_equal(rs.body, "{\"status\":\"ok\",\"layout\":\"twitter\"}\n");
+    free(rs.body);
+    call_auth(t, "HEAD", "/metrics", NULL, "Bearer " TOKEN, &rs);
+    assert_int_equal(rs.status, 200);
+    free(rs.body);
+    /* the method is checked first */
+    call_auth(t, "POST", "/v1/snowflake", NULL, NULL, &rs);
+    assert_error(&rs, 405, NULL);
+    assert_false(rs.www_authenticate);
+    free(rs.body);
+    /* an authenticated bad request is a 400 */
+    call_auth(t, "GET", "/v1/snowflake", "count=0", "Bearer " TOKEN, &rs);
+    assert_error(&rs, 400, "count");
+    assert_false(rs.www_authenticate);
+    free(rs.body);
+    tapp_free(t);
+}
+
+/* ------------------------------------------------ exhaustion, clock back */
+
+static void test_exhaustion(void **state)
+{
+    idm_manual_clock *mc;
+    tapp *t;
+    idmd_response rs;
+    idlist l;
+    idm_unix_ms ms;
+    (void)state;
+    IDM_ASSERT_OK(idm_manual_clock_new(&mc, INT64_C(1700000000000), false));
+    t = tapp_new("time:41@1ms,datacenter:5,worker:5,seq:2", mc);
+    assert_int_equal(idm_layout_seq_bits(t->app.layout), 2);
+
+    call(t, "/v1/snowflake", "count=2", &rs);
+    assert_int_equal(rs.status, 200);
+    parse_json_ids(rs.body, &l);
+    check_snowflakes(t, &l, 2, NULL);
+    idlist_free(&l);
+    free(rs.body);
+    ms = last_ms(t);
+
+    call(t, "/v1/snowflake", "count=1000", &rs);
+    print_message("count=1000 -> %d %s", rs.status, rs.body);
+    assert_error(&rs, 503, NULL);
+    assert_true(rs.retry_after_s > 0);
+    assert_non_null(strstr(rs.body, "more ids than the layout makes per tick"));
+    free(rs.body);
+    call(t, "/api/snowflake/get/x", NULL, &rs); /* 2 of 4 left in this tick */
+    assert_int_equal(rs.status, 200);
+    free(rs.body);
+    assert_int_equal(minted(t, IDMD_K_SNOWFLAKE), 3);
+    assert_int_equal(last_ms(t), ms);
+    assert_int_equal(atomic_load(&t->app.m.exhaustion_refusals), 1);
+
+    call(t, "/metrics", NULL, &rs);
+    assert_true(metric_value(rs.body, "idmint_sequence_exhaustions_total") == 1);
+    assert_true(metric_value(rs.body, "idmint_ids_minted_total{kind=\"snowflake\"}") == 3);
+    free(rs.body);
+
+    /* the clock moves: minting goes on */
+    idm_manual_clock_advance(mc, 1);
+    call(t, "/v1/snowflake", "count=4", &rs);
+    assert_int_equal(rs.status, 200);
+    assert_int_equal(rs.retry_after_s, 0);
+    free(rs.body);
+    tapp_free(t);
+    idm_manual_clock_free(mc);
+}
+
+static void test_clock_back(void **state)
+{
+    idm_manual_clock *mc;
+    tapp *t;
+    idmd_response rs;
+    idlist l;
+    uint64_t before = 0, after = 0;
+    (void)state;
+    IDM_ASSERT_OK(idm_manual_clock_new(&mc, INT64_C(1700000000000), true));
+    t = tapp_new(NULL, mc);
+    call(t, "/v1/snowflake", "count=3", &rs);
+    assert_int_equal(rs.status, 200);
+    parse_json_ids(rs.body, &l);
+    check_snowflakes(t, &l, 3, NULL);
+    before = dec(l.v[2]);
+    idlist_free(&l);
+    free(rs.body);
+
+    idm_manual_clock_advance(mc, -5000);
+    call(t, "/v1/snowflake", NULL, &rs);
+    print_message("clock back: %d %s", rs.status, rs.body);
+    assert_error(&rs, 503, NULL);
+    assert_true(rs.retry_after_s > 0);
+    assert_non_null(strstr(rs.body, "clock"));
+    free(rs.body);
+    call(t, "/api/snowflake/get/x", NULL, &rs);
+    assert_error(&rs, 503, NULL);
+    assert_true(rs.retry_after_s > 0);
+    free(rs.body);
+    call(t, "/healthz", NULL, &rs);
+    print_message("healthz: %d %s", rs.status, rs.body);
+    assert_int_equal(rs.status, 503);
+    assert_string_equal(rs.content_type, CT_JSON);
+    assert_true(strncmp(rs.body, "{\"status\":\"unavailable\",\"reason\":\"", 34) == 0);
+    assert_non_null(strstr(rs.body, "clock"));
+    free(rs.body);
+    /* the 128-bit kinds and segments do not depend on the snowflake state */
+    call(t, "/v1/segment/orders", NULL, &rs);
+    assert_int_equal(rs.status, 200);
+    free(rs.body);
+    assert_int_equal(minted(t, IDMD_K_SNOWFLAKE), 3);
+    assert_int_equal(atomic_load(&t->app.m.clock_refusals), 2);
+
+    call(t, "/metrics", NULL, &rs);
+    assert_true(metric_value(rs.body, "idmint_clock_regressions_total") == 2);
+    free(rs.body);
+
+    idm_manual_clock_advance(mc, 5001);
+    call(t, "/v1/snowflake", NULL, &rs);
+    assert_int_equal(rs.status, 200);
+    assert_int_equal(rs.retry_after_s, 0);
+    parse_json_ids(rs.body, &l);
+    check_snowflakes(t, &l, 1, &after);
+    assert_true(after > before);
+    idlist_free(&l);
+    free(rs.body);
+    call(t, "/healthz", NULL, &rs);
+    assert_int_equal(rs.status, 200);
+    assert_string_equal(rs.body, "{\"status\":\"ok\",\"layout\":\"twitter\"}\n");
+    free(rs.body);
+    tapp_free(t);
+    idm_manual_clock_free(mc);
+}
+
+/* --------------------------------------------------------------- threads */
+
+#define TH_N 4
+#define TH_REQ 2000
+#define TH_COUNT 10
+
+typedef struct th_arg {
+    tapp *t;
+    uint64_t *out; /* TH_REQ * TH_COUNT */
+    int bad;
+} th_arg;
+
+static void *th_main(void *p)
+{
+    th_arg *a = p;
+    size_t k = 0;
+    for (int r = 0; r < TH_REQ; r++) {
+        idmd_request rq = {"GET", "/v1/snowflake", "count=10&format=text", NULL};
+        idmd_response rs;
+        char *s;
+        memset(&rs, 0, sizeof rs);
+        idmd_handle(&a->t->app, &rq, &rs);
+        if (rs.status != 200 || rs.body == NULL) {
+            a->bad++;
+            free(rs.body);
+            continue;
+        }
+        s = rs.body;
+        for (int i = 0; i < TH_COUNT; i++) {
+            char *end;
+            unsigned long long v = strtoull(s, &end, 10);
+            if (end == s || *end != '\n') {
+                a->bad++;
+                break;
+            }
+            a->out[k++] = v;
+            s = end + 1;
+        }
+        if (*s != '\0')
+            a->bad++;
+        free(rs.body);
+    }
+    return NULL;
+}
+
+static void test_threads(void **state)
+{
+    tapp *t = tapp_new(NULL, NULL);
+    pthread_t th[TH_N];
+    th_arg a[TH_N];
+    uint64_t *all = calloc((size_t)TH_N * TH_REQ * TH_COUNT, sizeof *all);
+    (void)state;
+    assert_non_null(all);
+    for (int i = 0; i < TH_N; i++) {
+        a[i].t = t;
+        a[i].out = all + (size_t)i * TH_REQ * TH_COUNT;
+        a[i].bad = 0;
+        assert_int_equal(pthread_create(&th[i], NULL, th_main, &a[i]), 0);
+    }
+    for (int i = 0; i < TH_N; i++) {
+        assert_int_equal(pthread_join(th[i], NULL), 0);
+        assert_int_equal(a[i].bad, 0);
+        /* each thread's ids increase */
+        assert_true(idm_test_strictly_increasing(a[i].out, TH_REQ * TH_COUNT));
+    }
+    assert_int_equal(idm_test_count_duplicates(all, (size_t)TH_N * TH_REQ * TH_COUNT), 0);
+    assert_int_equal(minted(t, IDMD_K_SNOWFLAKE), TH_N * TH_REQ * TH_COUNT);
+    free(all);
+    tapp_free(t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_snowflake),
+        cmocka_unit_test(test_segment),
+        cmocka_unit_test(test_segment_no_store),
+        cmocka_unit_test(test_uuid_ulid),
+        cmocka_unit_test(test_decode),
+        cmocka_unit_test(test_leaf),
+        cmocka_unit_test(test_health_ping),
+        cmocka_unit_test(test_metrics),
+        cmocka_unit_test(test_n1_count),
+        cmocka_unit_test(test_count_cap),
+        cmocka_unit_test(test_params),
+        cmocka_unit_test(test_no_param_endpoints_name_it),
+        cmocka_unit_test(test_methods_paths),
+        cmocka_unit_test(test_auth),
+        cmocka_unit_test(test_scheme_case_insensitive),
+        cmocka_unit_test(test_exhaustion),
+        cmocka_unit_test(test_clock_back),
+        cmocka_unit_test(test_threads),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
