@@ -14,6 +14,7 @@
  */
 #include "../../src/server/config.c"
 #include "../../src/server/handler.c"
+#include "memstore.h"
 
 #include <stdlib.h>
 
@@ -21,99 +22,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define FZ_TOKEN "fuzz-token-0123456789"
 
-/* ------------------------------------------ an in-memory ticket store */
-
-typedef struct fz_store {
-    pthread_mutex_t mu;
-    int64_t next; /* of "orders", store 0 of 1 */
-    int64_t floor;
-} fz_store;
-
-static int fz_create(void *ctx, const char *name, int64_t start, uint32_t k, uint32_t n)
-{
-    fz_store *m = ctx;
-    (void)k;
-    (void)n;
-    if (strcmp(name, "orders") != 0)
-        return idm_error_fail(IDM_EINVAL, "fz store: only orders");
-    pthread_mutex_lock(&m->mu);
-    m->next = start;
-    pthread_mutex_unlock(&m->mu);
-    return 0;
-}
-
-static int fz_take(void *ctx, const char *name, int64_t size, uint32_t k, uint32_t n,
-                   int64_t limit, int64_t *start)
-{
-    fz_store *m = ctx;
-    int rc = 0;
-    if (strcmp(name, "orders") != 0)
-        return idm_error_fail(IDM_ENOSEQ, "fz store: no %s", name);
-    if (k != 0 || n != 1)
-        return idm_error_fail(IDM_EINVAL, "fz store: wrong k/n");
-    pthread_mutex_lock(&m->mu);
-    if (m->next > limit - size) {
-        rc = idm_error_fail(IDM_ERANGE, "fz store: past the limit");
-    } else {
-        *start = m->next;
-        m->next += size;
-    }
-    pthread_mutex_unlock(&m->mu);
-    return rc;
-}
-
-static int fz_list(void *ctx, idm_seq_info **out, size_t *count)
-{
-    fz_store *m = ctx;
-    *out = calloc(1, sizeof **out);
-    if (*out == NULL)
-        return idm_error_fail(IDM_ENOMEM, "fz store: out of memory");
-    snprintf((*out)[0].name, sizeof(*out)[0].name, "orders");
-    pthread_mutex_lock(&m->mu);
-    (*out)[0].next = m->next;
-    pthread_mutex_unlock(&m->mu);
-    (*out)[0].k = 0;
-    (*out)[0].n = 1;
-    *count = 1;
-    return 0;
-}
-
-static int fz_floor_get(void *ctx, const char *name, uint32_t k, int64_t *floor)
-{
-    fz_store *m = ctx;
-    (void)name;
-    (void)k;
-    pthread_mutex_lock(&m->mu);
-    *floor = m->floor;
-    pthread_mutex_unlock(&m->mu);
-    return 0;
-}
-
-static int fz_floor_raise(void *ctx, const char *name, uint32_t k, int64_t floor)
-{
-    fz_store *m = ctx;
-    (void)name;
-    (void)k;
-    pthread_mutex_lock(&m->mu);
-    if (m->floor < floor)
-        m->floor = floor;
-    pthread_mutex_unlock(&m->mu);
-    return 0;
-}
-
-static void fz_close(void *ctx)
-{
-    (void)ctx;
-}
-
-static const idm_store_ops fz_ops = {fz_create,    fz_take,        fz_list,
-                                     fz_floor_get, fz_floor_raise, fz_close};
-
 /* ------------------------------------------------------------- the app */
 
 static idmd_config g_cfg;
 static idmd_app g_app;
-static fz_store g_store;
+static idm_test_memstore *g_store;
 static unsigned long g_calls;
 
 static void fz_die(const char *what)
@@ -140,9 +53,8 @@ static void fz_setup(void)
     if (idm_uuid7_gen_new(&g_app.uuid7, g_app.clock, NULL) != 0 ||
         idm_ulid_gen_new(&g_app.ulid, g_app.clock, NULL, true) != 0)
         fz_die("uuid7/ulid");
-    pthread_mutex_init(&g_store.mu, NULL);
-    if (idm_store_custom(&g_app.store, &fz_ops, &g_store) != 0 ||
-        idm_store_create(g_app.store, "orders", 1, 0, 1) != 0)
+    g_store = idm_test_memstore_new(&g_app.store);
+    if (g_store == NULL || idm_store_create(g_app.store, "orders", 1, 0, 1) != 0)
         fz_die("store");
     pthread_mutex_init(&g_app.seq_mu, NULL);
 }

@@ -22,133 +22,15 @@
 #include "../../src/server/config.c"
 #include "../../src/server/handler.c"
 
+#include "memstore.h"
 #include "testutil.h"
 
 /* ------------------------------------------------------- in-memory store */
 /* (from test_seq.c: a counter per sequence under a mutex) */
 
-#define MS_SEQS 4
-#define MS_KS 8
-
-typedef struct mseq {
-    char name[IDM_SEQ_NAME_MAX + 1];
-    int64_t next;
-    uint32_t k, n;
-    int64_t floors[MS_KS];
-} mseq;
-
-typedef struct mstore {
-    pthread_mutex_t mu;
-    mseq seqs[MS_SEQS];
-    size_t nseq;
-} mstore;
-
-static mseq *ms_find(mstore *m, const char *name)
-{
-    for (size_t i = 0; i < m->nseq; i++)
-        if (strcmp(m->seqs[i].name, name) == 0)
-            return &m->seqs[i];
-    return NULL;
-}
-
-static int ms_create(void *ctx, const char *name, int64_t start, uint32_t k, uint32_t n)
-{
-    mstore *m = ctx;
-    int rc = 0;
-    pthread_mutex_lock(&m->mu);
-    if (ms_find(m, name) != NULL) {
-        rc = idm_error_fail(IDM_EEXIST, "mstore: %s exists", name);
-    } else if (m->nseq == MS_SEQS) {
-        rc = idm_error_fail(IDM_EINVAL, "mstore: full");
-    } else {
-        mseq *s = &m->seqs[m->nseq++];
-        memset(s, 0, sizeof *s);
-        snprintf(s->name, sizeof s->name, "%s", name);
-        s->next = start;
-        s->k = k;
-        s->n = n;
-    }
-    pthread_mutex_unlock(&m->mu);
-    return rc;
-}
-
-static int ms_take(void *ctx, const char *name, int64_t size, uint32_t k, uint32_t n,
-                   int64_t limit, int64_t *start)
-{
-    mstore *m = ctx;
-    int rc = 0;
-    mseq *s;
-    pthread_mutex_lock(&m->mu);
-    s = ms_find(m, name);
-    if (s == NULL)
-        rc = idm_error_fail(IDM_ENOSEQ, "mstore: no %s", name);
-    else if (s->k != k || s->n != n)
-        rc = idm_error_fail(IDM_EINVAL, "mstore: %s: wrong k/n", name);
-    else if (s->next > limit - size)
-        rc = idm_error_fail(IDM_ERANGE, "mstore: %s would pass its limit", name);
-    else {
-        *start = s->next;
-        s->next += size;
-    }
-    pthread_mutex_unlock(&m->mu);
-    return rc;
-}
-
-static int ms_list(void *ctx, idm_seq_info **out, size_t *count)
-{
-    mstore *m = ctx;
-    pthread_mutex_lock(&m->mu);
-    *out = calloc(m->nseq + 1, sizeof **out);
-    for (size_t i = 0; i < m->nseq; i++) {
-        snprintf((*out)[i].name, sizeof(*out)[i].name, "%s", m->seqs[i].name);
-        (*out)[i].next = m->seqs[i].next;
-        (*out)[i].k = m->seqs[i].k;
-        (*out)[i].n = m->seqs[i].n;
-    }
-    *count = m->nseq;
-    pthread_mutex_unlock(&m->mu);
-    return 0;
-}
-
-static int ms_floor_get(void *ctx, const char *name, uint32_t k, int64_t *floor)
-{
-    mstore *m = ctx;
-    mseq *s;
-    pthread_mutex_lock(&m->mu);
-    s = ms_find(m, name);
-    *floor = s != NULL && k < MS_KS ? s->floors[k] : 0;
-    pthread_mutex_unlock(&m->mu);
-    return 0;
-}
-
-static int ms_floor_raise(void *ctx, const char *name, uint32_t k, int64_t floor)
-{
-    mstore *m = ctx;
-    mseq *s;
-    pthread_mutex_lock(&m->mu);
-    s = ms_find(m, name);
-    if (s != NULL && k < MS_KS && s->floors[k] < floor)
-        s->floors[k] = floor;
-    pthread_mutex_unlock(&m->mu);
-    return 0;
-}
-
-static void ms_close(void *ctx)
-{
-    (void)ctx; /* freed by the test */
-}
-
-static const idm_store_ops ms_ops = {ms_create,    ms_take,        ms_list,
-                                     ms_floor_get, ms_floor_raise, ms_close};
-
-static int64_t ms_next(mstore *m, const char *name)
-{
-    int64_t v;
-    pthread_mutex_lock(&m->mu);
-    v = ms_find(m, name)->next;
-    pthread_mutex_unlock(&m->mu);
-    return v;
-}
+/* The in-memory ticket store (tests/util/memstore.h). */
+typedef idm_test_memstore mstore;
+#define ms_next idm_test_memstore_next
 
 /* Wait until the allocator's prefetch thread has stopped taking blocks: the
  * store's counter stays put for 200 ms (at most 5 s). */
@@ -174,7 +56,7 @@ typedef struct tapp {
     idmd_config cfg;
     idmd_app app;
     idm_manual_clock *mc; /* NULL: the system clock */
-    mstore ms;
+    mstore *ms;
 } tapp;
 
 /* layout_text NULL: the twitter preset. mc NULL: the system clock. */
@@ -200,8 +82,8 @@ static tapp *tapp_new(const char *layout_text, idm_manual_clock *mc)
     t->app.lease = NULL;
     IDM_ASSERT_OK(idm_uuid7_gen_new(&t->app.uuid7, t->app.clock, NULL));
     IDM_ASSERT_OK(idm_ulid_gen_new(&t->app.ulid, t->app.clock, NULL, true));
-    pthread_mutex_init(&t->ms.mu, NULL);
-    IDM_ASSERT_OK(idm_store_custom(&t->app.store, &ms_ops, &t->ms));
+    t->ms = idm_test_memstore_new(&t->app.store);
+    assert_non_null(t->ms);
     IDM_ASSERT_OK(idm_store_create(t->app.store, "orders", 1, 0, 1));
     pthread_mutex_init(&t->app.seq_mu, NULL);
     return t;
@@ -210,13 +92,12 @@ static tapp *tapp_new(const char *layout_text, idm_manual_clock *mc)
 static void tapp_free(tapp *t)
 {
     idmd_seqs_close(&t->app);
-    idm_store_close(t->app.store);
+    idm_test_memstore_free(t->ms, t->app.store);
     idm_snowflake_close(t->app.gen);
     idm_uuid7_gen_free(t->app.uuid7);
     idm_ulid_gen_free(t->app.ulid);
     idm_layout_free(t->app.layout);
     pthread_mutex_destroy(&t->app.seq_mu);
-    pthread_mutex_destroy(&t->ms.mu);
     free(t);
 }
 
@@ -878,7 +759,7 @@ static void check_n1(tapp *t, const char *path, int kind, const char *param)
         idmd_response rs;
         uint64_t before[IDMD_K_N];
         idm_unix_ms ms = last_ms(t);
-        int64_t store = ms_next(&t->ms, "orders");
+        int64_t store = ms_next(t->ms, "orders");
         const char *want = param;
         for (int k = 0; k < IDMD_K_N; k++)
             before[k] = minted(t, k);
@@ -895,7 +776,7 @@ static void check_n1(tapp *t, const char *path, int kind, const char *param)
         for (int k = 0; k < IDMD_K_N; k++)
             assert_int_equal(minted(t, k), before[k]);
         assert_int_equal(last_ms(t), ms);
-        assert_int_equal(ms_next(&t->ms, "orders"), store);
+        assert_int_equal(ms_next(t->ms, "orders"), store);
         (void)kind;
     }
 }
@@ -916,7 +797,7 @@ static void test_n1_count(void **state)
     assert_string_equal(rs.body, "{\"ids\":[\"1\"]}\n");
     free(rs.body);
 
-    ms_settle(&t->ms, "orders");
+    ms_settle(t->ms, "orders");
     check_n1(t, "/v1/snowflake", IDMD_K_SNOWFLAKE, "count");
     check_n1(t, "/v1/segment/orders", IDMD_K_SEGMENT, "count");
     check_n1(t, "/v1/uuid7", IDMD_K_UUID7, "count");

@@ -18,29 +18,24 @@
 
 #include <idmint/segment.h>
 
+#include "memstore.h"
 #include "testutil.h"
 
 /* ------------------------------------------------------- in-memory store */
 
-#define MS_SEQS 4
-#define MS_KS 8
+/* The in-memory store (tests/util/memstore.h), under this file's names. */
+typedef idm_test_memstore mstore;
+#define ms_free idm_test_memstore_free
+#define ms_next idm_test_memstore_next
+#define ms_set_next idm_test_memstore_set_next
+#define ms_owns idm_test_memstore_owns
 
-typedef struct mseq {
-    char name[IDM_SEQ_NAME_MAX + 1];
-    int64_t next;
-    uint32_t k, n;
-    int64_t floors[MS_KS];
-} mseq;
-
-typedef struct mstore {
-    pthread_mutex_t mu;
-    mseq seqs[MS_SEQS];
-    size_t nseq;
-    atomic_int down;     /* take and floors fail with IDM_EUNAVAIL */
-    atomic_int delay_ms; /* take sleeps this long */
-    int64_t (*log)[2];   /* every block taken: local start, size */
-    size_t nlog, caplog;
-} mstore;
+static mstore *ms_new(idm_store **store)
+{
+    mstore *m = idm_test_memstore_new(store);
+    assert_non_null(m);
+    return m;
+}
 
 static void sleep_ms(int64_t ms)
 {
@@ -53,175 +48,6 @@ static int64_t now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static mseq *ms_find(mstore *m, const char *name)
-{
-    for (size_t i = 0; i < m->nseq; i++)
-        if (strcmp(m->seqs[i].name, name) == 0)
-            return &m->seqs[i];
-    return NULL;
-}
-
-static int ms_create(void *ctx, const char *name, int64_t start, uint32_t k, uint32_t n)
-{
-    mstore *m = ctx;
-    int rc = 0;
-    pthread_mutex_lock(&m->mu);
-    if (ms_find(m, name) != NULL) {
-        rc = idm_error_fail(IDM_EEXIST, "mstore: %s exists", name);
-    } else {
-        mseq *s = &m->seqs[m->nseq++];
-        memset(s, 0, sizeof *s);
-        snprintf(s->name, sizeof s->name, "%s", name);
-        s->next = start;
-        s->k = k;
-        s->n = n;
-    }
-    pthread_mutex_unlock(&m->mu);
-    return rc;
-}
-
-static int ms_take(void *ctx, const char *name, int64_t size, uint32_t k, uint32_t n,
-                   int64_t limit, int64_t *start)
-{
-    mstore *m = ctx;
-    int rc = 0;
-    int delay = atomic_load(&m->delay_ms);
-    mseq *s;
-    if (delay > 0)
-        sleep_ms(delay);
-    if (atomic_load(&m->down))
-        return idm_error_fail(IDM_EUNAVAIL, "mstore: connection refused (test)");
-    pthread_mutex_lock(&m->mu);
-    s = ms_find(m, name);
-    if (s == NULL) {
-        rc = idm_error_fail(IDM_ENOSEQ, "mstore: no %s", name);
-    } else if (s->k != k || s->n != n) {
-        rc = idm_error_fail(IDM_EINVAL, "mstore: %s is store %u of %u, not %u of %u", name,
-                            (unsigned)s->k, (unsigned)s->n, (unsigned)k, (unsigned)n);
-    } else if (s->next > limit - size) {
-        rc = idm_error_fail(IDM_ERANGE, "mstore: %s would pass its limit", name);
-    } else {
-        *start = s->next;
-        s->next += size;
-        if (m->nlog == m->caplog) {
-            m->caplog = m->caplog ? 2 * m->caplog : 64;
-            m->log = realloc(m->log, m->caplog * sizeof *m->log);
-        }
-        m->log[m->nlog][0] = *start;
-        m->log[m->nlog][1] = size;
-        m->nlog++;
-    }
-    pthread_mutex_unlock(&m->mu);
-    return rc;
-}
-
-static int ms_list(void *ctx, idm_seq_info **out, size_t *count)
-{
-    mstore *m = ctx;
-    pthread_mutex_lock(&m->mu);
-    *out = calloc(m->nseq + 1, sizeof **out);
-    for (size_t i = 0; i < m->nseq; i++) {
-        snprintf((*out)[i].name, sizeof(*out)[i].name, "%s", m->seqs[i].name);
-        (*out)[i].next = m->seqs[i].next;
-        (*out)[i].k = m->seqs[i].k;
-        (*out)[i].n = m->seqs[i].n;
-    }
-    *count = m->nseq;
-    pthread_mutex_unlock(&m->mu);
-    return 0;
-}
-
-static int ms_floor_get(void *ctx, const char *name, uint32_t k, int64_t *floor)
-{
-    mstore *m = ctx;
-    mseq *s;
-    if (atomic_load(&m->down))
-        return idm_error_fail(IDM_EUNAVAIL, "mstore: connection refused (test)");
-    pthread_mutex_lock(&m->mu);
-    s = ms_find(m, name);
-    *floor = s != NULL && k < MS_KS ? s->floors[k] : 0;
-    pthread_mutex_unlock(&m->mu);
-    return 0;
-}
-
-static int ms_floor_raise(void *ctx, const char *name, uint32_t k, int64_t floor)
-{
-    mstore *m = ctx;
-    mseq *s;
-    if (atomic_load(&m->down))
-        return idm_error_fail(IDM_EUNAVAIL, "mstore: connection refused (test)");
-    pthread_mutex_lock(&m->mu);
-    s = ms_find(m, name);
-    if (s != NULL && k < MS_KS && s->floors[k] < floor)
-        s->floors[k] = floor;
-    pthread_mutex_unlock(&m->mu);
-    return 0;
-}
-
-static void ms_close(void *ctx)
-{
-    (void)ctx; /* freed by the test */
-}
-
-static const idm_store_ops ms_ops = {ms_create,     ms_take,        ms_list,
-                                     ms_floor_get, ms_floor_raise, ms_close};
-
-static mstore *ms_new(idm_store **store)
-{
-    mstore *m = calloc(1, sizeof *m);
-    assert_non_null(m);
-    pthread_mutex_init(&m->mu, NULL);
-    IDM_ASSERT_OK(idm_store_custom(store, &ms_ops, m));
-    return m;
-}
-
-static void ms_free(mstore *m, idm_store *store)
-{
-    idm_store_close(store);
-    pthread_mutex_destroy(&m->mu);
-    free(m->log);
-    free(m);
-}
-
-static int64_t ms_next(mstore *m, const char *name)
-{
-    int64_t v;
-    pthread_mutex_lock(&m->mu);
-    v = ms_find(m, name)->next;
-    pthread_mutex_unlock(&m->mu);
-    return v;
-}
-
-static void ms_set_next(mstore *m, const char *name, int64_t v)
-{
-    pthread_mutex_lock(&m->mu);
-    ms_find(m, name)->next = v;
-    pthread_mutex_unlock(&m->mu);
-}
-
-/* 1 if id is in a block store k of n (m) handed out. Blocks are logged in
- * increasing order of start unless the counter was rewound. */
-static int ms_owns(mstore *m, uint32_t k, uint32_t n, int64_t id)
-{
-    int64_t v;
-    size_t lo = 0, hi;
-    if (id < 0 || id % n != k)
-        return 0;
-    v = (id - (int64_t)k) / (int64_t)n;
-    pthread_mutex_lock(&m->mu);
-    hi = m->nlog;
-    while (lo < hi) { /* the first block starting after v */
-        size_t mid = lo + (hi - lo) / 2;
-        if (m->log[mid][0] <= v)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    v = lo > 0 && v < m->log[lo - 1][0] + m->log[lo - 1][1];
-    pthread_mutex_unlock(&m->mu);
-    return (int)v;
 }
 
 static void seq_opts(idm_seq_opts *o, idm_store **stores, size_t n)

@@ -1,0 +1,201 @@
+/* SPDX-License-Identifier: MIT */
+/* An in-memory ticket store for tests: see memstore.h. */
+#include "memstore.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <idmint/idmint.h>
+
+static idm_test_memseq *find(idm_test_memstore *m, const char *name)
+{
+    for (size_t i = 0; i < m->nseq; i++)
+        if (strcmp(m->seqs[i].name, name) == 0)
+            return &m->seqs[i];
+    return NULL;
+}
+
+static int ms_create(void *ctx, const char *name, int64_t start, uint32_t k, uint32_t n)
+{
+    idm_test_memstore *m = ctx;
+    int rc = 0;
+    pthread_mutex_lock(&m->mu);
+    if (find(m, name) != NULL) {
+        rc = idm_error_fail(IDM_EEXIST, "memstore: %s exists", name);
+    } else if (m->nseq == IDM_TEST_MS_SEQS) {
+        rc = idm_error_fail(IDM_EINVAL, "memstore: full");
+    } else {
+        idm_test_memseq *s = &m->seqs[m->nseq++];
+        memset(s, 0, sizeof *s);
+        snprintf(s->name, sizeof s->name, "%s", name);
+        s->next = start;
+        s->k = k;
+        s->n = n;
+    }
+    pthread_mutex_unlock(&m->mu);
+    return rc;
+}
+
+static int ms_take(void *ctx, const char *name, int64_t size, uint32_t k, uint32_t n,
+                   int64_t limit, int64_t *start)
+{
+    idm_test_memstore *m = ctx;
+    int rc = 0;
+    int delay = atomic_load(&m->delay_ms);
+    idm_test_memseq *s;
+    if (delay > 0) {
+        struct timespec ts = {delay / 1000, (long)(delay % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    if (atomic_load(&m->down))
+        return idm_error_fail(IDM_EUNAVAIL, "memstore: connection refused (test)");
+    pthread_mutex_lock(&m->mu);
+    s = find(m, name);
+    if (s == NULL) {
+        rc = idm_error_fail(IDM_ENOSEQ, "memstore: no %s", name);
+    } else if (s->k != k || s->n != n) {
+        rc = idm_error_fail(IDM_EINVAL, "memstore: %s is store %u of %u, not %u of %u", name,
+                            (unsigned)s->k, (unsigned)s->n, (unsigned)k, (unsigned)n);
+    } else if (s->next > limit - size) {
+        rc = idm_error_fail(IDM_ERANGE, "memstore: %s would pass its limit", name);
+    } else {
+        if (m->nlog == m->caplog) {
+            size_t cap = m->caplog != 0 ? 2 * m->caplog : 64;
+            int64_t(*grown)[2] = realloc(m->log, cap * sizeof *m->log);
+            if (grown == NULL) {
+                pthread_mutex_unlock(&m->mu);
+                return idm_error_fail(IDM_ENOMEM, "memstore: out of memory");
+            }
+            m->log = grown;
+            m->caplog = cap;
+        }
+        *start = s->next;
+        s->next += size;
+        m->log[m->nlog][0] = *start;
+        m->log[m->nlog][1] = size;
+        m->nlog++;
+    }
+    pthread_mutex_unlock(&m->mu);
+    return rc;
+}
+
+static int ms_list(void *ctx, idm_seq_info **out, size_t *count)
+{
+    idm_test_memstore *m = ctx;
+    pthread_mutex_lock(&m->mu);
+    *out = calloc(m->nseq + 1, sizeof **out);
+    if (*out == NULL) {
+        pthread_mutex_unlock(&m->mu);
+        return idm_error_fail(IDM_ENOMEM, "memstore: out of memory");
+    }
+    for (size_t i = 0; i < m->nseq; i++) {
+        snprintf((*out)[i].name, sizeof(*out)[i].name, "%s", m->seqs[i].name);
+        (*out)[i].next = m->seqs[i].next;
+        (*out)[i].k = m->seqs[i].k;
+        (*out)[i].n = m->seqs[i].n;
+    }
+    *count = m->nseq;
+    pthread_mutex_unlock(&m->mu);
+    return 0;
+}
+
+static int ms_floor_get(void *ctx, const char *name, uint32_t k, int64_t *floor)
+{
+    idm_test_memstore *m = ctx;
+    idm_test_memseq *s;
+    if (atomic_load(&m->down))
+        return idm_error_fail(IDM_EUNAVAIL, "memstore: connection refused (test)");
+    pthread_mutex_lock(&m->mu);
+    s = find(m, name);
+    *floor = s != NULL && k < IDM_TEST_MS_KS ? s->floors[k] : 0;
+    pthread_mutex_unlock(&m->mu);
+    return 0;
+}
+
+static int ms_floor_raise(void *ctx, const char *name, uint32_t k, int64_t floor)
+{
+    idm_test_memstore *m = ctx;
+    idm_test_memseq *s;
+    if (atomic_load(&m->down))
+        return idm_error_fail(IDM_EUNAVAIL, "memstore: connection refused (test)");
+    pthread_mutex_lock(&m->mu);
+    s = find(m, name);
+    if (s != NULL && k < IDM_TEST_MS_KS && s->floors[k] < floor)
+        s->floors[k] = floor;
+    pthread_mutex_unlock(&m->mu);
+    return 0;
+}
+
+static void ms_close(void *ctx)
+{
+    (void)ctx; /* freed by idm_test_memstore_free */
+}
+
+static const idm_store_ops ops = {ms_create,    ms_take,        ms_list,
+                                  ms_floor_get, ms_floor_raise, ms_close};
+
+idm_test_memstore *idm_test_memstore_new(idm_store **store)
+{
+    idm_test_memstore *m = calloc(1, sizeof *m);
+    if (m == NULL)
+        return NULL;
+    pthread_mutex_init(&m->mu, NULL);
+    if (idm_store_custom(store, &ops, m) != 0) {
+        pthread_mutex_destroy(&m->mu);
+        free(m);
+        return NULL;
+    }
+    return m;
+}
+
+void idm_test_memstore_free(idm_test_memstore *m, idm_store *store)
+{
+    idm_store_close(store);
+    pthread_mutex_destroy(&m->mu);
+    free(m->log);
+    free(m);
+}
+
+int64_t idm_test_memstore_next(idm_test_memstore *m, const char *name)
+{
+    idm_test_memseq *s;
+    int64_t v;
+    pthread_mutex_lock(&m->mu);
+    s = find(m, name);
+    v = s != NULL ? s->next : -1;
+    pthread_mutex_unlock(&m->mu);
+    return v;
+}
+
+void idm_test_memstore_set_next(idm_test_memstore *m, const char *name, int64_t v)
+{
+    idm_test_memseq *s;
+    pthread_mutex_lock(&m->mu);
+    s = find(m, name);
+    if (s != NULL)
+        s->next = v;
+    pthread_mutex_unlock(&m->mu);
+}
+
+int idm_test_memstore_owns(idm_test_memstore *m, uint32_t k, uint32_t n, int64_t id)
+{
+    int64_t v;
+    size_t lo = 0, hi;
+    if (id < 0 || id % n != k)
+        return 0;
+    v = (id - (int64_t)k) / (int64_t)n;
+    pthread_mutex_lock(&m->mu);
+    hi = m->nlog;
+    while (lo < hi) { /* the first block starting after v */
+        size_t mid = lo + (hi - lo) / 2;
+        if (m->log[mid][0] <= v)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    v = lo > 0 && v < m->log[lo - 1][0] + m->log[lo - 1][1];
+    pthread_mutex_unlock(&m->mu);
+    return (int)v;
+}

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * An in-memory ticket store for tests (idm_store_custom): sequences in an
+ * array under a mutex, with switches a test flips to make the store slow
+ * (delay_ms per take) or down (take and floors fail with IDM_EUNAVAIL), and
+ * a log of every block taken. Plain C, no test framework: the fuzz targets
+ * use it too.
+ */
+#ifndef IDM_TEST_MEMSTORE_H
+#define IDM_TEST_MEMSTORE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include <idmint/segment.h>
+
+#define IDM_TEST_MS_SEQS 8
+#define IDM_TEST_MS_KS 8
+
+typedef struct idm_test_memseq {
+    char name[IDM_SEQ_NAME_MAX + 1];
+    int64_t next;
+    uint32_t k, n;
+    int64_t floors[IDM_TEST_MS_KS];
+} idm_test_memseq;
+
+typedef struct idm_test_memstore {
+    pthread_mutex_t mu;
+    idm_test_memseq seqs[IDM_TEST_MS_SEQS];
+    size_t nseq;
+    atomic_int down;     /* take and floors fail with IDM_EUNAVAIL */
+    atomic_int delay_ms; /* take sleeps this long */
+    int64_t (*log)[2];   /* every block taken: local start, size */
+    size_t nlog, caplog;
+} idm_test_memstore;
+
+/* A new empty store and its idm_store (*store); NULL if out of memory. */
+idm_test_memstore *idm_test_memstore_new(idm_store **store);
+/* Close store and free m. */
+void idm_test_memstore_free(idm_test_memstore *m, idm_store *store);
+/* The counter of sequence name (local units), -1 if none. */
+int64_t idm_test_memstore_next(idm_test_memstore *m, const char *name);
+void idm_test_memstore_set_next(idm_test_memstore *m, const char *name, int64_t v);
+/* 1 if id is in a block that store k of n (m) handed out. */
+int idm_test_memstore_owns(idm_test_memstore *m, uint32_t k, uint32_t n, int64_t id);
+
+#endif /* IDM_TEST_MEMSTORE_H */
