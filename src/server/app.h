@@ -87,6 +87,7 @@ typedef struct idmd_response {
     size_t len, cap;
     int retry_after_s;         /* > 0: a Retry-After header */
     bool www_authenticate;     /* a WWW-Authenticate: Bearer header */
+    const char *allow;         /* 405: the methods the path serves */
     bool oom;                  /* the body could not grow: send 500 */
 } idmd_response;
 

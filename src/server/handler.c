@@ -99,6 +99,7 @@ static void reset(idmd_response *rs)
         rs->body[0] = '\0';
     rs->retry_after_s = 0;
     rs->www_authenticate = false;
+    rs->allow = NULL;
 }
 
 /* An error answer: {"error":{"status":S,"param":P,"message":M}}. */
@@ -779,12 +780,17 @@ static bool under(const char *path, const char *prefix, const char **rest)
 void idmd_handle(idmd_app *app, const idmd_request *rq, idmd_response *rs)
 {
     const char *path = rq->path != NULL ? rq->path : "", *rest;
+    /* HEAD only where nothing is minted: its answer has no body, so ids
+     * minted for it would be lost. */
+    bool head_ok = strcmp(path, "/ping") == 0 || strcmp(path, "/healthz") == 0 ||
+                   strcmp(path, "/metrics") == 0;
     params p;
     reset(rs);
     rs->status = 500;
     rs->content_type = "application/json";
     if (rq->method == NULL || (strcmp(rq->method, "GET") != 0 && strcmp(rq->method, "HEAD") != 0)) {
-        fail(rs, 405, NULL, "only GET (and HEAD) are served");
+        fail(rs, 405, NULL, "only GET%s is served here", head_ok ? " (and HEAD)" : "");
+        rs->allow = head_ok ? "GET, HEAD" : "GET";
         return;
     }
     if (app->token_len > 0 && !token_ok(app, rq->authorization)) {
@@ -798,11 +804,10 @@ void idmd_handle(idmd_app *app, const idmd_request *rq, idmd_response *rs)
              "percent-encoding)");
         return;
     }
-    if (strcmp(rq->method, "HEAD") == 0 && strcmp(path, "/ping") != 0 &&
-        strcmp(path, "/healthz") != 0 && strcmp(path, "/metrics") != 0) {
-        /* The answer to a HEAD has no body: ids minted for it would be lost. */
+    if (strcmp(rq->method, "HEAD") == 0 && !head_ok) {
         fail(rs, 405, NULL, "HEAD is served on /ping, /healthz and /metrics only: it would "
                             "mint ids nobody sees");
+        rs->allow = "GET";
         return;
     }
     if (strcmp(path, "/ping") == 0) {

@@ -67,10 +67,9 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
     (void)c;
     if (r == NULL)
         return NULL;
+    (void)h;
     r->uri = strdup(uri != NULL ? uri : "");
     r->t0 = now_ns();
-    r->counted = true;
-    atomic_fetch_add(&h->inflight, 1);
     return r;
 }
 
@@ -128,7 +127,8 @@ static mhd_result send_response(idmd_http *h, struct MHD_Connection *c, req_ctx 
     if (rs->www_authenticate)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
     if (rs->status == 405)
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW,
+                                rs->allow != NULL ? rs->allow : "GET");
     ret = MHD_queue_response(c, (unsigned)rs->status, resp);
     MHD_destroy_response(resp);
     idmd_count(h->app, rs->status, now_ns() - r->t0);
@@ -151,8 +151,12 @@ static mhd_result on_request(void *cls, struct MHD_Connection *c, const char *ur
         return MHD_NO;
     if (!r->started) {
         /* The headers are in; a body, if any, follows. Answering before it
-         * is read would make MHD close the connection (no keep-alive). */
+         * is read would make MHD close the connection (no keep-alive).
+         * From here the request is in flight (a client that hung up before
+         * its headers were complete never was). */
         r->started = true;
+        r->counted = true;
+        atomic_fetch_add(&h->inflight, 1);
         return MHD_YES;
     }
     if (*upload_size > 0) {

@@ -656,6 +656,53 @@ static void test_health_ping(void **state)
     tapp_free(t);
 }
 
+/* The ticket store down: segments are served from the blocks in hand, then
+ * 503 (Retry-After), and /healthz says 503 naming the sequence until the
+ * store is back. */
+static void test_health_store_down(void **state)
+{
+    tapp *t = tapp_new(NULL, NULL);
+    idmd_response rs;
+    int served = 0;
+    (void)state;
+    t->cfg.segment_wait_ms = 50;
+    call(t, "/v1/segment/orders", NULL, &rs); /* opens the allocator */
+    assert_int_equal(rs.status, 200);
+    free(rs.body);
+    atomic_store(&t->ms->down, 1);
+    for (int i = 0; i < 100000; i++) {
+        call(t, "/v1/segment/orders", "count=100", &rs);
+        if (rs.status != 200) {
+            assert_int_equal(rs.status, 503);
+            assert_true(rs.retry_after_s > 0);
+            free(rs.body);
+            break;
+        }
+        served++;
+        free(rs.body);
+    }
+    CHECK(served > 0, "nothing served from the blocks in hand");
+    call(t, "/healthz", NULL, &rs);
+    assert_int_equal(rs.status, 503);
+    CHECK(strstr(rs.body, "sequence orders") != NULL && strstr(rs.body, "store") != NULL,
+          "health: %s", rs.body);
+    free(rs.body);
+    atomic_store(&t->ms->down, 0);
+    for (int i = 0; i < 200; i++) { /* the allocator retries by itself */
+        call(t, "/v1/segment/orders", NULL, &rs);
+        free(rs.body);
+        if (rs.status == 200)
+            break;
+        struct timespec ts = {0, 10 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    assert_int_equal(rs.status, 200);
+    call(t, "/healthz", NULL, &rs);
+    assert_int_equal(rs.status, 200);
+    free(rs.body);
+    tapp_free(t);
+}
+
 static void test_metrics(void **state)
 {
     tapp *t = tapp_new(NULL, NULL);
@@ -1003,9 +1050,14 @@ static void test_methods_paths(void **state)
     free(rs.body);
     assert_int_equal(minted(t, IDMD_K_SNOWFLAKE), 0);
 
-    /* HEAD mints nothing: refused where it would */
+    /* HEAD mints nothing: refused where it would, and Allow says GET */
     call_auth(t, "HEAD", "/v1/snowflake", NULL, NULL, &rs);
     assert_error(&rs, 405, NULL);
+    assert_string_equal(rs.allow, "GET");
+    free(rs.body);
+    call_auth(t, "POST", "/healthz", NULL, NULL, &rs);
+    assert_error(&rs, 405, NULL);
+    assert_string_equal(rs.allow, "GET, HEAD");
     free(rs.body);
     assert_int_equal(minted(t, IDMD_K_SNOWFLAKE), 0);
     call_auth(t, "HEAD", "/healthz", NULL, NULL, &rs);
@@ -1299,6 +1351,7 @@ int main(void)
         cmocka_unit_test(test_decode),
         cmocka_unit_test(test_leaf),
         cmocka_unit_test(test_health_ping),
+        cmocka_unit_test(test_health_store_down),
         cmocka_unit_test(test_metrics),
         cmocka_unit_test(test_n1_count),
         cmocka_unit_test(test_count_cap),

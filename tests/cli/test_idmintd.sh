@@ -1,0 +1,840 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# Black-box tests of the idmintd HTTP service over real sockets: every
+# endpoint and format (JSON ids are strings that survive 2^53), the count
+# cap and the strict input rules (FAULTS N1), malformed and oversized
+# requests (the server keeps serving after each), idle connections timed
+# out, two servers sharing one lease directory, the clock stepped back and
+# forth through an offset file, SIGTERM under load (clean exit, no partial
+# body, the lease released), bearer tokens, sequence exhaustion (N5), a lost
+# lease (N6) and the configuration's errors.
+#
+# Usage: bash test_idmintd.sh /path/to/build/idmint  (idmintd is its sibling)
+# Needs curl and python3. Ends with one line "N passed, N failed"; exits
+# non-zero if any check failed.
+
+set -u
+
+exec 3>&2
+FAIL_FD=3
+SHOW_ERR=600
+# shellcheck source=lib.sh
+source "$(dirname "$0")/lib.sh"
+
+D="$(dirname "$BIN")/idmintd"
+if [ ! -x "$D" ]; then
+    bad "no idmintd next to $BIN"
+    finish
+fi
+for tool in curl python3; do
+    if ! command -v "$tool" >/dev/null; then
+        bad "$tool is needed"
+        finish
+    fi
+done
+
+PIDS=()
+cleanup() {
+    local p
+    for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
+    for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
+    rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+# Keep the environment's idmintd keys out of the servers started here.
+while IFS='=' read -r name _; do
+    case $name in IDMINT_*) unset "$name" ;; esac
+done < <(env)
+export HOME="$T/home"
+
+# note TEXT: printed when IDMD_TEST_VERBOSE is set (timings, for tuning).
+note() { [ -z "${IDMD_TEST_VERBOSE:-}" ] || printf 'note: %s\n' "$*" >&3; }
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+
+# start_d NAME ARGS...: idmintd --listen 127.0.0.1:0 ARGS in the background,
+# its stderr in $T/NAME.log; waits up to 10 s for its "listening" line. Sets
+# DPID and PORT (empty if it did not come up) and START_MS (ms it took).
+start_d() {
+    local name=$1 t0
+    shift
+    t0=$(now_ms)
+    "$D" --listen 127.0.0.1:0 "$@" >"$T/$name.out" 2>"$T/$name.log" &
+    DPID=$!
+    PIDS+=("$DPID")
+    PORT=
+    for _ in $(seq 200); do
+        PORT=$(sed -n 's|^idmintd: listening on http://127\.0\.0\.1:\([0-9]*\) (worker .*|\1|p' "$T/$name.log")
+        [ -n "$PORT" ] && break
+        kill -0 "$DPID" 2>/dev/null || break
+        sleep 0.05
+    done
+    START_MS=$(($(now_ms) - t0))
+    if [ -z "$PORT" ]; then
+        bad "idmintd $name did not start: $(head -c 600 "$T/$name.log")"
+        return 1
+    fi
+}
+
+# stop_d PID [SIGNAL]: signal (TERM), wait; exit status in STOPPED, ms in STOP_MS.
+stop_d() {
+    local t0
+    t0=$(now_ms)
+    kill -"${2:-TERM}" "$1" 2>/dev/null
+    { wait "$1"; } 2>/dev/null
+    STOPPED=$?
+    STOP_MS=$(($(now_ms) - t0))
+}
+
+# get PORT PATH [CURL ARGS...]: one request; status in CODE, body in
+# $T/body, headers in $T/hdr.
+get() {
+    local port=$1 path=$2
+    shift 2
+    CODE=$(curl -sg --max-time 10 -o "$T/body" -D "$T/hdr" -w '%{http_code}' "$@" \
+        "http://127.0.0.1:$port$path" 2>/dev/null)
+}
+# header NAME: the value of header NAME in $T/hdr (case-insensitive).
+header() { tr -d '\r' <"$T/hdr" | sed -n "s/^$1: *//Ip" | head -n 1; }
+# body_short: the start of the last body, for messages.
+body_short() { head -c 300 "$T/body" | tr '\n' ' '; }
+# pyj EXPR: evaluate EXPR with j = the last body parsed as JSON; prints the
+# result, fails if the body is no JSON or EXPR is false/raises.
+pyj() {
+    python3 -c '
+import json, sys
+j = json.load(open(sys.argv[1]))
+r = eval(sys.argv[2])
+if r is False or r is None:
+    sys.exit(1)
+if r is not True:
+    print(r)
+' "$T/body" "$1" 2>/dev/null
+}
+# metric PORT NAME: the value of the metric line starting with NAME.
+metric() {
+    curl -sg --max-time 10 "http://127.0.0.1:$1/metrics" 2>/dev/null |
+        awk -v m="$2" 'index($0, m " ") == 1 { print $2 }'
+}
+# health_worker PORT: /healthz's "worker".
+health_worker() {
+    get "$1" /healthz
+    pyj 'j["worker"]'
+}
+
+# The raw-socket side, in Python: see each command's docstring.
+cat >"$T/h.py" <<'PY'
+import http.client, json, socket, sys, threading, time
+
+def conn(port, timeout=5):
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    return s
+
+def read_all(s, limit=10):
+    """Everything until the peer closes or the timeout."""
+    out = b""
+    s.settimeout(limit)
+    try:
+        while True:
+            b = s.recv(65536)
+            if not b:
+                break
+            out += b
+    except (socket.timeout, ConnectionResetError):
+        pass
+    return out
+
+def status_of(data):
+    line = data.split(b"\r\n", 1)[0].split()
+    return int(line[1]) if len(line) >= 2 and line[0].startswith(b"HTTP/") else 0
+
+def read_one(s, limit=5):
+    """One response (headers and a Content-Length body), or what came
+    before the peer closed, reset or the timeout."""
+    out = b""
+    s.settimeout(limit)
+    try:
+        while True:
+            i = out.find(b"\r\n\r\n")
+            if i >= 0:
+                n = 0
+                for h in out[:i].split(b"\r\n")[1:]:
+                    k, _, v = h.partition(b":")
+                    if k.strip().lower() == b"content-length":
+                        n = int(v.strip())
+                if len(out) >= i + 4 + n:
+                    break
+            b = s.recv(65536)
+            if not b:
+                break
+            out += b
+    except (socket.timeout, ConnectionResetError):
+        pass
+    return out
+
+def one(port, raw, limit=5):
+    """Send raw bytes, return the status of the first answer (0: none)."""
+    s = conn(port)
+    try:
+        s.sendall(raw)
+        s.shutdown(socket.SHUT_WR)
+    except OSError:
+        pass
+    data = read_one(s, limit)
+    s.close()
+    return status_of(data), data
+
+def cmd_bigheader(port):
+    """A 20 KB header: print the status."""
+    raw = (b"GET /v1/snowflake HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 20480 +
+           b"\r\n\r\n")
+    st, _ = one(port, raw)
+    print(st)
+
+def cmd_bigbody(port):
+    """A GET with a 100 KB body: print the status (0: none before a reset)."""
+    s = conn(port)
+    body = b"x" * 102400
+    raw = (b"GET /v1/snowflake HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body))
+    data = b""
+    try:
+        s.sendall(raw)
+        s.sendall(body)
+    except OSError:
+        pass
+    data = read_one(s, 5)
+    s.close()
+    print(status_of(data))
+
+def cmd_garbage(port):
+    """A request line of garbage: print the status (0: closed without one)."""
+    st, _ = one(port, b"\x01\x02garbage \xff\xfe no http here\r\n\r\n")
+    print(st)
+
+def cmd_lineonly(port):
+    """A request line, then the connection closed before any header."""
+    s = conn(port)
+    s.sendall(b"GET /v1/snowflake HTTP/1.1\r\n")
+    s.close()
+    print("done")
+
+def cmd_halfway(port):
+    """Requests cut short: the connection closed mid-line, mid-headers."""
+    for raw in (b"GET /v1/snowfl", b"GET /v1/snowflake HTTP/1.1\r\nHost: x\r\nX-A: b"):
+        s = conn(port)
+        s.sendall(raw)
+        s.close()
+    s = conn(port)
+    s.sendall(b"GET /v1/snowflake HTTP/1.1\r\nHost: x\r\n")
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+    s.close()  # a reset
+    print("done")
+
+def parse_responses(data):
+    """Split pipelined HTTP/1.1 responses (Content-Length bodies)."""
+    out = []
+    while data:
+        i = data.find(b"\r\n\r\n")
+        if i < 0:
+            break
+        head = data[:i].decode("latin-1").split("\r\n")
+        n = 0
+        for h in head[1:]:
+            k, _, v = h.partition(":")
+            if k.strip().lower() == "content-length":
+                n = int(v.strip())
+        if len(data) < i + 4 + n:
+            break
+        out.append((int(head[0].split()[1]), data[i + 4:i + 4 + n]))
+        data = data[i + 4 + n:]
+    return out
+
+def cmd_pipeline(port, n):
+    """n requests sent at once on one connection: print answered, ok, distinct ids."""
+    n = int(n)
+    s = conn(port)
+    reqs = b"".join(b"GET /v1/snowflake?count=2 HTTP/1.1\r\nHost: x\r\n\r\n" for _ in range(n - 1))
+    reqs += b"GET /v1/snowflake?count=2 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    s.sendall(reqs)
+    data = read_all(s, 10)
+    s.close()
+    rs = parse_responses(data)
+    ids = set()
+    ok = 0
+    for st, body in rs:
+        if st == 200:
+            ok += 1
+            ids.update(json.loads(body)["ids"])
+    print(len(rs), ok, len(ids))
+
+def cmd_idle(port):
+    """Two idle connections (one silent, one with half a request line):
+    print the seconds until the server closed each (99: not within 6 s)."""
+    res = [99.0, 99.0]
+    def watch(k, raw):
+        s = conn(port, 6)
+        t0 = time.monotonic()
+        if raw:
+            s.sendall(raw)
+        try:
+            while True:
+                b = s.recv(4096)
+                if not b:
+                    break
+            res[k] = time.monotonic() - t0
+        except ConnectionResetError:
+            res[k] = time.monotonic() - t0
+        except socket.timeout:
+            pass
+        s.close()
+    th = [threading.Thread(target=watch, args=(0, b"")),
+          threading.Thread(target=watch, args=(1, b"GET /v1/snowfla"))]
+    for t in th:
+        t.start()
+    for t in th:
+        t.join()
+    print("%.2f %.2f" % tuple(res))
+
+def cmd_load(port, outfile, statefile, seconds):
+    """4 threads on keep-alive connections asking for 100 ids at a time,
+    until the server is gone (or the time is up). Ids to outfile; one JSON
+    line of counts to stdout. statefile gets the count of good answers as
+    they come (the shell waits on it before the SIGTERM)."""
+    seconds = float(seconds)
+    lock = threading.Lock()
+    st = {"good": 0, "badbody": 0, "other_status": 0, "errors": 0, "refused": 0}
+    ids = []
+    t_end = time.monotonic() + seconds
+    def worker():
+        c = None
+        refused = 0
+        while time.monotonic() < t_end and refused < 3:
+            try:
+                if c is None:
+                    c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+                c.request("GET", "/v1/snowflake?count=100")
+                r = c.getresponse()
+                body = r.read()  # raises on a body cut short
+                refused = 0
+                if r.status != 200:
+                    with lock:
+                        st["other_status"] += 1
+                    if r.will_close:
+                        c.close(); c = None
+                    continue
+                try:
+                    got = json.loads(body)["ids"]
+                    okb = len(got) == 100 and all(isinstance(x, str) for x in got)
+                except Exception:
+                    okb = False
+                with lock:
+                    if okb:
+                        st["good"] += 1
+                        ids.extend(got)
+                    else:
+                        st["badbody"] += 1
+                if r.will_close:
+                    c.close(); c = None
+            except ConnectionRefusedError:
+                with lock:
+                    st["refused"] += 1
+                refused += 1
+                c = None
+                time.sleep(0.05)
+            except (OSError, http.client.HTTPException):
+                with lock:
+                    st["errors"] += 1
+                if c is not None:
+                    c.close()
+                c = None
+    th = [threading.Thread(target=worker) for _ in range(4)]
+    for t in th:
+        t.start()
+    while any(t.is_alive() for t in th):
+        with lock:
+            g = st["good"]
+        with open(statefile + ".tmp", "w") as f:
+            f.write("%d\n" % g)
+        import os
+        os.replace(statefile + ".tmp", statefile)
+        time.sleep(0.05)
+    for t in th:
+        t.join()
+    with open(outfile, "w") as f:
+        f.write("\n".join(ids) + ("\n" if ids else ""))
+    st["ids"] = len(ids)
+    st["unique"] = len(set(ids))
+    print(json.dumps(st))
+
+def cmd_full(port):
+    """With --max-connections 2: two idle connections hold every slot; a
+    third client's request waits (in the listen backlog) until the idle
+    ones time out, then is answered. Print its status and wait in s."""
+    idle = [conn(port, 6), conn(port, 6)]
+    time.sleep(0.2)
+    t0 = time.monotonic()
+    s = conn(port, 8)
+    s.sendall(b"GET /ping HTTP/1.1\r\nHost: x\r\n\r\n")
+    st = status_of(read_one(s, 8))
+    waited = time.monotonic() - t0
+    s.close()
+    for i in idle:
+        i.close()
+    print(st, "%.2f" % waited)
+
+cmds = {"full": cmd_full, "bigheader": cmd_bigheader, "bigbody": cmd_bigbody, "garbage": cmd_garbage,
+        "halfway": cmd_halfway, "lineonly": cmd_lineonly, "pipeline": cmd_pipeline, "idle": cmd_idle,
+        "load": cmd_load}
+port = int(sys.argv[2])
+cmds[sys.argv[1]](port, *sys.argv[3:])
+PY
+h() { python3 "$T/h.py" "$@" 2>>"$T/py.err"; }
+
+# alive PORT NAME: the server answers /ping with 200 (it kept serving).
+alive() {
+    get "$1" /ping
+    check "$2: the server still answers (/ping $CODE)" test "$CODE" = 200
+}
+
+T_START=$(now_ms)
+
+# ================================================= 1. endpoints and formats
+
+DA="$T/a"
+mkdir -p "$DA"
+run seq create orders --store "sqlite://$DA/segments.db"
+check "seq create orders: $(show)" test "$RC" -eq 0
+start_d a --data-dir "$DA" || finish
+PORT_A=$PORT PID_A=$DPID
+
+get "$PORT_A" /v1/snowflake
+if [ "$CODE" = 200 ] && [ "$(header Content-Type)" = application/json ] &&
+    pyj 'len(j["ids"]) == 1 and type(j["ids"][0]) is str and j["ids"][0].isdigit()' >/dev/null; then
+    ok
+else
+    bad "/v1/snowflake: want 200 JSON {\"ids\":[\"<digits>\"]}; got $CODE [$(body_short)]"
+fi
+SF1=$(pyj 'j["ids"][0]')
+# N7: the id is above 2^53 and comes back exactly (a JSON number would not).
+check "/v1/snowflake: the id string $SF1 is above 2^53 (a JSON double could not hold it)" \
+    python3 -c 'import sys; v = int(sys.argv[1]); sys.exit(not (v > 2**53 and str(v) == sys.argv[1]))' "$SF1"
+
+get "$PORT_A" '/v1/snowflake?count=5&format=text'
+if [ "$CODE" = 200 ] && [ "$(header Content-Type | cut -d';' -f1)" = text/plain ] &&
+    [ "$(grep -c '^[0-9]\{1,20\}$' "$T/body")" -eq 5 ] && [ "$(wc -l <"$T/body")" -eq 5 ] &&
+    sort -c -n -u "$T/body" 2>/dev/null && [ "$(head -n 1 "$T/body")" -gt "$SF1" ]; then
+    ok
+else
+    bad "/v1/snowflake?count=5&format=text: want 5 increasing ids above $SF1, one a line; got $CODE [$(body_short)]"
+fi
+
+get "$PORT_A" '/v1/uuid7?count=3'
+check "/v1/uuid7?count=3: want 3 version-7 UUID strings; got $CODE [$(body_short)]" \
+    pyj 'len(j["ids"]) == 3 and all(__import__("re").fullmatch(r"[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}", x) for x in j["ids"]) and sorted(j["ids"]) == j["ids"] and len(set(j["ids"])) == 3'
+U7=$(pyj 'j["ids"][0]')
+get "$PORT_A" '/v1/uuid4?count=3'
+check "/v1/uuid4?count=3: want 3 version-4 UUID strings; got $CODE [$(body_short)]" \
+    pyj 'len(j["ids"]) == 3 and all(__import__("re").fullmatch(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}", x) for x in j["ids"]) and len(set(j["ids"])) == 3'
+get "$PORT_A" '/v1/ulid?count=3'
+check "/v1/ulid?count=3: want 3 increasing ULIDs; got $CODE [$(body_short)]" \
+    pyj 'len(j["ids"]) == 3 and all(__import__("re").fullmatch(r"[0-7][0-9A-HJKMNP-TV-Z]{25}", x) for x in j["ids"]) and sorted(j["ids"]) == j["ids"] and len(set(j["ids"])) == 3'
+get "$PORT_A" '/v1/ulid?format=text'
+check "/v1/ulid?format=text: want one ULID line; got $CODE [$(body_short)]" \
+    test "$CODE" = 200 -a "$(grep -c '^[0-7][0-9A-HJKMNP-TV-Z]\{25\}$' "$T/body")" -eq 1
+
+get "$PORT_A" '/v1/segment/orders?count=3'
+if [ "$CODE" = 200 ] && pyj '[int(x) for x in j["ids"]] == [1, 2, 3] and all(type(x) is str for x in j["ids"])' >/dev/null; then
+    ok
+else
+    bad "/v1/segment/orders?count=3 (new sequence): want {\"ids\":[\"1\",\"2\",\"3\"]}; got $CODE [$(body_short)]"
+fi
+get "$PORT_A" /api/segment/get/orders
+check "/api/segment/get/orders (Leaf): want the bare number 4; got $CODE [$(body_short)]" \
+    test "$CODE" = 200 -a "$(cat "$T/body")" = 4
+get "$PORT_A" '/v1/segment/orders?format=text'
+check "/v1/segment/orders?format=text: want 5; got $CODE [$(body_short)]" \
+    test "$CODE" = 200 -a "$(tr -d '\n' <"$T/body")" = 5
+get "$PORT_A" /v1/segment/nosuchseq
+check "/v1/segment/nosuchseq (never created): want 404; got $CODE [$(body_short)]" test "$CODE" = 404
+get "$PORT_A" /api/snowflake/get/anykey
+LEAF=$(cat "$T/body")
+if [ "$CODE" = 200 ] && [[ $LEAF =~ ^[0-9]{1,20}$ ]] && [ "$LEAF" -gt "$SF1" ]; then
+    ok
+else
+    bad "/api/snowflake/get/anykey (Leaf): want a bare number above $SF1; got $CODE [$(body_short)]"
+fi
+
+get "$PORT_A" /healthz
+if [ "$CODE" = 200 ] && pyj 'j["status"] == "ok" and type(j["worker"]) is int' >/dev/null; then
+    ok
+else
+    bad "/healthz: want 200 {\"status\":\"ok\",...,\"worker\":N}; got $CODE [$(body_short)]"
+fi
+WA=$(pyj 'j["worker"]')
+get "$PORT_A" "/v1/decode/$LEAF"
+if [ "$CODE" = 200 ] && pyj "j['id'] == '$LEAF' and j['kind'] == 'snowflake' and j['worker'] == $WA and abs(j['unix_ms'] - $(now_ms)) < 60000" >/dev/null; then
+    ok
+else
+    bad "/v1/decode/$LEAF: want kind snowflake, the same id, worker $WA (from /healthz), a recent unix_ms; got $CODE [$(body_short)]"
+fi
+get "$PORT_A" "/v1/decode/$U7"
+check "/v1/decode/<uuid7>: want kind uuid, version 7; got $CODE [$(body_short)]" \
+    pyj "j['id'] == '$U7' and j['kind'] == 'uuid' and j['version'] == 7"
+get "$PORT_A" /v1/decode/not-an-id
+check "/v1/decode/not-an-id: want 400 with param id; got $CODE [$(body_short)]" \
+    test "$CODE" = 400 -a "$(pyj 'j["error"]["param"]')" = id
+
+get "$PORT_A" /metrics
+if [ "$CODE" = 200 ] && grep -q '^idmint_ids_minted_total{kind="snowflake"} [0-9]' "$T/body" &&
+    grep -q '^idmint_http_requests_total{code="200"} [0-9]' "$T/body"; then
+    ok
+else
+    bad "/metrics: want idmint_ids_minted_total and idmint_http_requests_total lines; got $CODE [$(body_short)]"
+fi
+MS=$(metric "$PORT_A" 'idmint_ids_minted_total{kind="snowflake"}')
+check "/metrics counts the 7 snowflake ids minted so far (got $MS)" test "${MS:-0}" -eq 7
+
+# ================================================= 2. count cap and N1 inputs
+
+get "$PORT_A" '/v1/snowflake?count=10000'
+check "count=10000: want 10000 distinct id strings; got $CODE [$(head -c 100 "$T/body")]" \
+    pyj 'len(j["ids"]) == 10000 and len(set(j["ids"])) == 10000 and all(type(x) is str for x in j["ids"])'
+M0=$(metric "$PORT_A" 'idmint_ids_minted_total{kind="snowflake"}')
+get "$PORT_A" '/v1/snowflake?count=10001'
+check "count=10001 (above count-max): want 400 with a JSON error naming param count; got $CODE [$(body_short)]" \
+    test "$CODE" = 400 -a "$(pyj 'j["error"]["status"] == 400 and j["error"]["param"]')" = count
+N1_OK=1
+for v in 0 -1 +5 %205 0x10 1e3 1234567890123456789012345 '' %D9%A1 05 ' 5' '5,' 1.0; do
+    vv=${v// /%20}
+    get "$PORT_A" "/v1/snowflake?count=$vv"
+    if [ "$CODE" != 400 ] || [ "$(pyj 'j["error"]["param"]')" != count ]; then
+        bad "count=$vv: want 400 with a JSON error naming param count; got $CODE [$(body_short)]"
+        N1_OK=0
+    fi
+done
+check "every malformed count was refused with 400 naming count" test "$N1_OK" -eq 1
+get "$PORT_A" '/v1/snowflake?count=1&count=2'
+check "count given twice: want 400; got $CODE" test "$CODE" = 400
+get "$PORT_A" '/v1/snowflake?bogus=1'
+check "unknown parameter: want 400 naming it; got $CODE [$(body_short)]" \
+    test "$CODE" = 400 -a "$(pyj 'j["error"]["param"]')" = bogus
+get "$PORT_A" '/v1/snowflake?format=xml'
+check "format=xml: want 400 naming format; got $CODE" \
+    test "$CODE" = 400 -a "$(pyj 'j["error"]["param"]')" = format
+M1=$(metric "$PORT_A" 'idmint_ids_minted_total{kind="snowflake"}')
+check "refused requests minted nothing (snowflake minted $M0 before, $M1 after)" test "$M0" = "$M1"
+
+# ================================================= 3. malformed input
+
+get "$PORT_A" /nope
+check "unknown path: want 404 with a JSON error; got $CODE [$(body_short)]" \
+    test "$CODE" = 404 -a "$(pyj 'j["error"]["status"]')" = 404
+get "$PORT_A" /v1/snowflake -X POST
+ALLOW=$(header Allow)
+check "POST: want 405 with an Allow header naming GET; got $CODE, Allow [$ALLOW]" \
+    test "$CODE" = 405 -a "${ALLOW#*GET}" != "$ALLOW"
+get "$PORT_A" /v1/snowflake -X DELETE
+check "DELETE: want 405; got $CODE" test "$CODE" = 405
+# HEAD answers without a body: served where it mints nothing.
+get "$PORT_A" /healthz -I
+check "HEAD /healthz: want 200; got $CODE" test "$CODE" = 200
+get "$PORT_A" /ping -I
+check "HEAD /ping: want 200; got $CODE" test "$CODE" = 200
+M0=$(metric "$PORT_A" 'idmint_ids_minted_total{kind="snowflake"}')
+get "$PORT_A" /v1/snowflake -I
+ALLOW=$(header Allow)
+check "HEAD /v1/snowflake (would mint ids nobody sees): want 405; got $CODE" test "$CODE" = 405
+check "HEAD /v1/snowflake minted nothing" \
+    test "$M0" = "$(metric "$PORT_A" 'idmint_ids_minted_total{kind="snowflake"}')"
+# RFC 9110 15.5.6: a 405's Allow lists the methods the target supports.
+check "HEAD /v1/snowflake: the 405's Allow must not list HEAD, which it refused; got Allow [$ALLOW]" \
+    test -n "$ALLOW" -a "${ALLOW#*HEAD}" = "$ALLOW"
+get "$PORT_A" '/v1/%73nowflake'
+check "a percent-encoded path: want 400; got $CODE" test "$CODE" = 400
+
+ST=$(h bigheader "$PORT_A")
+check "a 20 KB header: want 431 (or another 4xx); got [$ST]" test "${ST:-0}" -ge 400 -a "${ST:-0}" -lt 500
+alive "$PORT_A" "after a 20 KB header"
+ST=$(h bigbody "$PORT_A")
+check "a GET with a 100 KB body: want 413; got [$ST]" test "${ST:-0}" = 413
+alive "$PORT_A" "after a 100 KB body"
+ST=$(h garbage "$PORT_A")
+check "a request line of garbage: want 400 (or a close without an answer); got [$ST]" \
+    test "${ST:-x}" = 400 -o "${ST:-x}" = 0
+alive "$PORT_A" "after a garbage request line"
+ST=$(h halfway "$PORT_A")
+check "connections closed half-way through a request: the client side ran [$ST]" test "$ST" = "done"
+alive "$PORT_A" "after connections closed half-way"
+read -r NR NOK NIDS <<<"$(h pipeline "$PORT_A" 100)"
+check "100 pipelined requests on one connection: want 100 answered 200 with 200 distinct ids; got [${NR:-} ${NOK:-} ${NIDS:-}]" \
+    test "${NR:-0}" -eq 100 -a "${NOK:-0}" -eq 100 -a "${NIDS:-0}" -eq 200
+alive "$PORT_A" "after pipelining"
+check "server a is still running" kill -0 "$PID_A"
+
+# A client that sends a request line and hangs up before the headers are
+# complete has no request in flight: SIGTERM must not wait for it (the
+# drain waits up to 5 s only for requests being answered).
+start_d half --data-dir "$T/half" || finish
+PID_H=$DPID
+ST=$(h lineonly "$PORT")
+alive "$PORT" "after a request line and a hang-up"
+stop_d "$PID_H"
+check "a request line then a hang-up, nothing in flight: SIGTERM stops the server within 1 s (took $STOP_MS ms, exit $STOPPED)" \
+    test "$STOP_MS" -lt 1000 -a "$STOPPED" -eq 0
+
+# ================================================= 4. idle connections
+
+start_d idle --data-dir "$T/idle" --idle-timeout 1000 || finish
+PID_I=$DPID
+read -r C1 C2 <<<"$(h idle "$PORT")"
+note "idle: closed after $C1 s and $C2 s"
+check "--idle-timeout 1000: a silent connection is closed within 3 s (took ${C1:-?} s)" \
+    python3 -c 'import sys; sys.exit(not (0 < float(sys.argv[1]) <= 3.0))' "${C1:-99}"
+check "--idle-timeout 1000: a connection with half a request line is closed within 3 s (took ${C2:-?} s)" \
+    python3 -c 'import sys; sys.exit(not (0 < float(sys.argv[1]) <= 3.0))' "${C2:-99}"
+alive "$PORT" "after idle connections"
+stop_d "$PID_I"
+
+# Too many connections (FAULTS N2): memory and connections stay bounded; a
+# client over the limit waits for a slot (the idle ones time out), it is
+# not refused at once nor kept forever.
+start_d full --data-dir "$T/full" --idle-timeout 1000 --max-connections 2 || finish
+PID_F=$DPID
+read -r FST FWAIT <<<"$(h full "$PORT")"
+note "full: status $FST after $FWAIT s"
+check "--max-connections 2 with both held idle: a third client is answered ($FST) once an idle one times out (waited ${FWAIT:-?} s)" \
+    python3 -c 'import sys; sys.exit(not (sys.argv[1] == "200" and 0.5 <= float(sys.argv[2]) <= 4.0))' "${FST:-0}" "${FWAIT:-99}"
+alive "$PORT" "after the connection limit was reached"
+stop_d "$PID_F"
+
+# ================================================= 5. two servers, one lease directory
+
+mkdir -p "$T/shared"
+start_d s1 --data-dir "$T/s1" --lease "file://$T/shared" || finish
+PID_S1=$DPID PORT_S1=$PORT
+start_d s2 --data-dir "$T/s2" --lease "file://$T/shared" || finish
+PID_S2=$DPID PORT_S2=$PORT
+W1=$(health_worker "$PORT_S1")
+W2=$(health_worker "$PORT_S2")
+check "two servers on one lease directory: distinct worker ids (got [$W1] [$W2])" \
+    test -n "$W1" -a -n "$W2" -a "$W1" != "$W2"
+: >"$T/two.ids"
+for port in "$PORT_S1" "$PORT_S2" "$PORT_S1" "$PORT_S2" "$PORT_S1" "$PORT_S2"; do
+    get "$port" '/v1/snowflake?count=1000&format=text'
+    [ "$CODE" = 200 ] || bad "two servers: count=1000 on port $port: $CODE [$(body_short)]"
+    cat "$T/body" >>"$T/two.ids"
+done
+NT=$(wc -l <"$T/two.ids")
+NU=$(sort -u "$T/two.ids" | wc -l)
+check "two servers: 6000 ids, all unique (got $NT, $NU distinct)" test "$NT" -eq 6000 -a "$NU" -eq 6000
+stop_d "$PID_S1"
+check "server s1 exits 0 on SIGTERM (got $STOPPED)" test "$STOPPED" -eq 0
+stop_d "$PID_S2"
+
+# ================================================= 6. health and the clock
+
+echo 0 >"$T/offset"
+start_d clk --data-dir "$T/clk" --clock "offset-file:$T/offset" || finish
+PID_C=$DPID PORT_C=$PORT
+get "$PORT_C" '/v1/snowflake?count=50&format=text'
+check "clock: minting before the step works ($CODE)" test "$CODE" = 200
+BEFORE=$(sort -n "$T/body" | tail -n 1)
+echo -5000 >"$T/offset"
+H503=0 HREASON=
+for _ in $(seq 30); do
+    get "$PORT_C" /healthz
+    if [ "$CODE" = 503 ]; then
+        H503=1
+        HREASON=$(pyj 'j["reason"]')
+        break
+    fi
+    sleep 0.05
+done
+check "clock 5 s back: /healthz 503 within ~1.5 s" test "$H503" -eq 1
+check "clock 5 s back: the reason mentions the clock [$HREASON]" grep -qi clock <<<"$HREASON"
+get "$PORT_C" /v1/snowflake
+RA=$(header Retry-After)
+check "clock 5 s back: /v1/snowflake 503 with Retry-After; got $CODE, Retry-After [$RA] [$(body_short)]" \
+    test "$CODE" = 503 -a -n "$RA"
+echo 0 >"$T/offset"
+H200=0
+for _ in $(seq 30); do
+    get "$PORT_C" /healthz
+    [ "$CODE" = 200 ] && H200=1 && break
+    sleep 0.05
+done
+check "clock back to 0: /healthz 200 again within ~1.5 s (last $CODE [$(body_short)])" test "$H200" -eq 1
+get "$PORT_C" '/v1/snowflake?count=5&format=text'
+AFTER=$(head -n 1 "$T/body")
+if [ "$CODE" = 200 ] && [[ $AFTER =~ ^[0-9]+$ ]] && [ "$AFTER" -gt "$BEFORE" ]; then
+    ok
+else
+    bad "clock back to 0: minting works with ids above $BEFORE; got $CODE [$(body_short)]"
+fi
+stop_d "$PID_C"
+check "clock server exits 0 on SIGTERM (got $STOPPED)" test "$STOPPED" -eq 0
+
+# ================================================= 7. SIGTERM during load
+
+mkdir -p "$T/l7"
+start_d load --data-dir "$T/load" --lease "file://$T/l7" || finish
+PID_L=$DPID PORT_L=$PORT
+WL=$(health_worker "$PORT_L")
+python3 "$T/h.py" load "$PORT_L" "$T/load.ids" "$T/load.state" 20 >"$T/load.json" 2>"$T/load.err" &
+PID_CL=$!
+PIDS+=("$PID_CL")
+for _ in $(seq 100); do
+    [ "$(cat "$T/load.state" 2>/dev/null || echo 0)" -ge 200 ] && break
+    sleep 0.05
+done
+stop_d "$PID_L"
+check "SIGTERM under load: exit 0 (got $STOPPED)" test "$STOPPED" -eq 0
+check "SIGTERM under load: stopped within 5 s (took $STOP_MS ms)" test "$STOP_MS" -le 5000
+{ wait "$PID_CL"; } 2>/dev/null
+LJ=$(cat "$T/load.json")
+note "load: $LJ; stop took $STOP_MS ms"
+check "SIGTERM under load: the client ran ($LJ) [$(head -c 300 "$T/load.err")]" test -n "$LJ"
+jv() { python3 -c 'import json,sys; print(json.loads(sys.argv[1]).get(sys.argv[2], -1))' "${LJ:-{\}}" "$1" 2>/dev/null; }
+check "SIGTERM under load: the client got answers before the signal ($LJ)" test "$(jv good)" -ge 100
+check "SIGTERM under load: no complete answer had a bad body ($LJ)" test "$(jv badbody)" -eq 0
+check "SIGTERM under load: all $(jv ids) ids unique ($LJ)" \
+    test "$(jv ids)" -eq "$(jv unique)" -a "$(jv ids)" -eq $(($(jv good) * 100))
+check "SIGTERM under load: the log says the lease was released [$(tail -n 3 "$T/load.log" | tr '\n' ' ')]" \
+    grep -q '^idmintd: lease: released$' "$T/load.log"
+start_d load2 --data-dir "$T/load2" --lease "file://$T/l7" || finish
+PID_L2=$DPID
+W2=$(health_worker "$PORT")
+note "restart on the released lease took $START_MS ms"
+check "after a clean stop: the next server gets worker $WL again (got [$W2])" test "$W2" = "$WL" -a "$WL" = 0
+check "after a clean stop: the next server starts at once, not after the 10 s TTL (took $START_MS ms)" \
+    test "$START_MS" -lt 3000
+get "$PORT" /v1/snowflake?format=text
+MAXL=$(sort -n "$T/load.ids" | tail -n 1)
+check "after a clean stop: the next holder mints above the last one's ids ($(cat "$T/body") > $MAXL)" \
+    test "$CODE" = 200 -a "$(cat "$T/body")" -gt "${MAXL:-0}"
+stop_d "$PID_L2"
+
+# ================================================= 8. bearer token
+
+TOKEN=Zq7Xw2Lp9Rt4Vb6Nm3Kc8Hs5Jd1Fg0Ya
+printf '%s\n' "$TOKEN" >"$T/token"
+start_d tok --data-dir "$T/tok" --token-file "$T/token" || finish
+PID_TK=$DPID PORT_TK=$PORT
+get "$PORT_TK" /v1/snowflake
+WWW=$(header WWW-Authenticate)
+check "token: no Authorization: want 401 with WWW-Authenticate: Bearer; got $CODE [$WWW]" \
+    test "$CODE" = 401 -a "${WWW%% *}" = Bearer
+get "$PORT_TK" /v1/snowflake -H "Authorization: Bearer ${TOKEN%?}x"
+check "token: a wrong token: want 401; got $CODE" test "$CODE" = 401
+get "$PORT_TK" /v1/snowflake -H "Authorization: Bearer ${TOKEN}x"
+check "token: the token plus a byte: want 401; got $CODE" test "$CODE" = 401
+get "$PORT_TK" /v1/snowflake -H "Authorization: Basic $TOKEN"
+check "token: another scheme: want 401; got $CODE" test "$CODE" = 401
+get "$PORT_TK" /v1/snowflake -H "Authorization: Bearer $TOKEN"
+check "token: the right token: want 200 with one id; got $CODE [$(body_short)]" \
+    pyj 'len(j["ids"]) == 1'
+get "$PORT_TK" /healthz -H "Authorization: Bearer $TOKEN"
+check "token: /healthz with the token: want 200; got $CODE" test "$CODE" = 200
+stop_d "$PID_TK"
+not_in_log() { ! grep -qF "$TOKEN" "$T/tok.log" "$T/tok.out"; }
+check "token: the token never appears in the server's log or stdout" not_in_log
+
+# ================================================= 9. exhaustion (N5)
+
+start_d ex --data-dir "$T/ex" --layout 'time:41@1ms,datacenter:5,worker:5,seq:2' --epoch 2020-01-01 || finish
+PID_EX=$DPID PORT_EX=$PORT
+get "$PORT_EX" '/v1/snowflake?count=1000'
+RA=$(header Retry-After)
+check "exhaustion: count=1000 with 4 ids a tick: want 503 with Retry-After; got $CODE, Retry-After [$RA] [$(body_short)]" \
+    test "$CODE" = 503 -a -n "$RA"
+SMALL=0
+for _ in 1 2 3 4 5; do
+    get "$PORT_EX" '/v1/snowflake?count=2'
+    pyj 'len(j["ids"]) == 2' >/dev/null && SMALL=$((SMALL + 1))
+done
+check "exhaustion: small requests keep working afterwards ($SMALL of 5)" test "$SMALL" -eq 5
+get "$PORT_EX" /healthz
+check "exhaustion: /healthz stays 200 ($CODE)" test "$CODE" = 200
+stop_d "$PID_EX"
+
+# ================================================= 10. lease lost (N6)
+
+mkdir -p "$T/l10"
+start_d lost --data-dir "$T/lost" --lease "file://$T/l10" --lease-ttl 1000 || finish
+PID_LO=$DPID PORT_LO=$PORT
+get "$PORT_LO" /v1/snowflake
+check "lease lost: minting works first ($CODE)" test "$CODE" = 200
+check "lease lost: the lock file worker-0000.lease exists" test -e "$T/l10/worker-0000.lease"
+rm -f "$T/l10/worker-0000.lease"
+S503=0
+for _ in $(seq 60); do
+    get "$PORT_LO" /v1/snowflake
+    [ "$CODE" = 503 ] && S503=1 && break
+    sleep 0.05
+done
+check "lease lost: /v1/snowflake 503 within ~3 s of the lock file's removal (last $CODE [$(body_short)])" \
+    test "$S503" -eq 1
+RA=$(header Retry-After)
+check "lease lost: the 503 has Retry-After [$RA]" test -n "$RA"
+get "$PORT_LO" /healthz
+LREASON=$(pyj 'j["reason"]')
+check "lease lost: /healthz 503 naming the lease; got $CODE [$LREASON]" \
+    test "$CODE" = 503 -a "${LREASON#*lease}" != "$LREASON"
+get "$PORT_LO" /metrics
+check "lease lost: /metrics still answers ($CODE)" test "$CODE" = 200
+sleep 0.5
+get "$PORT_LO" /v1/snowflake
+check "lease lost: still 503 (never mints again without a lease) ($CODE)" test "$CODE" = 503
+alive "$PORT_LO" "lease lost"
+check "lease lost: the server is still running" kill -0 "$PID_LO"
+stop_d "$PID_LO"
+check "lease lost: exits 0 on SIGTERM (got $STOPPED)" test "$STOPPED" -eq 0
+
+# ================================================= 11. configuration
+
+"$D" --check-config >"$T/out" 2>"$T/err"
+RC=$?
+MISSING=
+for k in listen data-dir lease lease-ttl store layout epoch policy node lease-field count-max \
+    token-file idle-timeout max-request threads max-connections clock segment-wait; do
+    grep -q "^$k = " "$T/out" || MISSING="$MISSING $k"
+done
+check "--check-config: exit 0 and a 'key = value' line for every key (missing:$MISSING); $(show)" \
+    test "$RC" -eq 0 -a -z "$MISSING"
+"$D" --check-config --count-max 7 --listen 127.0.0.1:9 >"$T/out" 2>"$T/err"
+check "--check-config shows flags' values" grep -q '^count-max = 7$' "$T/out"
+"$D" --bogus 1 >"$T/out" 2>"$T/err"
+RC=$?
+check "an unknown flag: exit 2 with one stderr line naming it; $(show)" \
+    eval '[ "$RC" -eq 2 ] && one_err_line && grep -q -- "--bogus" "$T/err" && [ ! -s "$T/out" ]'
+IDMINT_BOGUS=1 "$D" >"$T/out" 2>"$T/err"
+RC=$?
+check "IDMINT_BOGUS=1: exit 2 with one stderr line naming it; $(show)" \
+    eval '[ "$RC" -eq 2 ] && one_err_line && grep -q IDMINT_BOGUS "$T/err" && [ ! -s "$T/out" ]'
+"$D" --count-max 0 >"$T/out" 2>"$T/err"
+RC=$?
+check "--count-max 0: exit 2 with one stderr line naming count-max; $(show)" \
+    eval '[ "$RC" -eq 2 ] && one_err_line && grep -q count-max "$T/err"'
+"$D" --listen "127.0.0.1:$PORT_A" --data-dir "$T/busy" >"$T/out" 2>"$T/err" &
+PB=$!
+PIDS+=("$PB")
+for _ in $(seq 100); do
+    kill -0 "$PB" 2>/dev/null || break
+    sleep 0.05
+done
+stop_d "$PB" 9
+RC=$STOPPED
+check "--listen on a port in use: exit 1 with a message naming the address; $(show)" \
+    eval '[ "$RC" -eq 1 ] && grep -q "127.0.0.1:$PORT_A" "$T/err"'
+alive "$PORT_A" "after another server failed to take its port"
+
+stop_d "$PID_A"
+check "server a exits 0 on SIGTERM within the 5 s drain (got $STOPPED after $STOP_MS ms)" \
+    test "$STOPPED" -eq 0 -a "$STOP_MS" -le 5500
+check "server a's log ends with 'stopped'" test "$(tail -n 1 "$T/a.log")" = "idmintd: stopped"
+
+ELAPSED=$(($(now_ms) - T_START))
+note "total $ELAPSED ms"
+check "the whole run took under 60 s ($ELAPSED ms)" test "$ELAPSED" -lt 60000
+finish
