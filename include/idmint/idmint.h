@@ -13,5 +13,6 @@
 #include "uuid.h"
 #include "ulid.h"
 #include "objectid.h"
+#include "opaque.h"
 
 #endif /* IDMINT_IDMINT_H */

@@ -67,6 +67,8 @@ typedef struct idmd_app {
     pthread_mutex_t seq_mu;
     idmd_seq_slot seqs[IDMD_MAX_SEQS];
     size_t nseqs;
+    bool has_opaque;           /* ?format=opaque: ids under opaque_key */
+    idm_opaque_key opaque_key;
     char token[256];           /* "" : no authentication */
     size_t token_len;
     idmd_metrics m;

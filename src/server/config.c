@@ -46,6 +46,7 @@ enum cfg_key {
     K_MAX_CONNECTIONS,
     K_CLOCK,
     K_SEGMENT_WAIT,
+    K_OPAQUE_KEY_FILE,
     K_COUNT
 };
 
@@ -54,7 +55,7 @@ static const char *const cfg_names[K_COUNT] = {
     "listen", "data-dir", "lease", "lease-ttl", "store", "layout", "epoch",
     "policy", "exhaust", "node", "lease-field", "count-max", "token-file",
     "idle-timeout", "max-request", "threads", "max-connections", "clock",
-    "segment-wait",
+    "segment-wait", "opaque-key-file",
 };
 static const char *const cfg_envs[K_COUNT] = {
     "IDMINT_LISTEN", "IDMINT_DATA_DIR", "IDMINT_LEASE", "IDMINT_LEASE_TTL",
@@ -62,7 +63,7 @@ static const char *const cfg_envs[K_COUNT] = {
     "IDMINT_EXHAUST", "IDMINT_NODE", "IDMINT_LEASE_FIELD", "IDMINT_COUNT_MAX",
     "IDMINT_TOKEN_FILE", "IDMINT_IDLE_TIMEOUT", "IDMINT_MAX_REQUEST",
     "IDMINT_THREADS", "IDMINT_MAX_CONNECTIONS", "IDMINT_CLOCK",
-    "IDMINT_SEGMENT_WAIT",
+    "IDMINT_SEGMENT_WAIT", "IDMINT_OPAQUE_KEY_FILE",
 };
 
 const char idmd_usage[] =
@@ -94,7 +95,8 @@ const char idmd_usage[] =
     "  --threads N             IDMINT_THREADS     worker threads, 1..64 (default 2)\n"
     "  --max-connections N     IDMINT_MAX_CONNECTIONS  open connections, 1..100000 (default 1024)\n"
     "  --clock CLOCK           IDMINT_CLOCK       system or offset-file:/ABS/PATH (default system)\n"
-    "  --segment-wait MS       IDMINT_SEGMENT_WAIT  ms a request waits for a block, 0..60000 (default 1000)\n";
+    "  --segment-wait MS       IDMINT_SEGMENT_WAIT  ms a request waits for a block, 0..60000 (default 1000)\n"
+    "  --opaque-key-file FILE  IDMINT_OPAQUE_KEY_FILE  key (32 hex digits) for ?format=opaque (default none)\n";
 
 /* ---- small helpers ---- */
 
@@ -466,6 +468,10 @@ int idmd_config_set(idmd_config *c, const char *key, const char *value, const ch
             return -1;
         c->segment_wait_ms = (int64_t)v;
         return 0;
+    case K_OPAQUE_KEY_FILE:
+        /* Like token-file: empty is refused; leave the key out for none. */
+        return set_string(source, key, value, c->opaque_key_file, sizeof c->opaque_key_file,
+                          false, err, errlen);
     case K_COUNT:
         break;
     }
@@ -875,6 +881,9 @@ void idmd_config_print(const idmd_config *c, char *buf, size_t len)
             break;
         case K_SEGMENT_WAIT:
             cfg_out(&o, "%s = %" PRId64 "\n", key, c->segment_wait_ms);
+            break;
+        case K_OPAQUE_KEY_FILE:
+            cfg_out_str(&o, key, c->opaque_key_file);
             break;
         case K_COUNT:
             break;

@@ -46,6 +46,9 @@ typedef struct idmd_config {
                                    system's wall clock (tests step the clock) */
     int64_t segment_wait_ms;    /* segment-wait: ms a request waits for a block,
                                    0..60000, default 1000 */
+    char opaque_key_file[IDMD_PATH_MAX]; /* opaque-key-file: a file holding the
+                                           key (32 hex digits) of ?format=opaque;
+                                           unset = that format is refused */
 } idmd_config;
 
 /* Fill c with the defaults. */

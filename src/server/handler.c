@@ -12,7 +12,9 @@
  *   GET /healthz                   200 minting, 503 with the reason
  *   GET /metrics                   Prometheus text format
  *   GET /ping                      a static answer (the framework's ceiling)
- * ?format=text gives one id a line (text/plain) instead of JSON.
+ * ?format=text gives one id a line (text/plain) instead of JSON;
+ * ?format=opaque (Snowflake and segment ids, with opaque-key-file set)
+ * gives each id as an opaque public id (idmint/opaque.h, base32), in JSON.
  *
  * Input is checked strictly (FAULTS N1): count is 1 to count-max in plain
  * decimal (no sign, no space, no 0x, no exponent, no leading zero); unknown
@@ -165,6 +167,7 @@ static void fail_mint(idmd_app *app, idmd_response *rs, const char *what, int rc
 typedef struct params {
     uint32_t count;
     bool text;
+    bool opaque; /* ids as opaque public ids (the key's permutation, base32) */
 } params;
 
 /* Strict decimal 1..max: digits only, no leading zero. */
@@ -185,13 +188,14 @@ static bool parse_count(const char *s, size_t n, uint32_t max, uint32_t *out)
 }
 
 /* Parse the query: count (when allowed) and format. 0 or an answer sent. */
-static int parse_query(idmd_app *app, const char *query, bool count_ok, params *p,
-                       idmd_response *rs)
+static int parse_query(idmd_app *app, const char *query, bool count_ok, bool opaque_ok,
+                       params *p, idmd_response *rs)
 {
     bool seen_count = false, seen_format = false;
     const char *q = query;
     p->count = 1;
     p->text = false;
+    p->opaque = false;
     if (q == NULL || *q == '\0')
         return 0;
     while (*q != '\0') {
@@ -226,12 +230,20 @@ static int parse_query(idmd_app *app, const char *query, bool count_ok, params *
                 return -1;
             }
             seen_format = true;
-            if (vlen == 4 && memcmp(v, "json", 4) == 0)
+            if (vlen == 4 && memcmp(v, "json", 4) == 0) {
                 p->text = false;
-            else if (vlen == 4 && memcmp(v, "text", 4) == 0)
+            } else if (vlen == 4 && memcmp(v, "text", 4) == 0) {
                 p->text = true;
-            else {
-                fail(rs, 400, "format", "format must be json or text");
+            } else if (vlen == 6 && memcmp(v, "opaque", 6) == 0 && opaque_ok) {
+                if (!app->has_opaque) {
+                    fail(rs, 400, "format",
+                         "format=opaque needs the service's opaque-key-file setting");
+                    return -1;
+                }
+                p->opaque = true;
+            } else {
+                fail(rs, 400, "format", "format must be json or text%s",
+                     opaque_ok ? " or opaque" : "");
                 return -1;
             }
         } else {
@@ -306,7 +318,19 @@ static void reply_numbers(idmd_app *app, int kind, const params *p, const uint64
     } else {
         begin_ids(rs, p);
         for (uint32_t i = 0; i < p->count; i++) {
-            snprintf(t, sizeof t, "%" PRIu64, ids[i]);
+            uint64_t y;
+            if (p->opaque) {
+                /* ids stay below 2^63 (the layouts and sequences are 63-bit
+                 * here); one that is not is an error, not a guess */
+                if (idm_opaque_encrypt(&app->opaque_key, ids[i], &y) != 0 ||
+                    idm_opaque_format(y, IDM_OPAQUE_BASE32, t) != 0) {
+                    fail(rs, 500, "format", "id %" PRIu64 " has no opaque form (bit 63 set)",
+                         ids[i]);
+                    return;
+                }
+            } else {
+                snprintf(t, sizeof t, "%" PRIu64, ids[i]);
+            }
             one_id(rs, p, i, t);
         }
         end_ids(rs, p);
@@ -826,12 +850,12 @@ void idmd_handle(idmd_app *app, const idmd_request *rq, idmd_response *rs)
         return;
     }
     if (strcmp(path, "/v1/snowflake") == 0) {
-        if (parse_query(app, rq->query, true, &p, rs) == 0)
+        if (parse_query(app, rq->query, true, true, &p, rs) == 0)
             h_snowflake(app, &p, rs, false);
         return;
     }
     if (under(path, "/v1/segment/", &rest)) {
-        if (parse_query(app, rq->query, true, &p, rs) == 0)
+        if (parse_query(app, rq->query, true, true, &p, rs) == 0)
             h_segment(app, rest, &p, rs, false);
         return;
     }
@@ -840,12 +864,12 @@ void idmd_handle(idmd_app *app, const idmd_request *rq, idmd_response *rs)
         int kind = strcmp(path, "/v1/ulid") == 0    ? IDMD_K_ULID
                    : strcmp(path, "/v1/uuid7") == 0 ? IDMD_K_UUID7
                                                     : IDMD_K_UUID4;
-        if (parse_query(app, rq->query, true, &p, rs) == 0)
+        if (parse_query(app, rq->query, true, false, &p, rs) == 0)
             h_128(app, kind, &p, rs);
         return;
     }
     if (under(path, "/v1/decode/", &rest)) {
-        if (parse_query(app, rq->query, false, &p, rs) == 0)
+        if (parse_query(app, rq->query, false, false, &p, rs) == 0)
             h_decode(app, rest, &p, rs);
         return;
     }
@@ -855,6 +879,7 @@ void idmd_handle(idmd_app *app, const idmd_request *rq, idmd_response *rs)
             return;
         p.count = 1;
         p.text = true;
+        p.opaque = false;
         if (seg)
             h_segment(app, rest, &p, rs, true);
         else

@@ -321,6 +321,25 @@ static int setup(idmd_app *app, const idmd_config *cfg)
         say("store %s: %s", url, idm_error_detail());
         return -1;
     }
+    if (cfg->opaque_key_file[0] != '\0') {
+        char hex[80];
+        int fd = open(cfg->opaque_key_file, O_RDONLY | O_CLOEXEC);
+        ssize_t n = fd >= 0 ? read(fd, hex, sizeof hex - 1) : -1;
+        if (fd >= 0)
+            close(fd);
+        if (n < 0) {
+            say("opaque-key-file %s: %s", cfg->opaque_key_file, strerror(errno));
+            return -1;
+        }
+        hex[n] = '\0';
+        rc = idm_opaque_key_parse(hex, &app->opaque_key);
+        memset(hex, 0, sizeof hex); /* the key is never kept as text */
+        if (rc != 0) {
+            say("opaque-key-file %s: %s", cfg->opaque_key_file, idm_error_detail());
+            return -1;
+        }
+        app->has_opaque = true;
+    }
     if (cfg->token_file[0] != '\0') {
         if (read_token(cfg->token_file, app->token, sizeof app->token) != 0)
             return -1;

@@ -215,6 +215,7 @@ static const keycase keycases[] = {
     {"clock", "IDMINT_CLOCK", {"offset-file:/tmp/o1", "system", "offset-file:/x"},
      {"offset-file:/tmp/o1", "system", "offset-file:/x"}},
     {"segment-wait", "IDMINT_SEGMENT_WAIT", {"0", "60000", "5"}, {"0", "60000", "5"}},
+    {"opaque-key-file", "IDMINT_OPAQUE_KEY_FILE", {"/k1", "/k2", "/k3"}, {"/k1", "/k2", "/k3"}},
 };
 #define NKEYCASES (sizeof keycases / sizeof keycases[0])
 
@@ -895,13 +896,14 @@ static void test_print(void **state)
                               "threads = 2\n"
                               "max-connections = 1024\n"
                               "clock = system\n"
-                              "segment-wait = 1000\n");
+                              "segment-wait = 1000\n"
+                              "opaque-key-file = \"\"\n");
 
     /* a printed configuration (of non-empty values) reads back the same */
     const char *full[] = {"--listen", "[::1]:1", "--data-dir", " /sp ", "--lease", "file:///l",
                           "--store", "sqlite:///s", "--layout", "time:40@1ms,w:10,seq:13",
                           "--epoch", "1700000000000", "--node", "dc=1", "--token-file", tok,
-                          NULL};
+                          "--opaque-key-file", "/k", NULL};
     idmd_config a, b;
     expect_ok(&a, full, NULL);
     idmd_config_print(&a, dump, sizeof dump);

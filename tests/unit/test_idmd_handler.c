@@ -703,6 +703,59 @@ static void test_health_store_down(void **state)
     tapp_free(t);
 }
 
+/* ?format=opaque: each id as its opaque public id under the service's key
+ * (base32), which the key's holder turns back into the id; refused without
+ * a key and on the 128-bit endpoints. */
+static void test_opaque_format(void **state)
+{
+    tapp *t = tapp_new(NULL, NULL);
+    idmd_response rs;
+    idm_opaque_key key;
+    const char *p;
+    int n = 0;
+    (void)state;
+    call(t, "/v1/snowflake", "format=opaque", &rs);
+    assert_error(&rs, 400, "format");
+    free(rs.body);
+    IDM_ASSERT_OK(idm_opaque_key_parse("000102030405060708090a0b0c0d0e0f", &key));
+    t->app.opaque_key = key;
+    t->app.has_opaque = true;
+    call(t, "/v1/uuid7", "format=opaque", &rs);
+    assert_error(&rs, 400, "format");
+    free(rs.body);
+    call(t, "/v1/snowflake", "count=5&format=opaque", &rs);
+    assert_int_equal(rs.status, 200);
+    assert_string_equal(rs.content_type, CT_JSON);
+    assert_true(strncmp(rs.body, "{\"ids\":[\"", 9) == 0);
+    for (p = strchr(rs.body, '"'); p != NULL && (p = strchr(p + 1, '"')) != NULL;) {
+        char text[IDM_OPAQUE_TEXT_MAX];
+        uint64_t y, id;
+        idm_decoded d;
+        const char *end;
+        if (strncmp(p, "\"ids\"", 5) == 0 || p[1] == ']' || p[1] == ',' || p[1] == ':') {
+            p++;
+            continue;
+        }
+        end = strchr(p + 1, '"');
+        assert_non_null(end);
+        assert_int_equal(end - p - 1, IDM_OPAQUE_BASE32_LEN);
+        snprintf(text, sizeof text, "%.*s", (int)(end - p - 1), p + 1);
+        IDM_ASSERT_OK(idm_opaque_parse(text, IDM_OPAQUE_BASE32, &y));
+        IDM_ASSERT_OK(idm_opaque_decrypt(&key, y, &id));
+        IDM_ASSERT_OK(idm_layout_decode(t->app.layout, id, &d));
+        assert_int_equal(d.value[1], 1); /* datacenter */
+        assert_int_equal(d.value[2], 2); /* worker */
+        n++;
+        p = end;
+    }
+    assert_int_equal(n, 5);
+    free(rs.body);
+    call(t, "/v1/segment/orders", "count=2&format=opaque", &rs);
+    assert_int_equal(rs.status, 200);
+    free(rs.body);
+    tapp_free(t);
+}
+
 static void test_metrics(void **state)
 {
     tapp *t = tapp_new(NULL, NULL);
@@ -1352,6 +1405,7 @@ int main(void)
         cmocka_unit_test(test_leaf),
         cmocka_unit_test(test_health_ping),
         cmocka_unit_test(test_health_store_down),
+        cmocka_unit_test(test_opaque_format),
         cmocka_unit_test(test_metrics),
         cmocka_unit_test(test_n1_count),
         cmocka_unit_test(test_count_cap),
