@@ -194,6 +194,11 @@ int cli_cmd_ulid(int argc, char **argv);
 int cli_cmd_objectid(int argc, char **argv);
 int cli_cmd_lease(int argc, char **argv);
 int cli_cmd_seq(int argc, char **argv);
+int cli_cmd_plan(int argc, char **argv);
+int cli_cmd_estimate(int argc, char **argv);
+int cli_cmd_birthday(int argc, char **argv);
+int cli_cmd_encrypt(int argc, char **argv);
+int cli_cmd_decrypt(int argc, char **argv);
 
 /* Help lines for the --layout and --epoch options every subcommand that
  * builds a layout shares. */

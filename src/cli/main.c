@@ -25,6 +25,11 @@ static const command commands[] = {
     {"layout", cli_cmd_layout, "describe a layout, or list the presets"},
     {"lease", cli_cmd_lease, "list or hold worker-id leases (file://, etcd://)"},
     {"seq", cli_cmd_seq, "named sequences of dense ids from ticket stores"},
+    {"birthday", cli_cmd_birthday, "the chance that random ids collide"},
+    {"encrypt", cli_cmd_encrypt, "turn ids into opaque public ids (keyed)"},
+    {"decrypt", cli_cmd_decrypt, "turn opaque public ids back into ids"},
+    {"plan", cli_cmd_plan, "what a layout gives; check needs, suggest a layout"},
+    {"estimate", cli_cmd_estimate, "back-of-envelope fleet sizing for a layout"},
     {NULL, NULL, NULL},
 };
 

@@ -1,0 +1,253 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# Tests of `idmint birthday`: the known birthday-bound figures (64 random
+# bits: 50% after about 5.06e9 ids; UUIDv4's 122 bits: after about
+# 2.71e18), tiny probabilities against the same formula computed
+# independently in python3, the exact product for small cases, the per-ms
+# model, the SVG chart (parses as XML, a path per series, the legend), and
+# every bad-usage case (exit 2, one stderr line, nothing on stdout).
+#
+# Usage: bash test_birthday.sh /path/to/idmint
+# Ends with one line "N passed, N failed"; exits non-zero if any check failed.
+
+set -u
+
+# shellcheck source=lib.sh
+source "$(dirname "$0")/lib.sh"
+
+if ! command -v python3 >/dev/null 2>&1; then
+    echo "python3 is needed" >&2
+    echo "0 passed, 1 failed"
+    exit 1
+fi
+
+# pycheck DESCRIPTION PYTHON: run PYTHON with the last run's stdout as the
+# JSON object J (json.load); passes if it prints "ok".
+pycheck() {
+    local desc=$1 code=$2 got
+    got=$(python3 -c "import json, math, sys
+J = json.load(open(sys.argv[1]))
+$code" "$T/out" 2>&1)
+    if [ "$RC" -eq 0 ] && [ ! -s "$T/err" ] && [ "$got" = ok ]; then
+        ok
+    else
+        bad "$desc: $got; $(show)"
+    fi
+}
+
+YEAR=31557600
+
+# ---------------------------------------------------------------- known figures
+
+run birthday --bits 64 --rate 1e6 --json
+pycheck "64 bits: 50% after about 5.06e9 ids" '
+r = J["t50_ids"] / 5.06e9
+print("ok" if abs(r - 1) < 0.02 and J["model"] == "random" and J["bits"] == 64
+      else "t50_ids=%r" % J["t50_ids"])'
+pycheck "64 bits: t50 seconds = ids / rate" '
+print("ok" if abs(J["t50_s"] * 1e6 / J["t50_ids"] - 1) < 1e-9 else J)'
+
+run birthday --bits 122 --rate 1e6 --json
+pycheck "122 bits (UUIDv4): 50% after about 2.71e18 ids" '
+r = J["t50_ids"] / 2.71e18
+print("ok" if abs(r - 1) < 0.02 else "t50_ids=%r" % J["t50_ids"])'
+pycheck "122 bits: 1e-9 after sqrt(2 * 2^122 * -log1p(-1e-9)) ids" '
+want = (1 + math.sqrt(1 + 8 * 2.0**122 * -math.log1p(-1e-9))) / 2
+print("ok" if abs(J["t1e9_ids"] / want - 1) < 1e-9 else J["t1e9_ids"])'
+
+# ---------------------------------------------------------------- tiny values
+
+run birthday --bits 122 --rate 1e6 --duration 1y --json
+pycheck "122 bits at 1e6/s for 1 year: P = -expm1(-n(n-1)/2^123)" '
+n = 1e6 * 365.25 * 86400
+want = -math.expm1(-n * (n - 1) / 2 / 2.0**122)
+got = J["p_collision"]
+print("ok" if abs(got / want - 1) < 1e-6 and J["ids"] == n and 1e-11 < got < 1e-9
+      else "got %r want %r" % (got, want))'
+
+run birthday --bits 128 --rate 1 --duration 3600s --json
+pycheck "128 bits, 3600 ids: P near 1e-32 keeps its digits" '
+n = 3600
+want = -math.expm1(-n * (n - 1) / 2 / 2.0**128)
+got = J["p_collision"]
+print("ok" if abs(got / want - 1) < 1e-6 else "got %r want %r" % (got, want))'
+
+# ---------------------------------------------------------------- exact product
+
+for args in "8 1 20" "8 2 30s" "16 10 1m" "40 1000 10m"; do
+    set -- $args
+    run birthday --bits "$1" --rate "$2" --duration "$3" --json
+    pycheck "exact product: --bits $1 --rate $2 --duration $3" '
+from fractions import Fraction
+bits = J["bits"]; n = int(J["ids"])
+space = 2**bits
+if n <= 2000:  # exactly, in fractions
+    none = Fraction(1)
+    for i in range(n):
+        none *= Fraction(space - i, space)
+    want = float(1 - none)
+else:  # the same product as a correctly rounded sum of logarithms
+    want = -math.expm1(math.fsum(math.log1p(-i / space) for i in range(n)))
+got = J["p_collision"]
+print("ok" if J["method"] == "exact-product" and abs(got / want - 1) < 1e-9
+      else "got %r want %r (n=%d)" % (got, want, n))'
+done
+
+run birthday --bits 8 --rate 1 --duration 1h --json
+pycheck "8 bits: 50% at the first whole count the exact product reaches it" '
+bits = 8; space = 2**bits
+none = 1.0; n = 0
+while 1 - none < 0.5:
+    none *= (space - n) / space
+    n += 1
+print("ok" if J["t50_ids"] == n and J["t50_s"] == n and J["p_collision"] == 1
+      else "t50_ids %r want %d" % (J["t50_ids"], n))'
+
+run birthday --bits 4 --rate 1 --duration 17 --json
+pycheck "more ids than values: P = 1" 'print("ok" if J["p_collision"] == 1 else J)'
+
+run birthday --bits 64 --rate 0.5 --duration 3s --json
+pycheck "one id (rate x duration rounds down): P = 0" '
+print("ok" if J["p_collision"] == 0 and J["ids"] == 1 else J)'
+
+# ---------------------------------------------------------------- per-ms
+
+run birthday --bits 74 --rate 1e6 --duration 100y --per-ms --json
+pycheck "per-ms, 74 bits at 1e6/s for 100 years" '
+k = 1e6 / 1000; M = 100 * 365.25 * 86400 * 1000
+q = -math.expm1(-k * k / 2 / 2.0**74)
+want = -math.expm1(M * math.log1p(-q))
+got = J["p_collision"]
+t50 = math.log1p(-0.5) / math.log1p(-q) / 1000
+print("ok" if abs(got / want - 1) < 1e-6 and abs(J["t50_s"] / t50 - 1) < 1e-6
+      and J["model"] == "per-ms"
+      else "got %r want %r; t50 %r want %r" % (got, want, J["t50_s"], t50))'
+
+run birthday --bits 80 --rate 500 --duration 30d --per-ms --json
+pycheck "per-ms, k < 1 per ms (Poisson): ULID 80 bits at 500/s for 30 days" '
+k = 0.5; M = 30 * 86400 * 1000
+want = -math.expm1(-M * k * k / 2 / 2.0**80)
+got = J["p_collision"]
+print("ok" if abs(got / want - 1) < 1e-6 else "got %r want %r" % (got, want))'
+
+run birthday --bits 8 --rate 1e5 --duration 1s --per-ms --json
+pycheck "per-ms, many ids per value: the Poisson-exact form" '
+lam = 100 / 256.0
+per_ms = 256 * (math.log1p(lam) - lam)
+want = -math.expm1(1000 * per_ms)
+t50 = math.log1p(-0.5) / per_ms / 1000
+got = J["p_collision"]
+print("ok" if abs(got - want) < 1e-12 and abs(J["t50_s"] / t50 - 1) < 1e-9
+      else "got %r want %r" % (got, want))'
+
+# ---------------------------------------------------------------- durations
+
+for d in "3600:3600" "3600s:3600" "90m:5400" "2h:7200" "30d:2592000" "1.5y:47336400" "5y:157788000" "10000y:315576000000"; do
+    run birthday --bits 64 --rate 1 --duration "${d%%:*}" --json
+    pycheck "--duration ${d%%:*} is ${d#*:} s" "print('ok' if J['duration_s'] == ${d#*:} else J['duration_s'])"
+done
+run birthday --bits 64 --rate 1 --json
+pycheck "default duration 5y" "print('ok' if J['duration_s'] == 5 * $YEAR else J['duration_s'])"
+
+# ---------------------------------------------------------------- text output
+
+run birthday --bits 64 --rate 1e6
+check "text: 64 bits at 1e6/s" test "$RC" -eq 0 -a ! -s "$T/err" \
+    -a "$(grep -c '^50% after: *1.4 hours (5.06e+09 ids)$' "$T/out")" -eq 1 \
+    -a "$(grep -c '^P(collision): *1.00e+00$' "$T/out")" -eq 1 \
+    -a "$(grep -c '^1e-9 after: *0.192 seconds (192078 ids)$' "$T/out")" -eq 1
+run birthday --bits 122 --rate 1e6
+check "text: 122 bits shows P in 3 digits and '1 in N'" test "$RC" -eq 0 \
+    -a "$(grep -Ec '^P\(collision\): *2\.34e-09 \(1 in 4\.27e\+08\)$' "$T/out")" -eq 1 \
+    -a "$(grep -c '(2.71e+18 ids)$' "$T/out")" -eq 1
+run birthday --bits 122 --rate 1e6
+cp "$T/out" "$T/out1"
+run birthday --rate 1e6 --bits 122
+check "same output for the same input" cmp -s "$T/out" "$T/out1"
+run birthday --help
+check "--help exits 0 with usage" test "$RC" -eq 0 -a ! -s "$T/err" \
+    -a "$(head -n 1 "$T/out")" = 'usage: idmint birthday --bits B --rate IDS_PER_S [--duration D]'
+
+# ---------------------------------------------------------------- SVG
+
+run birthday --bits 64 --rate 1e6 --plot "$T/p.svg"
+check "--plot: exit 0, file written, no .tmp left" test "$RC" -eq 0 -a ! -s "$T/err" \
+    -a -s "$T/p.svg" -a ! -e "$T/p.svg.tmp"
+got=$(python3 - "$T/p.svg" <<'EOF' 2>&1
+import sys, xml.etree.ElementTree as ET
+ns = "{http://www.w3.org/2000/svg}"
+root = ET.parse(sys.argv[1]).getroot()
+errs = []
+if root.tag != ns + "svg" or root.get("version") != "1.1":
+    errs.append("root %s version %s" % (root.tag, root.get("version")))
+paths = [p for p in root.iter(ns + "path") if p.get("class") == "series"]
+if len(paths) != 7:
+    errs.append("%d series paths" % len(paths))
+for p in paths:
+    d = p.get("d")
+    if not d.startswith("M") or d.count(" L") < 10:
+        errs.append("short path %r" % d[:40])
+text = " ".join("".join(t.itertext()) for t in root.iter(ns + "text"))
+for want in ["32 bits", "48 bits", "64 bits", "80 bits", "96 bits",
+             "122 bits (UUIDv4)", "74 bits per ms (UUIDv7)", "1e-18", "1e-9",
+             "1 s", "100 years", "Chance of any id collision"]:
+    if want not in text:
+        errs.append("no text %r" % want)
+if root.find(ns + "title") is None:
+    errs.append("no title")
+print("ok" if not errs else "; ".join(errs))
+EOF
+)
+check "--plot: valid SVG 1.1 XML, 7 series paths, axes, legend ($got)" test "$got" = ok
+
+run birthday --bits 64 --rate 1e6 --plot "$T/p2.svg"
+check "--plot output is deterministic" cmp -s "$T/p.svg" "$T/p2.svg"
+
+run birthday --bits 80 --per-ms --rate 1e3 --plot "$T/p3.svg" --json
+got=$(python3 -c '
+import sys, xml.etree.ElementTree as ET
+ns = "{http://www.w3.org/2000/svg}"
+root = ET.parse(sys.argv[1]).getroot()
+paths = [p for p in root.iter(ns + "path") if p.get("class") == "series"]
+text = " ".join("".join(t.itertext()) for t in root.iter(ns + "text"))
+print("ok" if len(paths) == 8 and "80 bits per ms (ULID)" in text else (len(paths), text))
+' "$T/p3.svg" 2>&1)
+check "--plot adds this run's model when it is not a default series ($got)" test "$got" = ok
+pycheck "--json names the plot" 'print("ok" if J["plot"].endswith("p3.svg") else J)'
+
+# An existing file is replaced whole.
+printf 'old' >"$T/p4.svg"
+run birthday --bits 64 --rate 1 --plot "$T/p4.svg"
+check "--plot replaces an existing file" test "$RC" -eq 0 -a "$(head -c 5 "$T/p4.svg")" = '<?xml'
+
+fails_with 1 prefix "idmint: birthday: cannot write --plot '$T/nodir/p.svg': No such file or directory" \
+    birthday --bits 64 --rate 1 --plot "$T/nodir/p.svg"
+
+# ---------------------------------------------------------------- bad usage
+
+BITS_MSG="must be an integer from 1 to 256"
+RATE_MSG="must be a number of ids per second above 0 and at most 1e15"
+DUR_MSG="must be above 0 and at most 10000y, in seconds or with a unit s, m, h, d or y (3600, 30d, 5y)"
+for b in 0 257 abc -1 1.5 '' ' 64' 64x 0x40 +64 1000; do
+    usage_exact "idmint: birthday: bad --bits '$b': $BITS_MSG" birthday --bits "$b" --rate 1
+done
+for r in 0 -1 1e16 abc inf nan 0x10 '' 1e-400 1e400 '1 ' 1,5 1e6x -0; do
+    usage_exact "idmint: birthday: bad --rate '$r': $RATE_MSG" birthday --bits 64 --rate "$r"
+done
+for d in 0 0s 5x x y '' -1d 10001y 1e400 inf 1.5.y 5yy 3600ms; do
+    usage_exact "idmint: birthday: bad --duration '$d': $DUR_MSG" birthday --bits 64 --rate 1 --duration "$d"
+done
+usage_exact "idmint: birthday: missing --bits and --rate (try 'idmint birthday --help')" birthday
+usage_exact "idmint: birthday: missing --bits (try 'idmint birthday --help')" birthday --rate 1
+usage_exact "idmint: birthday: missing --rate (try 'idmint birthday --help')" birthday --bits 64
+usage_exact "idmint: birthday: option '--bits' needs a value" birthday --rate 1 --bits
+usage_exact "idmint: birthday: unknown option '--bit'" birthday --bit 64 --rate 1
+usage_exact "idmint: birthday: unexpected argument 'extra'" birthday --bits 64 --rate 1 extra
+usage_exact "idmint: birthday: option '--per-ms' takes no value (got '--per-ms=1')" birthday --bits 64 --rate 1 --per-ms=1
+usage_exact "idmint: birthday: bad --plot '': empty path" birthday --bits 64 --rate 1 --plot ''
+# Checked before anything is written.
+usage_exact "idmint: birthday: bad --duration '0': $DUR_MSG" birthday --bits 64 --rate 1 --duration 0 --plot "$T/never.svg"
+check "a bad option writes no plot" test ! -e "$T/never.svg" -a ! -e "$T/never.svg.tmp"
+
+finish
