@@ -52,6 +52,8 @@ static const char plan_usage[] =
     "      --workers N        worker ids needed (1 to 4294967296)\n"
     "      --peak IDS_PER_S   peak ids per second of one worker (above 0,\n"
     "                         at most 1e12)\n"
+    "      --node NAME=VALUE  a node value of the example id (repeat; the\n"
+    "                         default: 0, and 1 for the last node field)\n"
     "      --at TIME          time of the example id, unix ms or ISO-8601\n"
     "                         (default now)\n"
     "      --json             one JSON object (ids as strings)\n"
@@ -360,6 +362,7 @@ enum {
     OPT_WORKERS,
     OPT_PEAK,
     OPT_AT,
+    OPT_NODE,
     OPT_RATE,
     OPT_PROCESSES,
     OPT_SKEW,
@@ -376,6 +379,7 @@ static const cli_opt plan_options[] = {
     {"workers", 0, true, OPT_WORKERS},
     {"peak", 0, true, OPT_PEAK},
     {"at", 0, true, OPT_AT},
+    {"node", 0, true, OPT_NODE},
     {NULL, 0, false, 0},
 };
 
@@ -689,6 +693,8 @@ int cli_cmd_plan(int argc, char **argv)
     plan_args a;
     memset(&a, 0, sizeof a);
     const char *at_text = NULL;
+    const char *nodes[IDM_LAYOUT_MAX_FIELDS];
+    size_t nnodes = 0;
 
     cli_parser p;
     const char *v;
@@ -727,6 +733,13 @@ int cli_cmd_plan(int argc, char **argv)
             break;
         case OPT_AT:
             at_text = v;
+            break;
+        case OPT_NODE:
+            if (nnodes == IDM_LAYOUT_MAX_FIELDS) {
+                cli_error(cmd, "more than %d --node options", IDM_LAYOUT_MAX_FIELDS);
+                return CLI_USAGE;
+            }
+            nodes[nnodes++] = v;
             break;
         default:
             break;
@@ -770,6 +783,19 @@ int cli_cmd_plan(int argc, char **argv)
     }
     uint64_t node[IDM_LAYOUT_MAX_FIELDS];
     example_nodes(l, node);
+    if (nnodes > 0) {
+        /* Given values replace the default example's; the others are 0. */
+        uint32_t set = 0;
+        memset(node, 0, sizeof node);
+        for (size_t i = 0; i < nnodes; i++) {
+            int nrc = idm_layout_parse_node(l, nodes[i], node, &set);
+            if (nrc != 0) {
+                cli_lib_error(cmd, nrc, "bad --node '%s'", nodes[i]);
+                idm_layout_free(l);
+                return CLI_USAGE;
+            }
+        }
+    }
     uint64_t example = 0;
     int rc = idm_layout_compose(l, a.at, node, 0, &example);
     if (rc != 0) {

@@ -318,4 +318,14 @@ run --help
 check "idmint --help lists plan and estimate" \
     eval 'grep -q "^  plan " "$T/out" && grep -q "^  estimate " "$T/out"'
 
+# --node: the example id for a given worker (2026-01-01 is the Twitter API's
+# example time; datacenter 3, worker 7: 2006515713438650368 | 3<<17 | 7<<12).
+run plan --layout twitter --at 2026-01-01 --node datacenter=3 --node worker=7
+check "plan --node: the example id carries the node values given" \
+    grep -qx 'example id: 2006515713439068160 (at 2026-01-01T00:00:00.000Z, datacenter=3 worker=7 seq=0)' "$T/out"
+usage_exact "idmint: plan: bad --node 'worker=99': value out of range (node: worker=99 exceeds 31 (5 bits))" \
+    plan --layout twitter --at 2026-01-01 --node worker=99
+usage_exact "idmint: plan: bad --node 'bogus=1': invalid argument (node: the layout has no field 'bogus')" \
+    plan --layout twitter --at 2026-01-01 --node bogus=1
+
 finish
