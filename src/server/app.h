@@ -97,6 +97,11 @@ typedef struct idmd_response {
  * rs->body. Thread-safe. */
 void idmd_handle(idmd_app *app, const idmd_request *rq, idmd_response *rs);
 
+/* Make rs an error answer, {"error":{"status":S,"param":P,"message":M}}
+ * (param may be NULL), for the handler and the HTTP layer alike. */
+void idmd_fail(idmd_response *rs, int status, const char *param, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
 /* Count a response and its latency in the metrics. */
 void idmd_count(idmd_app *app, int status, int64_t latency_ns);
 

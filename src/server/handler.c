@@ -105,8 +105,8 @@ static void reset(idmd_response *rs)
 }
 
 /* An error answer: {"error":{"status":S,"param":P,"message":M}}. */
-__attribute__((format(printf, 4, 5))) static void fail(idmd_response *rs, int status,
-                                                       const char *param, const char *fmt, ...)
+__attribute__((format(printf, 4, 5))) void idmd_fail(idmd_response *rs, int status,
+                                                     const char *param, const char *fmt, ...)
 {
     char msg[400];
     va_list ap;
@@ -135,34 +135,44 @@ static void fail_mint(idmd_app *app, idmd_response *rs, const char *what, int rc
     switch (rc) {
     case IDM_ECLOCKBACK:
         atomic_fetch_add(&app->m.clock_refusals, 1);
-        fail(rs, 503, NULL, "%s: the clock went back beyond the policy's bound: %s", what, d);
+        idmd_fail(rs, 503, NULL, "%s: the clock went back beyond the policy's bound: %s", what, d);
         rs->retry_after_s = 1;
         break;
     case IDM_EEXHAUSTED:
         atomic_fetch_add(&app->m.exhaustion_refusals, 1);
-        fail(rs, 503, NULL, "%s: more ids than the layout makes per tick: %s", what, d);
+        idmd_fail(rs, 503, NULL, "%s: more ids than the layout makes per tick: %s", what, d);
         rs->retry_after_s = 1;
         break;
     case IDM_ELEASE:
         atomic_fetch_add(&app->m.lease_refusals, 1);
-        fail(rs, 503, NULL, "%s: no valid worker-id lease (lost, or not renewed in time): %s",
+        idmd_fail(rs, 503, NULL, "%s: no valid worker-id lease (lost, or not renewed in time): %s",
              what, d);
         rs->retry_after_s = 1;
         break;
     case IDM_EUNAVAIL:
-        fail(rs, 503, NULL, "%s: %s", what, d);
+        idmd_fail(rs, 503, NULL, "%s: %s", what, d);
         rs->retry_after_s = 1;
         break;
     case IDM_ENOSEQ:
-        fail(rs, 404, NULL, "%s", d);
+        idmd_fail(rs, 404, NULL, "%s", d);
         break;
     default:
-        fail(rs, 500, NULL, "%s: %s: %s", what, idm_err_name(rc), d);
+        idmd_fail(rs, 500, NULL, "%s: %s: %s", what, idm_err_name(rc), d);
         break;
     }
 }
 
 /* ------------------------------------------------------------------ input */
+
+/* The name of a parameter (its first n bytes of q, at most 31) as printable
+ * ASCII for a message: other bytes become '?'. */
+static void param_name(char key[32], const char *q, size_t n)
+{
+    snprintf(key, 32, "%.*s", (int)(n < 31 ? n : 31), q);
+    for (char *k = key; *k != '\0'; k++)
+        if (*k < 0x20 || *k >= 0x7f)
+            *k = '?';
+}
 
 typedef struct params {
     uint32_t count;
@@ -208,25 +218,22 @@ static int parse_query(idmd_app *app, const char *query, bool count_ok, bool opa
         klen = eq != NULL ? (size_t)(eq - q) : len;
         v = eq != NULL ? eq + 1 : q + len;
         vlen = eq != NULL ? len - klen - 1 : 0;
-        snprintf(key, sizeof key, "%.*s", (int)(klen < 31 ? klen : 31), q);
-        for (char *k = key; *k != '\0'; k++)
-            if (*k < 0x20 || *k >= 0x7f)
-                *k = '?';
+        param_name(key, q, klen);
         if (klen == 5 && memcmp(q, "count", 5) == 0 && count_ok) {
             if (seen_count) {
-                fail(rs, 400, "count", "count is given twice");
+                idmd_fail(rs, 400, "count", "count is given twice");
                 return -1;
             }
             seen_count = true;
             if (!parse_count(v, vlen, app->cfg->count_max, &p->count)) {
-                fail(rs, 400, "count",
+                idmd_fail(rs, 400, "count",
                      "count must be a plain decimal number from 1 to %u (got '%.*s')",
                      (unsigned)app->cfg->count_max, (int)(vlen < 24 ? vlen : 24), v);
                 return -1;
             }
         } else if (klen == 6 && memcmp(q, "format", 6) == 0) {
             if (seen_format) {
-                fail(rs, 400, "format", "format is given twice");
+                idmd_fail(rs, 400, "format", "format is given twice");
                 return -1;
             }
             seen_format = true;
@@ -236,18 +243,18 @@ static int parse_query(idmd_app *app, const char *query, bool count_ok, bool opa
                 p->text = true;
             } else if (vlen == 6 && memcmp(v, "opaque", 6) == 0 && opaque_ok) {
                 if (!app->has_opaque) {
-                    fail(rs, 400, "format",
+                    idmd_fail(rs, 400, "format",
                          "format=opaque needs the service's opaque-key-file setting");
                     return -1;
                 }
                 p->opaque = true;
             } else {
-                fail(rs, 400, "format", "format must be json or text%s",
+                idmd_fail(rs, 400, "format", "format must be json or text%s",
                      opaque_ok ? " or opaque" : "");
                 return -1;
             }
         } else {
-            fail(rs, 400, key, "unknown parameter '%s'%s", key,
+            idmd_fail(rs, 400, key, "unknown parameter '%s'%s", key,
                  count_ok ? " (known: count, format)" : " (known: format)");
             return -1;
         }
@@ -255,7 +262,7 @@ static int parse_query(idmd_app *app, const char *query, bool count_ok, bool opa
             break;
         q = amp + 1;
         if (*q == '\0') {
-            fail(rs, 400, NULL, "the query ends with '&'");
+            idmd_fail(rs, 400, NULL, "the query ends with '&'");
             return -1;
         }
     }
@@ -324,7 +331,7 @@ static void reply_numbers(idmd_app *app, int kind, const params *p, const uint64
                  * here); one that is not is an error, not a guess */
                 if (idm_opaque_encrypt(&app->opaque_key, ids[i], &y) != 0 ||
                     idm_opaque_format(y, IDM_OPAQUE_BASE32, t) != 0) {
-                    fail(rs, 500, "format", "id %" PRIu64 " has no opaque form (bit 63 set)",
+                    idmd_fail(rs, 500, "format", "id %" PRIu64 " has no opaque form (bit 63 set)",
                          ids[i]);
                     return;
                 }
@@ -343,7 +350,7 @@ static uint64_t *ids_for(const params *p, uint64_t *one, idmd_response *rs)
 {
     uint64_t *ids = p->count > 1 ? malloc(p->count * sizeof *ids) : one;
     if (ids == NULL)
-        fail(rs, 503, NULL, "out of memory");
+        idmd_fail(rs, 503, NULL, "out of memory");
     return ids;
 }
 
@@ -419,13 +426,13 @@ static void h_segment(idmd_app *app, const char *name, const params *p, idmd_res
     uint64_t one, *ids;
     int rc;
     if (!seq_name_ok(name)) {
-        fail(rs, 400, "name",
+        idmd_fail(rs, 400, "name",
              "a sequence name is 1 to %d of letters, digits, '_', '.' and '-'",
              IDM_SEQ_NAME_MAX);
         return;
     }
     if (app->store == NULL) {
-        fail(rs, 404, NULL, "no ticket store is configured");
+        idmd_fail(rs, 404, NULL, "no ticket store is configured");
         return;
     }
     rc = seq_for(app, name, &q);
@@ -495,18 +502,18 @@ static void h_decode(idmd_app *app, const char *id, const params *p, idmd_respon
     rs->status = 200;
     rs->content_type = "application/json";
     if (p->text) {
-        fail(rs, 400, "format", "decode answers in JSON only");
+        idmd_fail(rs, 400, "format", "decode answers in JSON only");
         return;
     }
     if (digits) {
         uint64_t v;
         idm_decoded d;
         if (idm_u64_parse(id, &v) != 0 || (n > 1 && id[0] == '0')) {
-            fail(rs, 400, "id", "'%s' is not a 64-bit decimal id", id);
+            idmd_fail(rs, 400, "id", "'%s' is not a 64-bit decimal id", id);
             return;
         }
         if (idm_layout_decode(app->layout, v, &d) != 0) {
-            fail(rs, 400, "id", "%s has bits above the %u bits of layout %s", id,
+            idmd_fail(rs, 400, "id", "%s has bits above the %u bits of layout %s", id,
                  idm_layout_bits(app->layout), idm_layout_name(app->layout));
             return;
         }
@@ -529,7 +536,7 @@ static void h_decode(idmd_app *app, const char *id, const params *p, idmd_respon
         idm_uuid u;
         idm_unix_ms ms;
         if (idm_uuid_parse(id, &u) != 0) {
-            fail(rs, 400, "id", "'%s' is not a UUID: %s", id, idm_error_detail());
+            idmd_fail(rs, 400, "id", "'%s' is not a UUID: %s", id, idm_error_detail());
             return;
         }
         putf(rs, "{\"id\":\"%s\",\"kind\":\"uuid\",\"version\":%d", id, idm_uuid_version(&u));
@@ -543,7 +550,7 @@ static void h_decode(idmd_app *app, const char *id, const params *p, idmd_respon
     if (n == 26) {
         idm_ulid u;
         if (idm_ulid_parse(id, &u) != 0) {
-            fail(rs, 400, "id", "'%s' is not a ULID: %s", id, idm_error_detail());
+            idmd_fail(rs, 400, "id", "'%s' is not a ULID: %s", id, idm_error_detail());
             return;
         }
         putf(rs, "{\"id\":\"%s\",\"kind\":\"ulid\",", id);
@@ -551,7 +558,7 @@ static void h_decode(idmd_app *app, const char *id, const params *p, idmd_respon
         puts_(rs, "}\n");
         return;
     }
-    fail(rs, 400, "id",
+    idmd_fail(rs, 400, "id",
          "'%.40s' is no id idmintd knows: a decimal 64-bit id, a UUID (36 characters) or a "
          "ULID (26)",
          id);
@@ -766,11 +773,8 @@ static int no_params(const char *path, const char *query, idmd_response *rs)
     if (query == NULL || query[0] == '\0')
         return 0;
     n = strcspn(query, "=&");
-    snprintf(key, sizeof key, "%.*s", (int)(n < 31 ? n : 31), query);
-    for (char *k = key; *k != '\0'; k++)
-        if (*k < 0x20 || *k >= 0x7f)
-            *k = '?';
-    fail(rs, 400, key, "unknown parameter '%s': %s takes no parameters", key, path);
+    param_name(key, query, n);
+    idmd_fail(rs, 400, key, "unknown parameter '%s': %s takes no parameters", key, path);
     return -1;
 }
 
@@ -813,23 +817,23 @@ void idmd_handle(idmd_app *app, const idmd_request *rq, idmd_response *rs)
     rs->status = 500;
     rs->content_type = "application/json";
     if (rq->method == NULL || (strcmp(rq->method, "GET") != 0 && strcmp(rq->method, "HEAD") != 0)) {
-        fail(rs, 405, NULL, "only GET%s is served here", head_ok ? " (and HEAD)" : "");
+        idmd_fail(rs, 405, NULL, "only GET%s is served here", head_ok ? " (and HEAD)" : "");
         rs->allow = head_ok ? "GET, HEAD" : "GET";
         return;
     }
     if (app->token_len > 0 && !token_ok(app, rq->authorization)) {
-        fail(rs, 401, NULL, "a valid bearer token is required (Authorization: Bearer ...)");
+        idmd_fail(rs, 401, NULL, "a valid bearer token is required (Authorization: Bearer ...)");
         rs->www_authenticate = true;
         return;
     }
     if (path[0] != '/' || !path_ok(path)) {
-        fail(rs, 400, "path",
+        idmd_fail(rs, 400, "path",
              "the path may hold only letters, digits, '/', '_', '.' and '-' (no "
              "percent-encoding)");
         return;
     }
     if (strcmp(rq->method, "HEAD") == 0 && !head_ok) {
-        fail(rs, 405, NULL, "HEAD is served on /ping, /healthz and /metrics only: it would "
+        idmd_fail(rs, 405, NULL, "HEAD is served on /ping, /healthz and /metrics only: it would "
                             "mint ids nobody sees");
         rs->allow = "GET";
         return;
@@ -886,7 +890,7 @@ void idmd_handle(idmd_app *app, const idmd_request *rq, idmd_response *rs)
             h_snowflake(app, &p, rs, true);
         return;
     }
-    fail(rs, 404, NULL, "no such endpoint: %.80s", path);
+    idmd_fail(rs, 404, NULL, "no such endpoint: %.80s", path);
 }
 
 void idmd_seqs_close(idmd_app *app)

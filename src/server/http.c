@@ -166,11 +166,7 @@ static mhd_result on_request(void *cls, struct MHD_Connection *c, const char *ur
     }
     memset(&rs, 0, sizeof rs);
     if (r->body > MAX_BODY) {
-        rs.status = 413;
-        rs.content_type = "application/json";
-        rs.body = strdup("{\"error\":{\"status\":413,\"message\":\"request body too large (a GET "
-                         "needs none)\"}}\n");
-        rs.len = rs.body != NULL ? strlen(rs.body) : 0;
+        idmd_fail(&rs, 413, NULL, "request body too large (a GET needs none)");
         return send_response(h, c, r, &rs);
     }
     q = strchr(r->uri, '?');
