@@ -102,6 +102,18 @@ static inline void idm__spin_unlock(idm__spin *s)
     atomic_flag_clear_explicit(&s->f, memory_order_release);
 }
 
+/*
+ * For a generator whose state lives under a spinlock and whose fork
+ * generation (*fork_gen) differs from the process's: make it usable in this
+ * forked child. See rng.c.
+ */
+void idm__spin_after_fork(_Atomic uint64_t *fork_gen, idm__spin *lock, idm_unix_ms *last_ms);
+
+/* The lock of a UUIDv7 or ULID generator, for tests that hold it across
+ * fork(). */
+idm__spin *idm__uuid7_gen_lock(idm_uuid7_gen *g);
+idm__spin *idm__ulid_gen_lock(idm_ulid_gen *g);
+
 /* Big-endian loads and stores of 64 bits. */
 static inline uint64_t idm__load_be64(const uint8_t *p)
 {

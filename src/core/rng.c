@@ -16,6 +16,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -196,6 +197,45 @@ uint64_t idm__fork_generation(void)
 {
     pthread_once(&atfork_once, register_atfork);
     return atomic_load_explicit(&idm__fork_gen, memory_order_relaxed);
+}
+
+/* Marks a generator's fork generation while it is being reset in a forked
+ * child. The fork counter never reaches 2^63. */
+#define FORK_RESETTING (UINT64_C(1) << 63)
+
+/*
+ * The generator's fork generation differs from the process's: this is a
+ * forked child (or a child's child) and the lock may have been copied held
+ * by a thread that does not exist here. Before any thread of this process
+ * takes the lock, exactly one of them clears it and restarts the sequence
+ * (*last_ms = -1: a child must not continue its parent's); the others wait
+ * until it has published the new generation, whose release store also
+ * publishes the cleared lock and state. A FORK_RESETTING mark of another
+ * generation was left by a reset that a later fork() cut off, and is taken
+ * over. Nobody can hold the lock while this runs: no thread of this process
+ * takes it before it sees the new generation. Used by the UUIDv7 and ULID
+ * generators.
+ */
+void idm__spin_after_fork(_Atomic uint64_t *fork_gen, idm__spin *lock, idm_unix_ms *last_ms)
+{
+    uint64_t gen = idm__fork_gen_now();
+    uint64_t seen = atomic_load_explicit(fork_gen, memory_order_acquire);
+    unsigned n = 0;
+    while (seen != gen) {
+        if (seen == (gen | FORK_RESETTING)) {
+            /* Another thread of this process is resetting: a few stores. */
+            if (++n % 64 == 0)
+                sched_yield();
+            seen = atomic_load_explicit(fork_gen, memory_order_acquire);
+        } else if (atomic_compare_exchange_weak_explicit(fork_gen, &seen, gen | FORK_RESETTING,
+                                                         memory_order_acquire,
+                                                         memory_order_acquire)) {
+            atomic_flag_clear_explicit(&lock->f, memory_order_relaxed);
+            *last_ms = -1;
+            atomic_store_explicit(fork_gen, gen, memory_order_release);
+            return;
+        }
+    }
 }
 
 /* ---- the per-thread generator ---- */

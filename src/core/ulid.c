@@ -54,7 +54,10 @@ struct idm_ulid_gen {
     idm_unix_ms last_ms; /* -1 before the first id */
     uint16_t last_hi;    /* the 80-bit random part: top 16 bits */
     uint64_t last_lo;    /* and low 64 bits */
-    uint64_t fork_gen;
+    /* The fork generation (idm__fork_gen) the lock and state belong to, or
+     * a generation | FORK_RESETTING while a thread of that generation
+     * resets them; see idm__spin_after_fork. */
+    _Atomic uint64_t fork_gen;
 };
 
 int idm_ulid_gen_new(idm_ulid_gen **out, const idm_clock *clock, const idm_rng *rng,
@@ -72,7 +75,7 @@ int idm_ulid_gen_new(idm_ulid_gen **out, const idm_clock *clock, const idm_rng *
     g->monotonic = monotonic;
     atomic_flag_clear(&g->lock.f);
     g->last_ms = -1;
-    g->fork_gen = idm__fork_generation();
+    atomic_init(&g->fork_gen, idm__fork_generation());
     *out = g;
     return 0;
 }
@@ -80,6 +83,11 @@ int idm_ulid_gen_new(idm_ulid_gen **out, const idm_clock *clock, const idm_rng *
 void idm_ulid_gen_free(idm_ulid_gen *g)
 {
     free(g);
+}
+
+idm__spin *idm__ulid_gen_lock(idm_ulid_gen *g)
+{
+    return &g->lock;
 }
 
 int idm_ulid_next(idm_ulid_gen *g, idm_ulid *out)
@@ -101,12 +109,12 @@ int idm_ulid_next(idm_ulid_gen *g, idm_ulid *out)
         return 0;
     }
 
+    /* In a forked child, reset the lock and the sequence before taking the
+     * lock (see idm__spin_after_fork); otherwise one load and compare. */
     gen = idm__fork_gen_now();
+    if (IDM__UNLIKELY(atomic_load_explicit(&g->fork_gen, memory_order_acquire) != gen))
+        idm__spin_after_fork(&g->fork_gen, &g->lock, &g->last_ms);
     idm__spin_lock(&g->lock);
-    if (IDM__UNLIKELY(g->fork_gen != gen)) {
-        g->fork_gen = gen;
-        g->last_ms = -1;
-    }
     if (now > g->last_ms) {
         /* A new millisecond: fresh random bits. Drawn with the lock
          * released; only the first id of a millisecond pays for them. */

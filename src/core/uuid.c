@@ -5,7 +5,10 @@
  *
  * The v7 generator's state (last timestamp and last 74-bit value) is more
  * than one word, so it lives under a spinlock held for a few instructions;
- * randomness is drawn before the lock is taken.
+ * randomness is drawn before the lock is taken. fork() may copy that lock
+ * held (another thread of the parent was inside it), so a forked child
+ * resets the lock and the sequence before any of its threads takes the lock:
+ * see idm__spin_after_fork.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -73,7 +76,10 @@ struct idm_uuid7_gen {
     idm__spin lock;
     idm_unix_ms last_ms;    /* -1 before the first id */
     r74 last;
-    uint64_t fork_gen;
+    /* The fork generation (idm__fork_gen) the lock and state belong to, or
+     * a generation | FORK_RESETTING while a thread of that generation
+     * resets them; see idm__spin_after_fork. */
+    _Atomic uint64_t fork_gen;
 };
 
 int idm_uuid7_gen_new(idm_uuid7_gen **out, const idm_clock *clock, const idm_rng *rng)
@@ -89,7 +95,7 @@ int idm_uuid7_gen_new(idm_uuid7_gen **out, const idm_clock *clock, const idm_rng
     g->rng = rng;
     atomic_flag_clear(&g->lock.f);
     g->last_ms = -1;
-    g->fork_gen = idm__fork_generation();
+    atomic_init(&g->fork_gen, idm__fork_generation());
     *out = g;
     return 0;
 }
@@ -97,6 +103,11 @@ int idm_uuid7_gen_new(idm_uuid7_gen **out, const idm_clock *clock, const idm_rng
 void idm_uuid7_gen_free(idm_uuid7_gen *g)
 {
     free(g);
+}
+
+idm__spin *idm__uuid7_gen_lock(idm_uuid7_gen *g)
+{
+    return &g->lock;
 }
 
 /*
@@ -148,12 +159,11 @@ int idm_uuid7_next(idm_uuid7_gen *g, idm_uuid *out)
     if (IDM__UNLIKELY(rc != 0))
         return rc;
 
+    /* In a forked child, reset the lock and the sequence before taking the
+     * lock (see idm__spin_after_fork); otherwise one load and compare. */
+    if (IDM__UNLIKELY(atomic_load_explicit(&g->fork_gen, memory_order_acquire) != gen))
+        idm__spin_after_fork(&g->fork_gen, &g->lock, &g->last_ms);
     idm__spin_lock(&g->lock);
-    if (IDM__UNLIKELY(g->fork_gen != gen)) {
-        /* A forked child must not continue its parent's sequence. */
-        g->fork_gen = gen;
-        g->last_ms = -1;
-    }
     if (now > g->last_ms) {
     fresh:
         /* A new millisecond: 74 fresh bits, drawn with the lock released;

@@ -8,13 +8,20 @@
  * generator: monotonic mode (each id the previous + 1 on a frozen clock for
  * 1,000,000 ids, IDM_EOVERFLOW at the top of the random part without
  * wrapping and without moving, clock steps back, four threads on one
- * generator), non-monotonic mode, rng failure and clock range.
+ * generator), non-monotonic mode, rng failure and clock range; and fork()
+ * while another thread holds the monotonic generator's lock (the child must
+ * not inherit it held, and starts afresh).
  */
 #include "testids.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "internal.h" /* idm__ulid_gen_lock, to hold the lock across fork() */
 
 #define MS_LIMIT (INT64_C(1) << 48) /* first ms a ULID cannot hold */
 
@@ -592,6 +599,111 @@ static void ulid_threads(void **state)
     free(all);
 }
 
+/* ---- fork while the generator's lock is held ---- */
+
+/* Monotonic generator on a frozen clock; a second thread holds its lock
+ * while the main thread forks (as a thread minting at that moment would).
+ * The child, where that thread does not exist, must still mint at once and
+ * start afresh: its first id is neither the parent's last plus 1 nor the
+ * parent's next id, and its later ids are each the previous plus 1. The
+ * parent, once the holder lets go, continues with its last plus 1. */
+static void ulid_fork_while_locked(void **state)
+{
+    const idm_unix_ms t = INT64_C(1700000012000);
+    idm_manual_clock *mc = idm_test_frozen_clock(t);
+    idm_ulid_gen *g = NULL;
+    idm_ulid last, mine, theirs[4];
+    idm_test_lock_holder h;
+    idm_test_child child;
+    (void)state;
+    IDM_ASSERT_OK(idm_ulid_gen_new(&g, idm_manual_clock_clock(mc), NULL, true));
+    for (int i = 0; i < 100; i++)
+        IDM_ASSERT_OK(idm_ulid_next(g, &last));
+    idm_test_lock_holder_start(&h, idm__ulid_gen_lock(g));
+    if (idm_test_fork(&child)) {
+        idm_test_child_deadline();
+        for (size_t i = 0; i < sizeof theirs / sizeof theirs[0]; i++)
+            if (idm_ulid_next(g, &theirs[i]) != 0)
+                _exit(2);
+        idm_test_child_send(&child, theirs, sizeof theirs);
+    }
+    idm_test_lock_holder_stop(&h);
+    IDM_ASSERT_OK(idm_ulid_next(g, &mine));
+    size_t got = idm_test_collect_bounded(&child, theirs, sizeof theirs);
+    assert_int_equal(got, sizeof theirs);
+
+    CHECK(ts48(&mine) == t && rand_is_next(&last, &mine),
+          "the parent did not continue its sequence after fork");
+    if (rand_is_next(&last, &theirs[0]) || memcmp(&theirs[0], &mine, 16) == 0) {
+        print_ulid("parent's last id before fork", &last);
+        print_ulid("child's first id", &theirs[0]);
+        fail_msg("the child continued the parent's sequence instead of starting afresh");
+    }
+    for (size_t i = 0; i < sizeof theirs / sizeof theirs[0]; i++) {
+        CHECK(ts48(&theirs[i]) == t, "child's id %zu is not at the clock's ms", i);
+        CHECK(i == 0 || rand_is_next(&theirs[i - 1], &theirs[i]),
+              "the child's id %zu is not the previous + 1", i);
+    }
+    idm_ulid_gen_free(g);
+    idm_manual_clock_free(mc);
+}
+
+enum { CHILD_THREADS = 4, CHILD_PER_THREAD = 1000 };
+
+/* The parent holds the monotonic generator's lock while it forks; in the
+ * child four threads make their first calls on the generator at once, so
+ * several may find it inherited from the parent together. They must all
+ * mint promptly, and the child's ids must be one run begun afresh exactly
+ * once: sorted, each is the previous plus 1 (a second restart would start
+ * a second run at random bits), each thread's ids increase, and the run
+ * does not continue the parent's. */
+static void ulid_fork_while_locked_child_threads(void **state)
+{
+    enum { N = CHILD_THREADS * CHILD_PER_THREAD };
+    const idm_unix_ms t = INT64_C(1700000013000);
+    idm_manual_clock *mc = idm_test_frozen_clock(t);
+    idm_ulid_gen *g = NULL;
+    idm_ulid last, *theirs = malloc(N * sizeof *theirs);
+    idm_test_child child;
+    (void)state;
+    assert_non_null(theirs);
+    IDM_ASSERT_OK(idm_ulid_gen_new(&g, idm_manual_clock_clock(mc), NULL, true));
+    for (int i = 0; i < 100; i++)
+        IDM_ASSERT_OK(idm_ulid_next(g, &last));
+    idm__spin_lock(idm__ulid_gen_lock(g));
+    if (idm_test_fork(&child)) {
+        idm_test_child_deadline();
+        if (idm_test_threads_run_nocheck(CHILD_THREADS, mint_ulid, g, theirs, sizeof *theirs,
+                                         CHILD_PER_THREAD) != 0)
+            _exit(2);
+        idm_test_child_send(&child, theirs, N * sizeof *theirs);
+    }
+    idm__spin_unlock(idm__ulid_gen_lock(g));
+    size_t got = idm_test_collect_bounded(&child, theirs, N * sizeof *theirs);
+    assert_int_equal(got, N * sizeof *theirs);
+
+    for (int i = 0; i < CHILD_THREADS; i++) {
+        const idm_ulid *ids = theirs + (size_t)i * CHILD_PER_THREAD;
+        for (size_t k = 0; k < CHILD_PER_THREAD; k++) {
+            CHECK(ts48(&ids[k]) == t, "child thread %d: id %zu not at the clock's ms", i, k);
+            CHECK(k == 0 || memcmp(&ids[k - 1], &ids[k], 16) < 0,
+                  "child thread %d: id %zu does not increase", i, k);
+        }
+    }
+    qsort(theirs, N, sizeof *theirs, idm_test_cmp16);
+    for (size_t i = 1; i < N; i++) {
+        if (!rand_is_next(&theirs[i - 1], &theirs[i])) {
+            print_ulid("child's id", &theirs[i - 1]);
+            print_ulid("next higher", &theirs[i]);
+            fail_msg("the child's ids are not one run of +1 (restarted more than once?)");
+        }
+    }
+    CHECK(!rand_is_next(&last, &theirs[0]), "the child continued the parent's sequence");
+    free(theirs);
+    idm_ulid_gen_free(g);
+    idm_manual_clock_free(mc);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -607,6 +719,8 @@ int main(void)
         cmocka_unit_test(ulid_clock_step_back),
         cmocka_unit_test(ulid_errors),
         cmocka_unit_test(ulid_threads),
+        cmocka_unit_test(ulid_fork_while_locked),
+        cmocka_unit_test(ulid_fork_while_locked_child_threads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

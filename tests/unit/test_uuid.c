@@ -10,14 +10,19 @@
  * generator's promises: 1,000,000 ids strictly increasing on a frozen clock
  * with random increments of 1 to 2^32, the 74-bit overflow moving the
  * timestamp on, clock steps back, rng failures, clock range, four threads on
- * one generator, and fork().
+ * one generator, and fork(), also while another thread holds the
+ * generator's lock (the child must not inherit it held).
  */
 #include "testids.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include "internal.h" /* idm__uuid7_gen_lock, to hold the lock across fork() */
 
 __extension__ typedef unsigned __int128 u128;
 
@@ -1015,6 +1020,120 @@ static void uuid7_fork_child_starts_afresh(void **state)
     idm_manual_clock_free(mc);
 }
 
+/* ---- fork while the generator's lock is held ---- */
+
+/* On a frozen clock, a second thread holds the generator's lock while the
+ * main thread forks (as a thread minting at that moment would). The child,
+ * where that thread does not exist, must still mint at once, start afresh
+ * (its first id is not the parent's last plus 1..2^32, nor the parent's
+ * next id) and increase; the parent, once the holder lets go, continues
+ * its own sequence. */
+static void uuid7_fork_while_locked(void **state)
+{
+    const idm_unix_ms t = INT64_C(1700000012000);
+    idm_manual_clock *mc = idm_test_frozen_clock(t);
+    idm_uuid7_gen *g = NULL;
+    idm_uuid last, mine, theirs[4];
+    idm_test_lock_holder h;
+    idm_test_child child;
+    (void)state;
+    IDM_ASSERT_OK(idm_uuid7_gen_new(&g, idm_manual_clock_clock(mc), NULL));
+    for (int i = 0; i < 100; i++)
+        IDM_ASSERT_OK(idm_uuid7_next(g, &last));
+    idm_test_lock_holder_start(&h, idm__uuid7_gen_lock(g));
+    if (idm_test_fork(&child)) {
+        idm_test_child_deadline();
+        for (size_t i = 0; i < sizeof theirs / sizeof theirs[0]; i++)
+            if (idm_uuid7_next(g, &theirs[i]) != 0)
+                _exit(2);
+        idm_test_child_send(&child, theirs, sizeof theirs);
+    }
+    idm_test_lock_holder_stop(&h);
+    IDM_ASSERT_OK(idm_uuid7_next(g, &mine));
+    size_t got = idm_test_collect_bounded(&child, theirs, sizeof theirs);
+    assert_int_equal(got, sizeof theirs);
+
+    u128 dp = u128_of(&mine) - u128_of(&last);
+    CHECK(ts48(&mine) == t && u128_of(&mine) > u128_of(&last) && dp <= U128_2_32,
+          "the parent did not continue its sequence after fork");
+    u128 dc = u128_of(&theirs[0]) - u128_of(&last);
+    if (u128_of(&theirs[0]) > u128_of(&last) && dc <= U128_2_32) {
+        print_uuid("parent's last id before fork", &last);
+        print_uuid("child's first id", &theirs[0]);
+        fail_msg("the child continued the parent's sequence (+%llu) instead of starting afresh",
+                 ULL(dc));
+    }
+    for (size_t i = 0; i < sizeof theirs / sizeof theirs[0]; i++) {
+        check_v7(&theirs[i]);
+        CHECK(ts48(&theirs[i]) == t, "child's id %zu is not at the clock's ms", i);
+        CHECK(memcmp(&theirs[i], &mine, 16) != 0, "parent and child minted the same id");
+        CHECK(i == 0 || memcmp(&theirs[i - 1], &theirs[i], 16) < 0,
+              "the child's ids do not increase at %zu", i);
+    }
+    idm_uuid7_gen_free(g);
+    idm_manual_clock_free(mc);
+}
+
+enum { CHILD_THREADS = 4, CHILD_PER_THREAD = 1000 };
+
+/* The parent holds the generator's lock while it forks; in the child four
+ * threads make their first calls on the generator at once, so several may
+ * find it inherited from the parent together. They must all mint
+ * promptly, and the child's ids must be one sequence begun afresh exactly
+ * once: sorted, each is the previous plus 1..2^32 (a second restart would
+ * jump by a random 74-bit amount and could repeat or reorder ids), each
+ * thread's ids increase, and none continues the parent's. */
+static void uuid7_fork_while_locked_child_threads(void **state)
+{
+    enum { N = CHILD_THREADS * CHILD_PER_THREAD };
+    const idm_unix_ms t = INT64_C(1700000013000);
+    idm_manual_clock *mc = idm_test_frozen_clock(t);
+    idm_uuid7_gen *g = NULL;
+    idm_uuid last, *theirs = malloc(N * sizeof *theirs);
+    idm_test_child child;
+    (void)state;
+    assert_non_null(theirs);
+    IDM_ASSERT_OK(idm_uuid7_gen_new(&g, idm_manual_clock_clock(mc), NULL));
+    for (int i = 0; i < 100; i++)
+        IDM_ASSERT_OK(idm_uuid7_next(g, &last));
+    idm__spin_lock(idm__uuid7_gen_lock(g));
+    if (idm_test_fork(&child)) {
+        idm_test_child_deadline();
+        if (idm_test_threads_run_nocheck(CHILD_THREADS, mint_uuid7, g, theirs, sizeof *theirs,
+                                         CHILD_PER_THREAD) != 0)
+            _exit(2);
+        idm_test_child_send(&child, theirs, N * sizeof *theirs);
+    }
+    idm__spin_unlock(idm__uuid7_gen_lock(g));
+    size_t got = idm_test_collect_bounded(&child, theirs, N * sizeof *theirs);
+    assert_int_equal(got, N * sizeof *theirs);
+
+    for (int i = 0; i < CHILD_THREADS; i++) {
+        const idm_uuid *ids = theirs + (size_t)i * CHILD_PER_THREAD;
+        for (size_t k = 0; k < CHILD_PER_THREAD; k++) {
+            check_v7(&ids[k]);
+            CHECK(ts48(&ids[k]) == t, "child thread %d: id %zu not at the clock's ms", i, k);
+            CHECK(k == 0 || memcmp(&ids[k - 1], &ids[k], 16) < 0,
+                  "child thread %d: id %zu does not increase", i, k);
+        }
+    }
+    qsort(theirs, N, sizeof *theirs, idm_test_cmp16);
+    for (size_t i = 1; i < N; i++) {
+        u128 d = u128_of(&theirs[i]) - u128_of(&theirs[i - 1]);
+        if (u128_of(&theirs[i]) <= u128_of(&theirs[i - 1]) || d > U128_2_32) {
+            print_uuid("child's id", &theirs[i - 1]);
+            print_uuid("next higher", &theirs[i]);
+            fail_msg("the child's ids are not one sequence (restarted more than once?)");
+        }
+    }
+    u128 dc = u128_of(&theirs[0]) - u128_of(&last);
+    CHECK(!(u128_of(&theirs[0]) > u128_of(&last) && dc <= (u128)N * U128_2_32),
+          "the child continued the parent's sequence");
+    free(theirs);
+    idm_uuid7_gen_free(g);
+    idm_manual_clock_free(mc);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1040,6 +1159,8 @@ int main(void)
         cmocka_unit_test(uuid7_threads),
         cmocka_unit_test(uuid_fork),
         cmocka_unit_test(uuid7_fork_child_starts_afresh),
+        cmocka_unit_test(uuid7_fork_while_locked),
+        cmocka_unit_test(uuid7_fork_while_locked_child_threads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

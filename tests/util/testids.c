@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "testids.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -228,6 +229,27 @@ void idm_test_threads_run(idm_test_threads *t, int n, idm_test_mint_fn mint, voi
     idm_test_threads_join(t);
 }
 
+int idm_test_threads_run_nocheck(int n, idm_test_mint_fn mint, void *gen, void *ids, size_t size,
+                                 size_t per_thread)
+{
+    idm_test_threads t;
+    uint8_t *base = ids;
+    int rc = 0;
+    if (n <= 0 || n > IDM_TEST_MAX_THREADS || pthread_barrier_init(&t.start, NULL, (unsigned)n) != 0)
+        return -1;
+    for (int i = 0; i < n; i++) {
+        t.job[i] = (idm_test_mint_job){&t.start, mint, gen,
+                                       base + (size_t)i * per_thread * size, size, per_thread, 0};
+        if (pthread_create(&t.th[i], NULL, mint_thread, &t.job[i]) != 0)
+            return -1; /* the barrier never opens: only for a child about to die */
+    }
+    for (int i = 0; i < n; i++)
+        if (pthread_join(t.th[i], NULL) != 0 || t.job[i].rc != 0)
+            rc = -1;
+    pthread_barrier_destroy(&t.start);
+    return rc;
+}
+
 /* ---- fork ---- */
 
 int idm_test_write_all(int fd, const void *p, size_t n)
@@ -283,6 +305,69 @@ size_t idm_test_child_collect(const idm_test_child *c, void *p, size_t n)
     close(c->fd);
     int status = 0;
     assert_int_equal(waitpid(c->pid, &status, 0), c->pid);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child failed (wait status %d)", status);
+    return got;
+}
+
+/* ---- fork while a generator's lock is held ---- */
+
+static void *hold_lock(void *arg)
+{
+    idm_test_lock_holder *h = arg;
+    idm__spin_lock(h->lock);
+    pthread_mutex_lock(&h->mu);
+    h->held = 1;
+    pthread_cond_broadcast(&h->cv);
+    while (!h->release)
+        pthread_cond_wait(&h->cv, &h->mu);
+    pthread_mutex_unlock(&h->mu);
+    idm__spin_unlock(h->lock);
+    return NULL;
+}
+
+void idm_test_lock_holder_start(idm_test_lock_holder *h, idm__spin *lock)
+{
+    h->lock = lock;
+    h->held = h->release = 0;
+    assert_int_equal(pthread_mutex_init(&h->mu, NULL), 0);
+    assert_int_equal(pthread_cond_init(&h->cv, NULL), 0);
+    assert_int_equal(pthread_create(&h->th, NULL, hold_lock, h), 0);
+    pthread_mutex_lock(&h->mu);
+    while (!h->held)
+        pthread_cond_wait(&h->cv, &h->mu);
+    pthread_mutex_unlock(&h->mu);
+}
+
+void idm_test_lock_holder_stop(idm_test_lock_holder *h)
+{
+    pthread_mutex_lock(&h->mu);
+    h->release = 1;
+    pthread_cond_broadcast(&h->cv);
+    pthread_mutex_unlock(&h->mu);
+    assert_int_equal(pthread_join(h->th, NULL), 0);
+    pthread_cond_destroy(&h->cv);
+    pthread_mutex_destroy(&h->mu);
+}
+
+void idm_test_child_deadline(void)
+{
+    sigset_t set;
+    signal(SIGALRM, SIG_DFL);
+    sigemptyset(&set);
+    sigaddset(&set, SIGALRM);
+    pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+    alarm(IDM_TEST_CHILD_DEADLINE_S);
+}
+
+size_t idm_test_collect_bounded(const idm_test_child *c, void *p, size_t n)
+{
+    size_t got = idm_test_read_all(c->fd, p, n);
+    int status = 0;
+    close(c->fd);
+    assert_int_equal(waitpid(c->pid, &status, 0), c->pid);
+    if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM)
+        fail_msg("the forked child did not mint within %d s: it waited on a lock that fork() "
+                 "copied held", IDM_TEST_CHILD_DEADLINE_S);
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child failed (wait status %d)", status);
     return got;
 }

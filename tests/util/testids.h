@@ -15,6 +15,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "internal.h" /* idm__spin, for the lock holder */
+
 /* ---- a scripted rng ---- */
 
 /*
@@ -153,6 +155,11 @@ void idm_test_threads_join(idm_test_threads *t);
 void idm_test_threads_run(idm_test_threads *t, int n, idm_test_mint_fn mint, void *gen, void *ids,
                           size_t size, size_t per_thread);
 
+/* The same, with no cmocka call (for a forked child): returns 0 if every
+ * thread minted all its values, -1 otherwise. */
+int idm_test_threads_run_nocheck(int n, idm_test_mint_fn mint, void *gen, void *ids, size_t size,
+                                 size_t per_thread);
+
 /* ---- fork ---- */
 
 /* Writes the n bytes at p to fd, retrying short writes; returns 0, or -1
@@ -180,5 +187,32 @@ _Noreturn void idm_test_child_send(const idm_test_child *c, const void *p, size_
  * pipe, waits for the child and fails the test unless it exited with
  * status 0. Returns how many bytes it read. */
 size_t idm_test_child_collect(const idm_test_child *c, void *p, size_t n);
+
+
+/* ---- fork while a generator's lock is held ---- */
+
+/* A thread that takes a spinlock, says so, and keeps it until told to let
+ * go: the state of a generator whose lock a minting thread holds. */
+typedef struct idm_test_lock_holder {
+    idm__spin *lock;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int held, release;
+    pthread_t th;
+} idm_test_lock_holder;
+
+/* Starts a thread that holds lock; returns once it holds it. */
+void idm_test_lock_holder_start(idm_test_lock_holder *h, idm__spin *lock);
+/* Tells the thread to release the lock, and joins it. */
+void idm_test_lock_holder_stop(idm_test_lock_holder *h);
+
+enum { IDM_TEST_CHILD_DEADLINE_S = 5 };
+/* In a forked child: die of SIGALRM after IDM_TEST_CHILD_DEADLINE_S, so a
+ * child stuck on a lock fails its test instead of hanging the suite. */
+void idm_test_child_deadline(void);
+/* In the parent: reads up to n bytes from the child into p and reaps it,
+ * failing the test (saying so) if the child hung past its deadline or
+ * failed otherwise. Returns how many bytes it read. */
+size_t idm_test_collect_bounded(const idm_test_child *c, void *p, size_t n);
 
 #endif /* IDM_TESTIDS_H */
