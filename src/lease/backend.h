@@ -9,6 +9,11 @@
 
 #include <idmint/lease.h>
 
+/* The TTLs idm_lease_open accepts. A backend that must guess a lost mark
+ * (file.c, a damaged record) adds the longest. */
+#define IDM__LEASE_TTL_MIN_MS INT64_C(1000)
+#define IDM__LEASE_TTL_MAX_MS INT64_C(3600000)
+
 typedef struct idm__lease_backend {
     const char *scheme; /* "file" for file:// */
     /* Open a handle on the coordinator named by the rest of the URL. */

@@ -12,9 +12,15 @@
  * <check>", in one of two 128-byte slots written in turn (slot seq % 2),
  * each write followed by fsync: a write torn by a crash damages one slot and
  * the other still holds the previous mark. <check> is a 64-bit FNV-1a of the
- * line before it, in hex. If both slots are damaged, the mark is taken as
- * the file's modification time plus a minute, later than any mark a holder
- * with a TTL under a minute could have recorded.
+ * line before it, in hex. If both slots are damaged, or the file is
+ * shorter than its two slots but not empty (a torn creation, or a file cut
+ * short), the mark is taken as the file's modification time plus the longest
+ * TTL a lease may have, plus some slack: a holder records at most its
+ * renewal's send time plus its TTL, so no mark it recorded can be later. An
+ * empty file is a new one: no holder recorded anything in it. A file that
+ * cannot be read (or stat'ed) fails the claim or the listing with IDM_EIO;
+ * it never reads as a new file, since a guessed mark could be below one the
+ * last holder minted up to.
  *
  * What it does not do: work across machines (flock is local), or expire a
  * live holder (it holds its id as long as it lives).
@@ -33,7 +39,10 @@
 #include "lease_internal.h"
 
 #define SLOT 128
-#define LOST_RECORD_SLACK_MS 60000
+/* Room for a modification time coarser than the clock marks are read from:
+ * up to a jiffy behind it on Linux, whole or even seconds on some file
+ * systems. */
+#define LOST_RECORD_SLACK_MS INT64_C(5000)
 
 typedef struct file_be {
     char *dir;
@@ -79,43 +88,74 @@ static int parse_slot(const char *slot, uint64_t *seq, idm_unix_ms *mark, char *
     return 0;
 }
 
-/* The newest valid record of an open file: 1 found, 0 empty file, -1 both
- * slots damaged (then *mark is the conservative fallback). */
-static int read_record(int fd, uint64_t *seq, idm_unix_ms *mark, char *holder, size_t hlen)
+/* The mark of a file whose record is lost: its modification time (the
+ * last write, torn or not) plus the longest TTL and the slack. A time out of
+ * range saturates rather than overflows. */
+static int lost_record_mark(int fd, const char *path, idm_unix_ms *mark)
+{
+    const int64_t add = IDM__LEASE_TTL_MAX_MS + LOST_RECORD_SLACK_MS;
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+        return idm__lease_fail(IDM_EIO, "lease: cannot stat %s: %s", path, strerror(errno));
+    if (st.st_mtim.tv_sec < 0)
+        *mark = add;
+    else if (st.st_mtim.tv_sec >= (INT64_MAX - add) / 1000 - 1)
+        *mark = INT64_MAX;
+    else
+        *mark = (idm_unix_ms)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000 + add;
+    return 0;
+}
+
+/* The newest valid record of an open file: its seq, mark and holder; seq
+ * and mark 0 for an empty (new) file; for a damaged one (both slots, or the
+ * file's length), seq 0 and the fallback of lost_record_mark. Returns 0, or
+ * IDM_EIO with a detail naming path if the file cannot be read. */
+static int read_record(int fd, const char *path, uint64_t *seq, idm_unix_ms *mark, char *holder,
+                       size_t hlen)
 {
     char buf[2 * SLOT];
-    ssize_t n = pread(fd, buf, sizeof buf, 0);
+    size_t n = 0;
     uint64_t s[2] = {0, 0};
     idm_unix_ms m[2] = {0, 0};
     char h[2][64] = {"", ""};
-    int ok[2];
-    struct stat st;
+    int ok[2] = {0, 0};
     *seq = 0;
     *mark = 0;
     if (holder != NULL && hlen > 0)
         holder[0] = '\0';
-    if (n <= 0)
+    while (n < sizeof buf) {
+        ssize_t r = pread(fd, buf + n, sizeof buf - n, (off_t)n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return idm__lease_fail(IDM_EIO, "lease: cannot read %s: %s", path, strerror(errno));
+        if (r == 0)
+            break;
+        n += (size_t)r;
+    }
+    if (n == 0)
         return 0; /* a new file: no holder before us */
-    if (n < (ssize_t)sizeof buf)
-        memset(buf + n, 0, sizeof buf - (size_t)n);
-    ok[0] = parse_slot(buf, &s[0], &m[0], h[0], sizeof h[0]) == 0;
-    ok[1] = parse_slot(buf + SLOT, &s[1], &m[1], h[1], sizeof h[1]) == 0;
+    /* Every completed write leaves both slots in the file (the first one
+     * written is the second slot), so a shorter file lost a write or was
+     * cut: a slot that still parses may not be the newest. */
+    if (n == sizeof buf) {
+        ok[0] = parse_slot(buf, &s[0], &m[0], h[0], sizeof h[0]) == 0;
+        ok[1] = parse_slot(buf + SLOT, &s[1], &m[1], h[1], sizeof h[1]) == 0;
+    }
     if (!ok[0] && !ok[1]) {
-        *seq = 0;
-        *mark = fstat(fd, &st) == 0
-                    ? (idm_unix_ms)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000 +
-                          LOST_RECORD_SLACK_MS
-                    : 0;
+        int rc = lost_record_mark(fd, path, mark);
+        if (rc != 0)
+            return rc;
         if (holder != NULL)
             snprintf(holder, hlen, "(damaged record)");
-        return -1;
+        return 0;
     }
     int i = !ok[0] ? 1 : !ok[1] ? 0 : s[1] > s[0];
     *seq = s[i];
     *mark = m[i];
     if (holder != NULL)
         snprintf(holder, hlen, "%s", h[i]);
-    return 1;
+    return 0;
 }
 
 static int write_record(file_be *f, idm_unix_ms mark)
@@ -192,7 +232,7 @@ static int fb_claim(void *be, uint32_t max_workers, int64_t ttl_ms, const char *
     snprintf(f->holder, sizeof f->holder, "%s", holder);
     for (uint32_t n = 0; n < max_workers; n++) {
         char path[4096];
-        int fd;
+        int fd, rc;
         uint64_t seq;
         idm_unix_ms mark;
         worker_path(f, n, path, sizeof path);
@@ -218,15 +258,21 @@ static int fb_claim(void *be, uint32_t max_workers, int64_t ttl_ms, const char *
                 continue;
             }
         }
-        read_record(fd, &seq, &mark, NULL, 0);
+        /* A record that cannot be read fails the claim: taking the id as a
+         * new one (mark 0) could mint again what its last holder minted. */
+        rc = read_record(fd, path, &seq, &mark, NULL, 0);
+        if (rc != 0) {
+            close(fd); /* drops the lock */
+            return rc;
+        }
         f->fd = fd;
         f->worker = n;
         f->seq = seq;
         snprintf(f->path, sizeof f->path, "%s", path);
         /* Record the claim with the mark raised to want (never lowered):
          * the claim is the first renewal. */
-        if (write_record(f, want > mark ? want : mark) != 0) {
-            int rc = IDM_EIO;
+        rc = write_record(f, want > mark ? want : mark);
+        if (rc != 0) {
             close(fd);
             f->fd = -1;
             return rc;
@@ -275,13 +321,18 @@ static int fb_list(void *be, uint32_t max_workers, idm_lease_entry **entries, si
     size_t n = 0;
     for (uint32_t w = 0; w < max_workers; w++) {
         char path[4096];
-        int fd;
+        int fd, rc;
         uint64_t seq;
         idm_lease_entry *grown;
         worker_path(f, w, path, sizeof path);
         fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-            continue;
+        if (fd < 0 && errno == ENOENT)
+            continue; /* no record */
+        if (fd < 0) {
+            rc = idm__lease_fail(IDM_EIO, "lease: cannot open %s: %s", path, strerror(errno));
+            free(e);
+            return rc;
+        }
         grown = realloc(e, (n + 1) * sizeof *e);
         if (grown == NULL) {
             close(fd);
@@ -295,8 +346,13 @@ static int fb_list(void *be, uint32_t max_workers, idm_lease_entry **entries, si
             short type = F_UNLCK;
             e[n].held = ofd_lock(fd, F_OFD_GETLK, &type) == 0 && type != F_UNLCK;
         }
-        read_record(fd, &seq, &e[n].mark_ms, e[n].holder, sizeof e[n].holder);
+        /* An unreadable record is an error, not an id without a mark. */
+        rc = read_record(fd, path, &seq, &e[n].mark_ms, e[n].holder, sizeof e[n].holder);
         close(fd);
+        if (rc != 0) {
+            free(e);
+            return rc;
+        }
         n++;
     }
     *entries = e;
