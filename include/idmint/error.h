@@ -35,13 +35,15 @@
     XX(ELEASE, -17, "no valid worker-id lease covers this id")                \
     XX(EEXIST, -18, "it exists already")                                      \
     XX(ENOSEQ, -19, "no such sequence")                                       \
-    XX(EUNAVAIL, -20, "the store cannot be reached")
+    XX(EUNAVAIL, -20, "the store cannot be reached")                         \
+    XX(EFORKED, -21,                                                          \
+       "used in a forked child: open a generator and claim a worker id per process")
 
 typedef enum idm_errno {
 #define IDM__ERRDEF(name, code, msg) IDM_##name = (code),
     IDM_ERRNO_MAP(IDM__ERRDEF)
 #undef IDM__ERRDEF
-    IDM_ERRNO_MIN = -20
+    IDM_ERRNO_MIN = -21
 } idm_errno;
 
 /*

@@ -46,8 +46,24 @@
  *     idm_lease_close(lease);                         stop, record the final mark, release
  *     idm_snowflake_close(gen);
  *
- * Thread-safety: idm_lease_worker, _mark and _status may be called from any
- * thread; _attach and _close by the owner, once each.
+ * Processes: a lease belongs to the process that claimed it. In a forked
+ * child, idm_lease_attach fails with IDM_EFORKED and idm_lease_close frees
+ * the child's copy without releasing or renewing anything (the parent still
+ * holds the id); the generator refuses too (see snowflake.h). Open a
+ * generator and claim a worker id in each process.
+ *
+ * Thread-safety, call by call, on one lease:
+ *   idm_lease_worker, _mark, _status_get   any thread, any time, at once.
+ *   idm_lease_attach   once, by the owner, before any other thread mints on
+ *                      the generator it attaches.
+ *   idm_lease_close    once, by the owner; other threads may still be in
+ *                      idm_snowflake_next / _next_batch on the attached
+ *                      generator: close stops them (they fail with
+ *                      IDM_ELEASE) and the final mark it records covers every
+ *                      id any of them handed out. Do not call
+ *                      idm_snowflake_close until those threads have returned.
+ *   The keeper thread calls idm_snowflake_guard and _guard_drop, which may run
+ *   at the same time as mints.
  */
 #ifndef IDMINT_LEASE_H
 #define IDMINT_LEASE_H
@@ -65,7 +81,10 @@ typedef struct idm_lease_opts {
     uint32_t max_workers;   /* ids 0 .. max_workers-1; default 1024 */
     int64_t ttl_ms;         /* default 10000; renewals every ttl/3 */
     int64_t margin_ms;      /* stop minting this long before the lease
-                               could expire; default ttl/5, at least 10 */
+                               could expire; default ttl/5, at least 10 ms
+                               plus twice the resolution of the clock the
+                               guard reads (CLOCK_MONOTONIC_COARSE for the
+                               system clock: 10 ms at HZ=100 gives 30 ms) */
     const idm_clock *clock; /* NULL: the system clock; must be the
                                generator's clock */
     const char *holder;     /* written into the record; NULL: host:pid */

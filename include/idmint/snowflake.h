@@ -57,16 +57,42 @@
  * wall clock (both: the renewal's send time + TTL - a safety margin), and the
  * highest time the lease record allows (the mark it recorded). A mint checks
  * the monotonic deadline (CLOCK_MONOTONIC_COARSE for the system clock, a few
- * ns) before it reads the wall clock, and the wall deadline after: a process
- * paused between the two, or a machine resumed from suspend (monotonic time
- * stood still, wall time did not), fails the second. Past either deadline,
- * or past the mark, minting fails with IDM_ELEASE until the next renewal.
- * opts.after_ms makes a new holder start above the previous holder's mark.
+ * ns) before every clock reading it may hand an id out on, and the wall
+ * deadline after it: a process paused between the two, or a machine resumed
+ * from suspend (monotonic time stood still, wall time did not), fails the
+ * second. That holds on every path: the first reading, the re-reading when
+ * the state is ahead, the reading after a state-file write, and each
+ * reading after a sleep of the wait policies. Past either deadline, or past
+ * the mark, minting fails with IDM_ELEASE until the next renewal.
+ * idm_snowflake_guard_drop stops minting at once, also for calls already in
+ * flight on other threads: a call that had not yet taken its states when the
+ * drop landed hands nothing out, and one that had shows them in the state a
+ * reader sees after the drop (idm_snowflake_stats_get's last_unix_ms), which
+ * is how idm_lease_close records an exact final mark while other threads
+ * still call idm_snowflake_next. opts.after_ms makes a new holder start above
+ * the previous holder's mark.
  *
- * Thread-safety: idm_snowflake_next, _next_batch, _stats, _guard and
- * _guard_drop may be called from any number of threads at once on one
- * generator. _open and _close must not race with any other call on the same
- * generator.
+ * Processes: a generator belongs to the process that opened it. After fork()
+ * the child's copy keeps the parent's state and node values, so every call on
+ * it in the child fails with IDM_EFORKED (idm_snowflake_close frees the copy
+ * and writes nothing); a child opens its own generator, on its own worker id
+ * (its own lease) and its own state file.
+ *
+ * Thread-safety, call by call, on one generator:
+ *   idm_snowflake_next, _next_batch   any number of threads at once, and at
+ *                                     the same time as _stats_get, _guard,
+ *                                     _guard_drop and _layout.
+ *   idm_snowflake_guard, _guard_drop  any thread, at the same time as mints
+ *                                     and each other (the lease keeper calls
+ *                                     them while the owner's threads mint).
+ *   idm_snowflake_stats_get, _layout  any thread, any time the generator is
+ *                                     open.
+ *   idm_snowflake_open, _close        _close must not run at the same time as
+ *                                     any other call on the generator (it
+ *                                     frees it): stop every minting thread
+ *                                     first. (idm_lease_close does not free
+ *                                     the generator and may run while other
+ *                                     threads mint.)
  */
 #ifndef IDMINT_SNOWFLAKE_H
 #define IDMINT_SNOWFLAKE_H
@@ -99,8 +125,10 @@ typedef struct idm_snowflake_opts {
     const idm_clock *clock;        /* NULL: idm_clock_system() */
     idm_backwards_policy backwards;
     idm_exhaust_policy exhaust;
-    int64_t max_drift_ms;          /* < 0: auto, max(10, tick) */
-    int64_t max_wait_ms;           /* < 0: auto, 5 + one tick */
+    int64_t max_drift_ms;          /* < 0: auto, max(10, tick); at most
+                                      one day (86400000) */
+    int64_t max_wait_ms;           /* < 0: auto, 5 + one tick; at most one
+                                      day */
     const char *state_path;        /* NULL: no state file */
     bool state_fresh;              /* a missing or corrupt state file starts
                                       from the clock instead of failing */

@@ -21,6 +21,24 @@
 #include "state.h"
 
 #define CACHELINE 64
+/*
+ * Test builds only (tests/unit/test_inflight.c compiles this file with
+ * IDM_TEST_HOOKS): a call can be parked at a named point, to show what
+ * another thread's close does to a mint in flight. Nothing in the library.
+ */
+#ifdef IDM_TEST_HOOKS
+void (*idm__snowflake_test_hook)(const char *point, struct idm_snowflake *g);
+#define TEST_HOOK(point, g)                                                   \
+    do {                                                                      \
+        if (idm__snowflake_test_hook != NULL)                                 \
+            idm__snowflake_test_hook(point, g);                               \
+    } while (0)
+#else
+#define TEST_HOOK(point, g) ((void)0)
+#endif
+
+/* The longest max_drift_ms and max_wait_ms accepted: one day. */
+#define IDM__MAX_BOUND_MS INT64_C(86400000)
 
 struct idm_snowflake {
     /* Written on every mint: the state word and the highest wall tick a
@@ -35,6 +53,7 @@ struct idm_snowflake {
     _Atomic int64_t mono_deadline;
     _Atomic int64_t wall_deadline;
     bool guarded;
+    uint64_t fork_gen; /* idm__fork_gen when opened: a forked child differs */
     idm_wall_ns (*wall_ns)(void *ctx); /* NULL: the system clock, inlined */
     void *clock_ctx;
     const idm_clock *clock;
@@ -227,7 +246,21 @@ static int raise_limit(idm_snowflake *g, uint64_t tick)
 static int refuse_lease(idm_snowflake *g, const char *what)
 {
     atomic_fetch_add_explicit(&g->refused_lease, 1, memory_order_relaxed);
+    if (atomic_load_explicit(&g->wall_deadline, memory_order_relaxed) == INT64_MIN)
+        return idm__fail(IDM_ELEASE, "snowflake: no lease holds: none was given yet, or it was "
+                                     "dropped (lost or closed)");
     return idm__fail(IDM_ELEASE, "snowflake: the lease's %s deadline has passed", what);
+}
+
+static int refuse_forked(void)
+{
+    return idm__fail(IDM_EFORKED, "snowflake: this generator was opened in the parent process; "
+                                  "a forked child must open its own (and claim its own worker id)");
+}
+
+static inline bool forked(const idm_snowflake *g)
+{
+    return IDM__UNLIKELY(g->fork_gen != idm__fork_gen_now());
 }
 
 int idm_snowflake_guard(idm_snowflake *g, idm_mono_ns mono_deadline, idm_wall_ns wall_deadline,
@@ -236,6 +269,8 @@ int idm_snowflake_guard(idm_snowflake *g, idm_mono_ns mono_deadline, idm_wall_ns
     idm__clear_detail();
     if (g == NULL || !g->guarded)
         return idm__fail(IDM_EINVAL, "snowflake: guard on a generator opened without guarded");
+    if (forked(g))
+        return refuse_forked();
     pthread_mutex_lock(&g->state_mu);
     if (limit_ms >= g->epoch_ms) {
         uint64_t t = (uint64_t)((limit_ms - g->epoch_ms) / g->tick_ms);
@@ -254,10 +289,36 @@ int idm_snowflake_guard(idm_snowflake *g, idm_mono_ns mono_deadline, idm_wall_ns
     return 0;
 }
 
+/*
+ * Sequentially consistent, and so is every mint's compare-and-swap and its
+ * reload of the wall deadline after it: a drop followed by a read of the
+ * state (idm_lease_close) and a mint's CAS followed by a read of the
+ * deadline cannot both miss each other. Either the mint sees the drop and
+ * hands nothing out, or the reader sees the mint's state.
+ */
 void idm_snowflake_guard_drop(idm_snowflake *g)
 {
-    atomic_store_explicit(&g->mono_deadline, INT64_MIN, memory_order_release);
-    atomic_store_explicit(&g->wall_deadline, INT64_MIN, memory_order_release);
+    atomic_store_explicit(&g->mono_deadline, INT64_MIN, memory_order_seq_cst);
+    atomic_store_explicit(&g->wall_deadline, INT64_MIN, memory_order_seq_cst);
+}
+
+/*
+ * Read the wall clock for a mint. Under a guard, the monotonic deadline is
+ * checked before the wall clock is read, so an id's time is never read under
+ * a lease already past its deadline, and the wall deadline after it (a
+ * process paused between the two, or a machine resumed from suspend, fails
+ * that one). Every clock reading a mint may hand an id out on goes through
+ * here.
+ */
+static IDM__ALWAYS_INLINE int read_guarded(idm_snowflake *g, int64_t *now_ns)
+{
+    if (g->guarded &&
+        read_mono_coarse(g) >= atomic_load_explicit(&g->mono_deadline, memory_order_seq_cst))
+        return refuse_lease(g, "monotonic");
+    *now_ns = read_wall(g);
+    if (g->guarded && *now_ns >= atomic_load_explicit(&g->wall_deadline, memory_order_seq_cst))
+        return refuse_lease(g, "wall-clock");
+    return 0;
 }
 
 /* What a call may do when its states would run ahead of the clock. */
@@ -300,11 +361,16 @@ static enum ahead_action decide_ahead(idm_snowflake *g, uint64_t now_tick, int64
  * issued again. If another thread reserved meanwhile, the states stay a gap:
  * skipped, never reused.
  */
-static int give_back(idm_snowflake *g, uint64_t end, uint64_t old, bool regression,
-                     int64_t now_ns, int64_t target_ns)
+static void undo(idm_snowflake *g, uint64_t end, uint64_t old)
 {
     atomic_compare_exchange_strong_explicit(&g->state, &end, old, memory_order_relaxed,
                                             memory_order_relaxed);
+}
+
+static int give_back(idm_snowflake *g, uint64_t end, uint64_t old, bool regression,
+                     int64_t now_ns, int64_t target_ns)
+{
+    undo(g, end, old);
     if (regression) {
         atomic_fetch_add_explicit(&g->refused_backwards, 1, memory_order_relaxed);
         return idm__fail(IDM_ECLOCKBACK,
@@ -329,28 +395,32 @@ static int give_back(idm_snowflake *g, uint64_t end, uint64_t old, bool regressi
  * (Sleeping first and retrying would let a batch spanning several ticks chase
  * the clock forever.) If the clock does not get there within max_wait_ms, the
  * call fails and gives the states back (see give_back).
+ *
+ * Under a guard, every clock reading goes through read_guarded, and the wall
+ * deadline is read once more right after the CAS: a drop (idm_lease_close)
+ * that came before the CAS is seen there, so nothing is handed out, and one
+ * that came after it finds our state when it reads the word (see
+ * idm_snowflake_guard_drop). A call sleeping on the wait path re-reads the
+ * clock through read_guarded before handing out.
  */
 static IDM__ALWAYS_INLINE int mint(idm_snowflake *g, uint64_t n, uint64_t *first_out)
 {
-    int64_t now_ns;
+    int64_t now_ns = 0;
     bool fresh = false; /* now_ns was read after the state was first seen */
     uint64_t wall_seen = 0; /* max_wall_tick, loaded just before that read */
+    int rc;
 
-    /* The lease guard: the monotonic deadline is checked before the wall
-     * clock is read, so an id's time is never read under a lease already
-     * past its deadline; the wall deadline is checked after. */
-    if (g->guarded &&
-        read_mono_coarse(g) >= atomic_load_explicit(&g->mono_deadline, memory_order_acquire))
-        return refuse_lease(g, "monotonic");
-    now_ns = read_wall(g);
-    if (g->guarded && now_ns >= atomic_load_explicit(&g->wall_deadline, memory_order_acquire))
-        return refuse_lease(g, "wall-clock");
+    if (forked(g))
+        return refuse_forked();
+    rc = read_guarded(g, &now_ns);
+    if (IDM__UNLIKELY(rc != 0))
+        return rc;
 
     for (;;) {
         int64_t since = now_ns - g->epoch_ns;
         uint64_t now_tick, old, first, end, end_tick;
-        enum ahead_action act = AHEAD_NONE;
-        int64_t need_ns = 0, back_ms = 0;
+        enum ahead_action act;
+        int64_t need_ns, back_ms;
 
         if (IDM__UNLIKELY(since < 0))
             return idm__fail(IDM_EEPOCH, "snowflake: the clock reads %lld ms, before the epoch %lld",
@@ -362,6 +432,11 @@ static IDM__ALWAYS_INLINE int mint(idm_snowflake *g, uint64_t n, uint64_t *first
                              (long long)tick_start_ms(g, g->max_tick + 1));
         old = atomic_load_explicit(&g->state, memory_order_relaxed);
     retry:
+        /* Decided afresh on every try: after a failed CAS the word may have
+         * moved either way (another call's give_back lowers it). */
+        act = AHEAD_NONE;
+        need_ns = 0;
+        back_ms = 0;
         first = old + 1 > now_tick << g->sb ? old + 1 : now_tick << g->sb;
         if (IDM__UNLIKELY(old >= g->max_state || n - 1 > g->max_state - first))
             return idm__fail(IDM_ETIMEOVER, "snowflake: the time field ran out at %lld ms",
@@ -379,7 +454,9 @@ static IDM__ALWAYS_INLINE int mint(idm_snowflake *g, uint64_t n, uint64_t *first
                  * after, another thread's later reading could make ours look
                  * like a regression.) */
                 wall_seen = atomic_load_explicit(&g->max_wall_tick, memory_order_acquire);
-                now_ns = read_wall(g);
+                rc = read_guarded(g, &now_ns);
+                if (rc != 0)
+                    return rc;
                 fresh = true;
                 continue;
             }
@@ -402,15 +479,33 @@ static IDM__ALWAYS_INLINE int mint(idm_snowflake *g, uint64_t n, uint64_t *first
         }
 
         if (IDM__UNLIKELY(end_tick > atomic_load_explicit(&g->limit_tick, memory_order_acquire))) {
-            int rc = raise_limit(g, end_tick);
+            rc = raise_limit(g, end_tick);
             if (rc != 0)
                 return rc;
+            TEST_HOOK("after-raise-limit", g);
+            /* raise_limit may have waited on the mutex and an fsync: read
+             * the clock (and the deadlines) again before going on. */
+            wall_seen = atomic_load_explicit(&g->max_wall_tick, memory_order_acquire);
+            rc = read_guarded(g, &now_ns);
+            if (rc != 0)
+                return rc;
+            fresh = true;
             continue;
         }
 
-        if (!atomic_compare_exchange_weak_explicit(&g->state, &old, end, memory_order_relaxed,
+        TEST_HOOK("before-cas", g);
+        if (!atomic_compare_exchange_weak_explicit(&g->state, &old, end, memory_order_seq_cst,
                                                    memory_order_relaxed))
             goto retry;
+
+        if (g->guarded &&
+            IDM__UNLIKELY(now_ns >= atomic_load_explicit(&g->wall_deadline, memory_order_seq_cst))) {
+            /* Dropped (or past the deadline) while we reserved: hand nothing
+             * out. Put the word back if no later reservation stands; else
+             * the states are a gap. */
+            undo(g, end, old);
+            return refuse_lease(g, "wall-clock");
+        }
 
         {
             uint64_t seen = atomic_load_explicit(&g->max_wall_tick, memory_order_relaxed);
@@ -439,7 +534,13 @@ static IDM__ALWAYS_INLINE int mint(idm_snowflake *g, uint64_t n, uint64_t *first
                 atomic_fetch_add_explicit(&g->waits, 1, memory_order_relaxed);
                 g->clock->sleep_ns(g->clock_ctx, step);
                 waited += step;
-                now_ns = read_wall(g);
+                /* The ids are handed out on this reading: the deadlines
+                 * (and a drop while we slept) are checked on it. */
+                rc = read_guarded(g, &now_ns);
+                if (rc != 0) {
+                    undo(g, end, old);
+                    return rc;
+                }
             }
         }
         *first_out = first;
@@ -531,6 +632,13 @@ int idm_snowflake_open(idm_snowflake **out, const idm_snowflake_opts *opts)
     if (opts->exhaust != IDM_EXHAUST_WAIT && opts->exhaust != IDM_EXHAUST_BORROW)
         return idm__fail(IDM_EINVAL, "snowflake: unknown exhaustion policy %d", (int)opts->exhaust);
     tick_ms = l->tick_ms;
+    /* Bounded so that they stay far from overflow in nanoseconds. */
+    if (opts->max_drift_ms > IDM__MAX_BOUND_MS)
+        return idm__fail(IDM_EINVAL, "snowflake: max_drift_ms %lld is over one day (%lld)",
+                         (long long)opts->max_drift_ms, (long long)IDM__MAX_BOUND_MS);
+    if (opts->max_wait_ms > IDM__MAX_BOUND_MS)
+        return idm__fail(IDM_EINVAL, "snowflake: max_wait_ms %lld is over one day (%lld)",
+                         (long long)opts->max_wait_ms, (long long)IDM__MAX_BOUND_MS);
     if (opts->state_path != NULL &&
         (opts->state_lookahead_ms < tick_ms || opts->state_lookahead_ms > 86400000))
         return idm__fail(IDM_EINVAL,
@@ -546,6 +654,7 @@ int idm_snowflake_open(idm_snowflake **out, const idm_snowflake_opts *opts)
         return IDM_ENOMEM;
     }
     pthread_mutex_init(&g->state_mu, NULL);
+    g->fork_gen = idm__fork_generation();
     g->clock = opts->clock != NULL ? opts->clock : idm_clock_system();
     g->wall_ns = g->clock == idm_clock_system() ? NULL : g->clock->wall_ns;
     g->clock_ctx = g->clock->ctx;
@@ -670,6 +779,13 @@ int idm_snowflake_close(idm_snowflake *g)
     int rc = 0;
     if (g == NULL)
         return 0;
+    if (forked(g)) {
+        /* A child's copy: the state file and its lock belong to the parent
+         * (closing our descriptors leaves the parent's lock in place), and
+         * the child minted nothing. Free the copy, write nothing. */
+        destroy(g);
+        return refuse_forked();
+    }
     if (g->has_state) {
         /* The exact mark: every id minted has a time at or below the start
          * of the last tick, so a restart need not wait out the lookahead. */

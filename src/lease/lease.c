@@ -39,6 +39,7 @@ struct idm_lease {
     int64_t ttl_ms;
     int64_t margin_ms;
     idm_snowflake *g;
+    pid_t pid; /* the process that claimed: a forked child is another */
 
     pthread_t thread;
     bool running;
@@ -81,6 +82,26 @@ static int pick_backend(const char *url, const idm__lease_backend **ops, const c
     return idm__lease_fail(IDM_EINVAL, "lease: unknown scheme in '%.60s' (known: file://, etcd://)", url);
 }
 
+/*
+ * The guard reads CLOCK_MONOTONIC_COARSE (for the system clock), which lags
+ * the true time by up to its resolution, a kernel tick (10 ms at HZ=100),
+ * and clocks run at slightly different rates: the margin must cover twice
+ * that resolution plus 10 ms. An injected clock is read exactly.
+ */
+int64_t idm__lease_min_margin_ms(const idm_clock *clock)
+{
+    int64_t min = 10;
+    if (clock == NULL || clock == idm_clock_system()) {
+        struct timespec res;
+        if (clock_getres(CLOCK_MONOTONIC_COARSE, &res) != 0) {
+            res.tv_sec = 0;
+            res.tv_nsec = 10000000;
+        }
+        min += 2 * (((int64_t)res.tv_sec * 1000000000 + res.tv_nsec + NS_PER_MS - 1) / NS_PER_MS);
+    }
+    return min;
+}
+
 int idm_lease_open(idm_lease **out, const idm_lease_opts *opts)
 {
     idm_lease *l;
@@ -95,15 +116,15 @@ int idm_lease_open(idm_lease **out, const idm_lease_opts *opts)
     if (opts->max_workers == 0 || opts->max_workers > 65536)
         return idm__lease_fail(IDM_EINVAL, "lease: max_workers %u is outside 1 to 65536",
                                (unsigned)opts->max_workers);
-    if (opts->ttl_ms < 1000 || opts->ttl_ms > 3600000)
+    if (opts->ttl_ms < IDM__LEASE_TTL_MIN_MS || opts->ttl_ms > IDM__LEASE_TTL_MAX_MS)
         return idm__lease_fail(IDM_EINVAL, "lease: TTL %lld ms is outside 1 s to 1 h",
                                (long long)opts->ttl_ms);
     margin = opts->margin_ms >= 0 ? opts->margin_ms : opts->ttl_ms / 5;
-    /* The guard reads CLOCK_MONOTONIC_COARSE, which lags by up to a jiffy,
-     * and clocks run at slightly different rates: some margin is needed. */
-    if (margin < 10)
-        return idm__lease_fail(IDM_EINVAL, "lease: margin %lld ms is under the 10 ms minimum",
-                               (long long)margin);
+    if (margin < idm__lease_min_margin_ms(opts->clock))
+        return idm__lease_fail(IDM_EINVAL,
+                               "lease: margin %lld ms is under the %lld ms minimum (10 ms plus "
+                               "twice the resolution of the guard's monotonic clock)",
+                               (long long)margin, (long long)idm__lease_min_margin_ms(opts->clock));
     if (margin >= opts->ttl_ms * 2 / 3)
         return idm__lease_fail(IDM_EINVAL,
                                "lease: margin %lld ms leaves no time between renewals (TTL %lld ms)",
@@ -126,6 +147,7 @@ int idm_lease_open(idm_lease **out, const idm_lease_opts *opts)
     if (l == NULL)
         return IDM_ENOMEM;
     l->ops = ops;
+    l->pid = getpid();
     l->clock = opts->clock != NULL ? opts->clock : idm_clock_system();
     l->margin_ms = margin;
     pthread_mutex_init(&l->mu, NULL);
@@ -203,6 +225,12 @@ static int renew_once(idm_lease *l)
     return rc;
 }
 
+static int refuse_forked(void)
+{
+    return idm__lease_fail(IDM_EFORKED, "lease: this worker id was claimed by the parent process; "
+                                        "a forked child must claim its own");
+}
+
 static void *keeper(void *arg)
 {
     idm_lease *l = arg;
@@ -235,6 +263,8 @@ int idm_lease_attach(idm_lease *l, idm_snowflake *g)
     int rc;
     if (l == NULL || g == NULL || l->g != NULL)
         return idm__lease_fail(IDM_EINVAL, "lease: attach needs a lease and a generator, once");
+    if (l->pid != getpid())
+        return refuse_forked();
     l->g = g;
     if (l->claim_mark > 0 &&
         l->clock->mono_ns(l->clock->ctx) - l->claim_mono < l->ttl_ms * NS_PER_MS / 6) {
@@ -281,6 +311,15 @@ int idm_lease_close(idm_lease *l)
     int rc = 0;
     if (l == NULL)
         return 0;
+    if (l->pid != getpid()) {
+        /* A forked child's copy: the claim, the keeper thread (not copied
+         * into the child) and the coordinator's record are the parent's.
+         * Free the copy without touching them: closing the child's
+         * descriptors leaves the parent's locks and connections alone. */
+        l->ops->close(l->be);
+        free(l);
+        return refuse_forked();
+    }
     if (l->running) {
         pthread_mutex_lock(&l->mu);
         l->stop = true;
@@ -291,16 +330,19 @@ int idm_lease_close(idm_lease *l)
     /* Nothing minted under the claim without a generator attached. */
     final = l->prev_mark;
     if (l->g != NULL) {
-        /* Stop the generator, then record exactly what it minted (the
-         * caller has no mint in flight, as idm_lease_close requires), so
-         * the next holder need not wait out the lookahead. Never below the
-         * previous holder's mark. */
+        /* Stop the generator, then record exactly what it minted, so the
+         * next holder need not wait out the lookahead. Never below the
+         * previous holder's mark. Mints may still be in flight on other
+         * threads: the drop and the read of the state that follows are
+         * ordered against each mint's CAS and its check of the guard after
+         * it (see idm_snowflake_guard_drop), so a mint either shows in the
+         * state read here or hands nothing out. A generator that minted
+         * nothing reports its epoch (tick 0), which is also the time of an
+         * id minted in tick 0: recorded either way. */
         idm_snowflake_stats st;
         idm_snowflake_guard_drop(l->g);
         idm_snowflake_stats_get(l->g, &st);
-        /* A generator that minted nothing reports its layout's epoch. */
-        if (st.last_unix_ms > idm_layout_epoch(idm_snowflake_layout(l->g)) &&
-            st.last_unix_ms > final)
+        if (st.last_unix_ms > final)
             final = st.last_unix_ms;
     }
     if (!atomic_load(&l->lost))
