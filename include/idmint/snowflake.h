@@ -198,6 +198,19 @@ IDM_EXTERN int idm_snowflake_next(idm_snowflake *g, uint64_t *id);
 IDM_EXTERN int idm_snowflake_next_batch(idm_snowflake *g, uint64_t *ids,
                                         size_t n);
 
+/*
+ * Would a mint succeed now? Checks what idm_snowflake_next would check for
+ * one id, without minting or moving anything and without counting a
+ * refusal: the process (IDM_EFORKED), the lease guard's deadlines and mark
+ * (IDM_ELEASE), the epoch and the end of the time field, the clock policies
+ * (IDM_ECLOCKBACK, IDM_EEXHAUSTED: the bounds would be exceeded), and a
+ * failed state-file write that would stop the next tick (IDM_EIO). Returns 0
+ * or that code, with a detail. For health checks: a mint right after may
+ * still fail (another thread may take the last state of a tick first).
+ * Thread-safe, at the same time as mints.
+ */
+IDM_EXTERN int idm_snowflake_check(idm_snowflake *g);
+
 IDM_EXTERN const idm_layout *idm_snowflake_layout(const idm_snowflake *g);
 
 /*

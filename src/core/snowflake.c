@@ -548,6 +548,74 @@ static IDM__ALWAYS_INLINE int mint(idm_snowflake *g, uint64_t n, uint64_t *first
     }
 }
 
+int idm_snowflake_check(idm_snowflake *g)
+{
+    int64_t now_ns, since, need_ns;
+    uint64_t now_tick, old, first, end_tick, wall_seen, lease_limit, state_limit;
+    int state_error;
+
+    idm__clear_detail();
+    if (g == NULL)
+        return idm__fail(IDM_EINVAL, "snowflake: no generator");
+    if (forked(g))
+        return refuse_forked();
+    if (g->guarded) {
+        int64_t mono = read_mono_coarse(g);
+        if (atomic_load_explicit(&g->wall_deadline, memory_order_acquire) == INT64_MIN)
+            return idm__fail(IDM_ELEASE, "snowflake: no lease holds: none was given yet, or it "
+                                         "was dropped (lost or closed)");
+        if (mono >= atomic_load_explicit(&g->mono_deadline, memory_order_acquire))
+            return idm__fail(IDM_ELEASE, "snowflake: the lease's monotonic deadline has passed");
+    }
+    wall_seen = atomic_load_explicit(&g->max_wall_tick, memory_order_acquire);
+    now_ns = read_wall(g);
+    if (g->guarded && now_ns >= atomic_load_explicit(&g->wall_deadline, memory_order_acquire))
+        return idm__fail(IDM_ELEASE, "snowflake: the lease's wall-clock deadline has passed "
+                                     "(the wall clock is %lld ms past it)",
+                         (long long)((now_ns - atomic_load(&g->wall_deadline)) / IDM__NS_PER_MS));
+    since = now_ns - g->epoch_ns;
+    if (since < 0)
+        return idm__fail(IDM_EEPOCH, "snowflake: the clock reads %lld ms, before the epoch %lld",
+                         (long long)idm__floordiv(now_ns, IDM__NS_PER_MS),
+                         (long long)(g->epoch_ns / IDM__NS_PER_MS));
+    now_tick = tick_of(g, since);
+    old = atomic_load_explicit(&g->state, memory_order_relaxed);
+    if (now_tick > g->max_tick || old >= g->max_state)
+        return idm__fail(IDM_ETIMEOVER, "snowflake: the time field ran out at %lld ms",
+                         (long long)tick_start_ms(g, g->max_tick + 1));
+    first = old + 1 > now_tick << g->sb ? old + 1 : now_tick << g->sb;
+    end_tick = first >> g->sb;
+    if (end_tick > now_tick) {
+        need_ns = ahead_ns(g, end_tick, now_tick, now_ns);
+        if (now_tick < wall_seen) {
+            if (!((g->backwards == IDM_BACKWARDS_LOGICAL && need_ns <= g->max_drift_ns) ||
+                  (g->backwards == IDM_BACKWARDS_WAIT && need_ns <= g->max_wait_ns)))
+                return idm__fail(IDM_ECLOCKBACK,
+                                 "snowflake: the clock is %lld ms behind the last tick minted",
+                                 (long long)(tick_start_ms(g, wall_seen) -
+                                             idm__floordiv(now_ns, IDM__NS_PER_MS)));
+        } else if (!((g->exhaust == IDM_EXHAUST_BORROW && need_ns <= g->max_drift_ns) ||
+                     need_ns <= g->max_wait_ns)) {
+            return idm__fail(IDM_EEXHAUSTED,
+                             "snowflake: the next id would run %lld us ahead of the clock",
+                             (long long)(need_ns / 1000));
+        }
+    }
+    pthread_mutex_lock(&g->state_mu);
+    lease_limit = g->lease_limit_tick;
+    state_limit = g->state_limit_tick;
+    pthread_mutex_unlock(&g->state_mu);
+    if (end_tick > lease_limit)
+        return idm__fail(IDM_ELEASE, "snowflake: tick %lld ms is past the mark the lease recorded",
+                         (long long)tick_start_ms(g, end_tick));
+    state_error = atomic_load_explicit(&g->state_error, memory_order_relaxed);
+    if (g->has_state && end_tick > state_limit && state_error != 0)
+        return idm__fail(state_error, "snowflake: the state file's mark cannot be raised (the "
+                                      "last write failed: %s)",
+                         idm_strerror(state_error));
+    return 0;
+}
+
 int idm_snowflake_next(idm_snowflake *g, uint64_t *id)
 {
     uint64_t s = 0;

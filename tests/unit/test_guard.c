@@ -303,6 +303,48 @@ static void guard_needs_guarded(void **unused)
     idm_layout_free(l);
 }
 
+/* idm_snowflake_check (for /healthz) says what a mint would say, for each
+ * reason, and moves nothing: no state, no refusal counted. */
+static void check_says_what_a_mint_would(void **unused)
+{
+    gfx f;
+    idm_snowflake_stats before, after;
+    (void)unused;
+    gfx_open(&f, T0, -1, IDM_BACKWARDS_REFUSE, 0);
+    IDM_ASSERT_RC(idm_snowflake_check(f.g), IDM_ELEASE); /* no guard yet */
+    renew(&f, 10000, 2000);
+    IDM_ASSERT_OK(idm_snowflake_check(f.g));
+    IDM_ASSERT_OK(mint(&f));
+    idm_snowflake_stats_get(f.g, &before);
+    /* The wall clock steps forward past the wall deadline (8 s): monotonic
+     * time is within its deadline, minting fails, and so does the check. */
+    idm_manual_clock_skew(f.mc, 9000, 0);
+    IDM_ASSERT_RC(idm_snowflake_check(f.g), IDM_ELEASE);
+    CHECK(strstr(idm_error_detail(), "wall") != NULL, "detail: %s", idm_error_detail());
+    IDM_ASSERT_RC(mint(&f), IDM_ELEASE);
+    idm_manual_clock_skew(f.mc, -9000, 0);
+    IDM_ASSERT_OK(idm_snowflake_check(f.g));
+    /* The clock steps back under the refuse policy. */
+    idm_manual_clock_advance(f.mc, -5);
+    IDM_ASSERT_RC(idm_snowflake_check(f.g), IDM_ECLOCKBACK);
+    IDM_ASSERT_RC(mint(&f), IDM_ECLOCKBACK);
+    idm_manual_clock_advance(f.mc, 6);
+    IDM_ASSERT_OK(idm_snowflake_check(f.g));
+    /* Past the monotonic deadline. */
+    idm_manual_clock_advance(f.mc, 8000);
+    IDM_ASSERT_RC(idm_snowflake_check(f.g), IDM_ELEASE);
+    renew(&f, 10000, 2000);
+    IDM_ASSERT_OK(idm_snowflake_check(f.g));
+    idm_snowflake_guard_drop(f.g);
+    IDM_ASSERT_RC(idm_snowflake_check(f.g), IDM_ELEASE);
+    /* The checks counted nothing and moved nothing; the mints did. */
+    idm_snowflake_stats_get(f.g, &after);
+    assert_int_equal(after.refused_lease, before.refused_lease + 1);
+    assert_int_equal(after.refused_backwards, before.refused_backwards + 1);
+    assert_int_equal(after.last_unix_ms, before.last_unix_ms);
+    gfx_close(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -315,6 +357,7 @@ int main(void)
         cmocka_unit_test(skewed_handoff),
         cmocka_unit_test(pause_between_check_and_timestamp),
         cmocka_unit_test(guard_needs_guarded),
+        cmocka_unit_test(check_says_what_a_mint_would),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
