@@ -813,6 +813,19 @@ static void cfg_out_str(outbuf *o, const char *key, const char *value)
     cfg_out(o, quote ? "%s = \"%s\"\n" : "%s = %s\n", key, value);
 }
 
+int idmd_config_check(idmd_config *c, char *err, size_t errlen)
+{
+    idm_layout *l = NULL;
+    char e[32];
+    snprintf(e, sizeof e, "%lld", (long long)c->epoch);
+    if (idm_layout_from_spec(&l, c->layout, c->epoch_set ? e : NULL) != 0) {
+        snprintf(err, errlen, "layout %s: %s", c->layout, idm_error_detail());
+        return -1;
+    }
+    idm_layout_free(l);
+    return 0;
+}
+
 void idmd_config_print(const idmd_config *c, char *buf, size_t len)
 {
     outbuf o = {buf, len, 0};

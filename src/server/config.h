@@ -70,6 +70,15 @@ int idmd_config_build(idmd_config *c, int argc, char **argv, char **envp, bool *
 int idmd_config_set(idmd_config *c, const char *key, const char *value, const char *source,
                     char *err, size_t errlen);
 
+/*
+ * Every check of the settings that can be made without starting anything,
+ * one function for --check-config and for a start, so that what one passes
+ * the other does not refuse. On failure err holds one line naming the key
+ * (and its value) and what is wrong, and it returns -1: idmintd exits 2.
+ * It may fill in what a setting left to its default resolves to.
+ */
+int idmd_config_check(idmd_config *c, char *err, size_t errlen);
+
 /* Every key with its value, one "key = value" line each (the token file's
  * path, never the token), for --check-config and the log. len: 8192 holds
  * the longest configuration; less is cut. */

@@ -391,16 +391,14 @@ int main(int argc, char **argv)
         fputs(idmd_usage, stdout);
         return 0;
     }
+    /* The same checks for --check-config and a start: a setting that would
+     * fail at start fails here, with exit 2. */
+    if (idmd_config_check(&cfg, err, sizeof err) != 0) {
+        fprintf(stderr, "idmintd: %s\n", err);
+        return 2;
+    }
     if (check) {
         char out[8192];
-        idm_layout *l = NULL;
-        char e[32];
-        snprintf(e, sizeof e, "%lld", (long long)cfg.epoch);
-        if (idm_layout_from_spec(&l, cfg.layout, cfg.epoch_set ? e : NULL) != 0) {
-            fprintf(stderr, "idmintd: layout %s: %s\n", cfg.layout, idm_error_detail());
-            return 2;
-        }
-        idm_layout_free(l);
         idmd_config_print(&cfg, out, sizeof out);
         fputs(out, stdout);
         return 0;
