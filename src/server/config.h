@@ -14,6 +14,9 @@
 #include <stdint.h>
 
 #define IDMD_PATH_MAX 1024
+/* The longest bearer token accepted, in bytes (the token file's content
+ * without its final newline). */
+#define IDMD_TOKEN_MAX 4096
 
 typedef struct idmd_config {
     char listen_host[256];      /* listen: HOST:PORT, default 127.0.0.1:7070; the
