@@ -11,16 +11,38 @@
  *                 holder frees its id at once. One machine only.
  *   etcd://host:port[,host:port...]/prefix
  *                 etcd v3 through its HTTP/JSON gateway (libcurl, json-c):
- *                 a lease granted with the TTL, worker id N claimed by a
- *                 transaction that creates <prefix>/workers/N bound to it
- *                 only if absent (taken ids read in one range request, the
- *                 first mark recorded in the same transaction, so a claim
- *                 costs 3 round trips to the first id at any occupancy),
+ *                 the taken ids read (and the scope recorded or compared)
+ *                 in one transaction, then a lease granted with the TTL,
+ *                 worker id N claimed by a transaction that creates
+ *                 <prefix>/workers/N bound to it only if absent (the first
+ *                 mark recorded in the same transaction, so a claim costs
+ *                 3 round trips to the first id at any occupancy; a claim
+ *                 refused for its scope, or with every id held, costs 1),
  *                 renewed by keepalive, the mark kept in <prefix>/hwm/N (no
  *                 lease) by transactions guarded on owning the worker key
  *                 that only ever raise it, released by revoking the lease. Endpoints are tried in turn on
  *                 transport errors; every answer's cluster id must match
  *                 the first, or the claim is taken as lost.
+ *
+ * Scope: a coordinator hands out worker ids of one node field of one
+ * layout. Two claimants that fill different fields, or use different
+ * layouts or epochs, can both be handed "their" id 0 and mint the same ids
+ * (datacenter=1 with worker id 0 from one, worker=0 with datacenter id 1
+ * from the other). So a claimant says what its worker ids are ids of
+ * (opts.scope, built by idm_lease_scope), the first one records that in the
+ * coordinator, once and atomically, and every later claimant whose scope
+ * differs is refused with IDM_EINVAL before anything changes (no id
+ * claimed, no mark moved, on etcd not even a lease granted), with a detail
+ * naming both scopes. `idmint next --lease` and idmintd always pass a
+ * scope; a claimant without one (opts.scope NULL: library users who know
+ * what they do, `idmint lease hold`) is not checked and records nothing.
+ * Where the scope lives: dir/scope for file:// (one line, created with
+ * link() so that it appears whole or not at all, fsync'd with its
+ * directory), <prefix>/scope for etcd:// (created only if absent, in the
+ * same transaction that reads the taken ids, and compared again in the
+ * claiming transaction). idmint never removes or changes a recorded scope:
+ * to reuse a coordinator for another layout, remove it by hand once no
+ * holder of the old scope is left.
  *
  * Each lease record keeps its holder's high-water mark: at each renewal the
  * keeper records the highest time the generator may mint before the lease
@@ -36,6 +58,9 @@
  * records the exact last tick, so the next holder need not wait.
  *
  * Use:
+ *     char scope[IDM_LEASE_SCOPE_MAX];
+ *     idm_lease_scope(layout, "worker", scope, sizeof scope);
+ *     lease_opts.scope = scope;                       ids of this field of this layout
  *     idm_lease_open(&lease, &lease_opts);            claims a worker id
  *     opts.node[worker] = idm_lease_worker(lease);    (or idm_snowflake_opts_node)
  *     opts.guarded = true;
@@ -54,6 +79,8 @@
  *
  * Thread-safety, call by call, on one lease:
  *   idm_lease_worker, _mark, _status_get   any thread, any time, at once.
+ *   idm_lease_scope, _open, _list, _scope_recorded   any thread, at once
+ *                      (each open claims its own id).
  *   idm_lease_attach   once, by the owner, before any other thread mints on
  *                      the generator it attaches.
  *   idm_lease_close    once, by the owner; other threads may still be in
@@ -76,6 +103,10 @@
 
 typedef struct idm_lease idm_lease;
 
+/* Room for any scope idm_lease_scope builds (and the longest accepted in
+ * opts.scope), with its NUL. */
+#define IDM_LEASE_SCOPE_MAX 640
+
 typedef struct idm_lease_opts {
     const char *url;        /* required: file:///dir or etcd://... */
     uint32_t max_workers;   /* ids 0 .. max_workers-1; default 1024 */
@@ -88,6 +119,12 @@ typedef struct idm_lease_opts {
     const idm_clock *clock; /* NULL: the system clock; must be the
                                generator's clock */
     const char *holder;     /* written into the record; NULL: host:pid */
+    const char *scope;      /* what the worker ids are ids of, from
+                               idm_lease_scope (or any printable text of
+                               1 to IDM_LEASE_SCOPE_MAX - 1 bytes): the
+                               first claimant records it, a claimant with
+                               another is refused. NULL: not checked, and
+                               nothing recorded */
 } idm_lease_opts;
 
 /* One worker id's record, as idm_lease_list reports it. */
@@ -113,9 +150,24 @@ typedef struct idm_lease_status {
 IDM_EXTERN void idm_lease_opts_init(idm_lease_opts *opts);
 
 /*
+ * The scope of worker ids that fill node field `field` of layout l, into
+ * buf: "<field> of <layout text> epoch <epoch ms>", e.g.
+ *     worker of time:41@1ms,datacenter:5,worker:5,seq:12 epoch 1288834974657
+ * The layout's canonical text form (idm_layout_format: the tick included),
+ * so a preset and its text form with the same epoch give the same scope.
+ * IDM_EINVAL with a detail if field is not a node field of l, or if len is
+ * below what the scope needs (IDM_LEASE_SCOPE_MAX always suffices); buf is
+ * then "" (if len > 0). Thread-safe.
+ */
+IDM_EXTERN int idm_lease_scope(const idm_layout *l, const char *field, char *buf, size_t len);
+
+/*
  * Claim a free worker id. IDM_EINVAL (with a detail) for a bad URL or
- * option, IDM_EBUSY if every id is held ("no free worker id"), IDM_EIO if
- * the coordinator cannot be used.
+ * option, or if the coordinator records another scope than opts.scope
+ * ("... hands out ids for '<recorded>'; this claimant asks for '<ours>'":
+ * nothing was claimed or changed), IDM_EBUSY if every id is held ("no free
+ * worker id"), IDM_EIO if the coordinator cannot be used (including a
+ * record or scope file that is not a regular file, or cannot be read).
  */
 IDM_EXTERN int idm_lease_open(idm_lease **out, const idm_lease_opts *opts);
 IDM_EXTERN uint32_t idm_lease_worker(const idm_lease *l);
@@ -137,8 +189,17 @@ IDM_EXTERN void idm_lease_status_get(idm_lease *l, idm_lease_status *out);
 IDM_EXTERN int idm_lease_close(idm_lease *l);
 
 /* Every worker id that has a record, held or not, into a malloc'd array
- * (free it with free()). */
+ * (free it with free()). The scope is not in it: see
+ * idm_lease_scope_recorded. */
 IDM_EXTERN int idm_lease_list(const char *url, uint32_t max_workers, idm_lease_entry **entries,
                               size_t *count);
+
+/* The scope the coordinator at url records, into buf ("" if none is
+ * recorded yet); non-printable bytes of a scope not written by idmint read
+ * as '?'. IDM_EINVAL if len cannot hold it (IDM_LEASE_SCOPE_MAX suffices for
+ * any scope idmint records), IDM_EIO if it cannot be read. Changes nothing
+ * (but creates a file:// directory that does not exist, as idm_lease_list
+ * does). */
+IDM_EXTERN int idm_lease_scope_recorded(const char *url, char *buf, size_t len);
 
 #endif /* IDMINT_LEASE_H */

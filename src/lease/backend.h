@@ -7,6 +7,11 @@
 #ifndef IDM_LEASE_BACKEND_H
 #define IDM_LEASE_BACKEND_H
 
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <idmint/error.h>
 #include <idmint/lease.h>
 
 /* The TTLs idm_lease_open accepts. A backend that must guess a lost mark
@@ -23,18 +28,113 @@ typedef struct idm__lease_backend {
      * stored mark to at least mark (never lower it) and report the mark now
      * recorded for us: mark, or 0 if nothing was recorded (then the first
      * renewal records one). The claim then counts as the first renewal,
-     * from the moment it was started. */
+     * from the moment it was started.
+     * scope (checked by lease.c: printable, shorter than
+     * IDM_LEASE_SCOPE_MAX), if not NULL: record it in the coordinator if
+     * none is recorded, once and atomically; if another is, fail with
+     * idm__lease_scope_refuse before changing anything. */
     int (*claim)(void *be, uint32_t max_workers, int64_t ttl_ms, const char *holder,
-                 idm_unix_ms mark, uint32_t *worker, idm_unix_ms *prev_mark,
-                 idm_unix_ms *recorded, int64_t *granted_ttl_ms);
+                 const char *scope, idm_unix_ms mark, uint32_t *worker,
+                 idm_unix_ms *prev_mark, idm_unix_ms *recorded, int64_t *granted_ttl_ms);
     /* Extend the claim and record mark. IDM_ELEASE if the claim is gone;
      * other errors mean "unknown, try again". */
     int (*renew)(void *be, idm_unix_ms mark, int64_t *granted_ttl_ms);
     /* Record the final mark and release. */
     int (*release)(void *be, idm_unix_ms mark);
     int (*list)(void *be, uint32_t max_workers, idm_lease_entry **entries, size_t *count);
+    /* The recorded scope into buf (len >= 1), "" if none: at most len - 1
+     * bytes, else IDM_EINVAL; bytes outside ' '..'~' as '?'. */
+    int (*scope)(void *be, char *buf, size_t len);
     void (*close)(void *be);
 } idm__lease_backend;
+
+/*
+ * Scopes, for every backend: their text and the refusal's detail. Inline
+ * here rather than in lease.c so that the fuzz target, which compiles
+ * etcd.c alone, has them too.
+ */
+
+/* A scope as text: at most cap - 1 bytes of s[0..n), those outside
+ * ' '..'~' as '?'. */
+static inline void idm__lease_scope_copy(const char *s, size_t n, char *out, size_t cap)
+{
+    if (n > cap - 1)
+        n = cap - 1;
+    for (size_t i = 0; i < n; i++)
+        out[i] = s[i] >= ' ' && s[i] <= '~' ? s[i] : '?';
+    out[n] = '\0';
+}
+
+/* Copy a recorded scope of len bytes into buf (cap >= 1) as text; IDM_EINVAL
+ * naming where (and buf "") if it does not fit. */
+static inline int idm__lease_scope_text(const char *where, const char *recorded, size_t len,
+                                        char *buf, size_t cap)
+{
+    if (len >= cap) {
+        buf[0] = '\0';
+        return idm_error_fail(IDM_EINVAL,
+                              "lease: %.80s records a scope of %zu bytes; the buffer holds %zu",
+                              where, len, cap - 1);
+    }
+    idm__lease_scope_copy(recorded, len, buf, cap);
+    return 0;
+}
+
+/* s (n bytes) in at most room bytes (out holds room + 1): whole if it fits,
+ * else a window from a little before d (where it first differs from the
+ * other scope), with "..." where it was cut. */
+static inline void idm__lease_scope_window(const char *s, size_t n, size_t d, size_t room,
+                                           char *out)
+{
+    size_t start, take;
+    bool cut_head, cut_tail;
+    if (n <= room) {
+        memcpy(out, s, n);
+        out[n] = '\0';
+        return;
+    }
+    start = d > 12 ? d - 12 : 0;
+    if (n - start < room - 3)
+        start = n - (room - 3); /* show the end, cut only the head */
+    cut_head = start > 0;
+    take = room - (cut_head ? 3 : 0);
+    cut_tail = start + take < n;
+    if (cut_tail)
+        take -= 3;
+    snprintf(out, room + 1, "%s%.*s%s", cut_head ? "..." : "", (int)take, s + start,
+             cut_tail ? "..." : "");
+}
+
+/*
+ * Refuse a claimant whose scope (ours) differs from the one the
+ * coordinator named by where ("file:///dir", "etcd://...") records
+ * (recorded: len bytes, any bytes): IDM_EINVAL with a detail naming both,
+ * each shortened around where they first differ if both do not fit the
+ * detail line.
+ */
+static inline int idm__lease_scope_refuse(const char *where, const char *recorded, size_t len,
+                                          const char *ours)
+{
+    /* The detail line holds 255 bytes; the text around the three parts
+     * takes 55. */
+    char rec[IDM_LEASE_SCOPE_MAX], r[IDM_LEASE_SCOPE_MAX], o[IDM_LEASE_SCOPE_MAX];
+    size_t wlen = strnlen(where, 60), rn, on = strnlen(ours, sizeof o - 1), d = 0;
+    size_t room = 255 - 55 - wlen;
+    idm__lease_scope_copy(recorded, len, rec, sizeof rec);
+    rn = strlen(rec);
+    while (d < rn && d < on && rec[d] == ours[d])
+        d++;
+    if (rn + on <= room) {
+        snprintf(r, sizeof r, "%s", rec);
+        snprintf(o, sizeof o, "%.*s", (int)on, ours);
+    } else {
+        idm__lease_scope_window(rec, rn, d, room / 2, r);
+        idm__lease_scope_window(ours, on, d, room / 2, o);
+    }
+    return idm_error_fail(IDM_EINVAL,
+                          "lease: %.60s hands out ids for '%s'; this claimant asks for '%s'",
+                          where, r, o);
+}
 
 extern const idm__lease_backend idm__lease_file;
 extern const idm__lease_backend idm__lease_etcd;

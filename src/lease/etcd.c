@@ -14,14 +14,20 @@
  * overflow checks (lease ids exceed 2^53 and never go through a double); a
  * field left out means zero or false, as the gateway omits default values.
  *
- *   claim    lease/grant (etcd may raise the TTL: the granted one is used),
- *            one kv/range of <prefix>/workers/ (keys only) for the ids taken,
- *            then for each free id in order one kv/txn: if the key was never
- *            created, read the id's mark, put the key bound to the lease and
- *            raise the mark to the claim's own first mark, in the same txn;
- *            else (a race lost) the next free id. The claim is the first
- *            renewal too: three round trips from start to the first id when
- *            no race is lost, at any occupancy.
+ *   claim    one kv/txn that ranges <prefix>/workers/ (keys only) for the
+ *            ids taken and, for a claimant with a scope, creates
+ *            <prefix>/scope (no lease) holding it if that key was never
+ *            created, else reads it: a recorded scope that differs refuses
+ *            the claim here, before any lease exists, as does "no free
+ *            worker id". Then lease/grant (etcd may raise the TTL: the
+ *            granted one is used), then for each free id in order one
+ *            kv/txn: if the key was never created (and the scope key still
+ *            holds our scope), read the id's mark, put the key bound to the
+ *            lease and raise the mark to the claim's own first mark, in the
+ *            same txn; else (a race lost) the next free id. The claim is the
+ *            first renewal too: three round trips from start to the first id
+ *            when no race is lost, at any occupancy below 2,048 ids taken
+ *            (each further 2,048 add a kv/range page).
  *   renew    lease/keepalive (no TTL in the answer: the lease is gone), then
  *            a kv/txn that raises the mark only if the worker key is still
  *            bound to our lease (deleted or re-bound: the claim is gone).
@@ -110,6 +116,13 @@ typedef struct etcd_be {
     bool held;
     int64_t lease_id;
     uint32_t worker;
+    /* the scope: <prefix>/scope, and the claimant's (has_scope) */
+    char scope_key[MAX_PREFIX + 8];
+    char scope_key64[4 * (MAX_PREFIX + 8) / 3 + 8];
+    bool has_scope;
+    char scope[IDM_LEASE_SCOPE_MAX];
+    char scope64[4 * IDM_LEASE_SCOPE_MAX / 3 + 8];
+    char where[MAX_HOST + MAX_PREFIX + 16]; /* etcd://host:port[,...]/prefix, for details */
 } etcd_be;
 
 /* ---------------------------------------------------------------- helpers */
@@ -623,56 +636,80 @@ static void mark_text(idm_unix_ms mark, char out[MARK_DIGITS + 1])
 
 typedef int (*kv_fn)(etcd_be *e, json_object *kv, void *ud);
 
-/* Every key under <prefix>/<kind>/, a page at a time, to fn. */
-static int range_all(etcd_be *e, const char *kind, bool keys_only, kv_fn fn, void *ud)
+/* A range request's body (a kv/range call, or a txn's request_range) for
+ * keys from from[0..fromlen) up to <prefix>/<kind>0 ('/' + 1), a page. */
+static void range_request(const etcd_be *e, const char *kind, const char *from, size_t fromlen,
+                          bool keys_only, char *out, size_t cap)
 {
-    char from[MAX_KEY + 2], end[MAX_PREFIX + 32];
-    size_t fromlen;
+    char end[MAX_PREFIX + 32], from64[4 * (MAX_KEY + 2) / 3 + 8], end64[4 * sizeof end / 3 + 8];
+    snprintf(end, sizeof end, "%s/%s0", e->prefix, kind);
+    b64_encode((const unsigned char *)from, fromlen, from64);
+    b64_str(end, end64);
+    snprintf(out, cap, "{\"key\":\"%s\",\"range_end\":\"%s\",\"limit\":\"%d\"%s}", from64,
+             end64, RANGE_PAGE, keys_only ? ",\"keys_only\":true" : "");
+}
+
+#define RANGE_REQUEST_MAX (4 * (MAX_KEY + 2) / 3 + 4 * (MAX_PREFIX + 32) / 3 + 160)
+
+/*
+ * One page of a range answer rr (a kv/range answer, or a txn's
+ * response_range): each kv to fn; *more and *n as the answer says, and
+ * from[0..*fromlen) set to just after the last key, where the next page
+ * starts.
+ */
+static int range_page(etcd_be *e, const char *path, json_object *rr, kv_fn fn, void *ud,
+                      char *from, size_t *fromlen, bool *more, size_t *n)
+{
+    json_object *kvs;
+    int rc = 0;
+    *n = 0;
+    if (get_field(rr, "kvs", json_type_array, &kvs) != 0 || get_bool(rr, "more", more) != 0)
+        return garbage(e, path, "kvs or more");
+    *n = kvs != NULL ? json_object_array_length(kvs) : 0;
+    if (*n > RANGE_PAGE)
+        return garbage(e, path, "more keys than asked for");
+    for (size_t i = 0; rc == 0 && i < *n; i++) {
+        json_object *kv = json_object_array_get_idx(kvs, i);
+        unsigned char key[MAX_KEY + 1];
+        size_t klen;
+        if (kv == NULL || !json_object_is_type(kv, json_type_object) ||
+            get_bytes(kv, "key", key, sizeof key, &klen) != 0 || klen == 0)
+            rc = garbage(e, path, "a key");
+        else
+            rc = fn(e, kv, ud);
+        if (rc == 0 && i + 1 == *n) {
+            /* the next page starts just after the last key */
+            if (klen + 1 > MAX_KEY) {
+                rc = garbage(e, path, "a key too long");
+            } else {
+                memcpy(from, key, klen);
+                from[klen] = '\0';
+                *fromlen = klen + 1;
+            }
+        }
+    }
+    return rc;
+}
+
+/* Every key under <prefix>/<kind>/ from from[0..fromlen) on, a page at a
+ * time, to fn; pages counts those already read. */
+static int range_from(etcd_be *e, const char *kind, bool keys_only, kv_fn fn, void *ud,
+                      char *from, size_t fromlen, int pages)
+{
     static const char path[] = "/v3/kv/range";
-    int pages = 0;
-    fromlen = (size_t)snprintf(from, sizeof from, "%s/%s/", e->prefix, kind);
-    snprintf(end, sizeof end, "%s/%s0", e->prefix, kind); /* '/' + 1 */
     for (;;) {
-        char from64[4 * (MAX_KEY + 2) / 3 + 8], end64[4 * sizeof end / 3 + 8];
-        char body[sizeof from64 + sizeof end64 + 128];
-        json_object *resp, *kvs;
-        bool more;
-        size_t n;
+        char body[RANGE_REQUEST_MAX];
+        json_object *resp;
+        bool more = false;
+        size_t n = 0;
         int rc;
-        b64_encode((const unsigned char *)from, fromlen, from64);
-        b64_str(end, end64);
-        snprintf(body, sizeof body, "{\"key\":\"%s\",\"range_end\":\"%s\",\"limit\":\"%d\"%s}",
-                 from64, end64, RANGE_PAGE, keys_only ? ",\"keys_only\":true" : "");
+        range_request(e, kind, from, fromlen, keys_only, body, sizeof body);
         rc = call(e, path, body, &resp);
         if (rc != 0)
             return rc;
         rc = check_header(e, resp, path);
-        if (rc == 0 && (get_field(resp, "kvs", json_type_array, &kvs) != 0 ||
-                        get_bool(resp, "more", &more) != 0))
-            rc = garbage(e, path, "kvs or more");
-        n = rc == 0 && kvs != NULL ? json_object_array_length(kvs) : 0;
-        if (rc == 0 && n > RANGE_PAGE)
-            rc = garbage(e, path, "more keys than asked for");
-        for (size_t i = 0; rc == 0 && i < n; i++) {
-            json_object *kv = json_object_array_get_idx(kvs, i);
-            unsigned char key[MAX_KEY + 1];
-            size_t klen;
-            if (kv == NULL || !json_object_is_type(kv, json_type_object) ||
-                get_bytes(kv, "key", key, sizeof key, &klen) != 0 || klen == 0)
-                rc = garbage(e, path, "a key");
-            else
-                rc = fn(e, kv, ud);
-            if (rc == 0 && i + 1 == n) {
-                /* the next page starts just after the last key */
-                if (klen + 1 > MAX_KEY) {
-                    rc = garbage(e, path, "a key too long");
-                } else {
-                    memcpy(from, key, klen);
-                    from[klen] = '\0';
-                    fromlen = klen + 1;
-                }
-            }
-        }
+        if (rc == 0)
+            rc = range_page(e, path, resp, fn, ud, from, &fromlen, &more, &n);
         json_object_put(resp);
         if (rc != 0)
             return rc;
@@ -681,6 +718,14 @@ static int range_all(etcd_be *e, const char *kind, bool keys_only, kv_fn fn, voi
         if (++pages > 65536 / RANGE_PAGE + 4)
             return garbage(e, path, "pages without end");
     }
+}
+
+/* Every key under <prefix>/<kind>/, a page at a time, to fn. */
+static int range_all(etcd_be *e, const char *kind, bool keys_only, kv_fn fn, void *ud)
+{
+    char from[MAX_KEY + 2];
+    size_t fromlen = (size_t)snprintf(from, sizeof from, "%s/%s/", e->prefix, kind);
+    return range_from(e, kind, keys_only, fn, ud, from, fromlen, 0);
 }
 
 /* ------------------------------------------------------------------ open */
@@ -799,6 +844,10 @@ static int eb_open(void **be, const char *rest, const idm_lease_opts *opts)
         }
     }
     e->ttl_ms = opts->ttl_ms > 0 ? opts->ttl_ms : 10000;
+    snprintf(e->scope_key, sizeof e->scope_key, "%s/scope", e->prefix);
+    b64_str(e->scope_key, e->scope_key64);
+    snprintf(e->where, sizeof e->where, "etcd://%s%s%s", e->eps[0], e->neps > 1 ? ",..." : "",
+             e->prefix);
 
     pthread_once(&curl_once, curl_init);
     if (curl_init_rc != CURLE_OK) {
@@ -994,20 +1043,118 @@ static int keys_of(etcd_be *e, uint32_t id, idm_unix_ms want, keys64 *k)
 }
 
 /*
- * One claim attempt on id, in one txn: if the worker key was never created,
- * read the id's mark, put the key bound to our lease and raise the mark to
- * want, reading it back. *won with the previous mark, or not won (a race
- * lost). If an earlier attempt of ours went through but its answer was
- * lost (a timeout, then the next endpoint), the key is already bound to our
- * lease: that counts as won too, with the mark stored now as the previous
- * one (it may be our own raise: safe, at worst a wait).
+ * The scope recorded under <prefix>/scope, in a txn's range answer op: 0 if
+ * it is the claimant's; the refusal naming both if it is another;
+ * IDM_EIO if the key is gone (removed by hand while we claimed: it is
+ * never removed by idmint) or the answer is malformed.
+ */
+static int scope_check(etcd_be *e, const char *path, json_object *op)
+{
+    json_object *rr, *kvs, *kv;
+    unsigned char key[MAX_KEY + 1], val[2 * IDM_LEASE_SCOPE_MAX];
+    size_t klen, vlen;
+    if (op == NULL || !json_object_is_type(op, json_type_object) ||
+        get_field(op, "response_range", json_type_object, &rr) != 0 || rr == NULL ||
+        get_field(rr, "kvs", json_type_array, &kvs) != 0)
+        return garbage(e, path, "the scope's range");
+    if (kvs == NULL || json_object_array_length(kvs) == 0)
+        return idm__lease_fail(IDM_EIO,
+                               "lease: etcd %s vanished during the claim (removed by hand?); "
+                               "not claiming",
+                               e->scope_key);
+    kv = json_object_array_get_idx(kvs, 0);
+    if (json_object_array_length(kvs) != 1 || kv == NULL ||
+        !json_object_is_type(kv, json_type_object) ||
+        get_bytes(kv, "key", key, sizeof key, &klen) != 0 || klen != strlen(e->scope_key) ||
+        memcmp(key, e->scope_key, klen) != 0)
+        return garbage(e, path, "the scope's key");
+    if (get_bytes(kv, "value", val, sizeof val, &vlen) != 0)
+        return garbage(e, path, "the scope's value");
+    if (vlen == strlen(e->scope) && memcmp(val, e->scope, vlen) == 0)
+        return 0;
+    return idm__lease_scope_refuse(e->where, (const char *)val, vlen, e->scope);
+}
+
+/*
+ * The claim's first request, one txn: the first page of the taken ids and,
+ * for a claimant with a scope, the scope: created (no lease) if the key
+ * was never created, else read and compared. A scope that differs refuses
+ * the claim; nothing was written then. Further pages of taken ids (more
+ * than RANGE_PAGE) follow as kv/range calls.
+ */
+static int claim_view(etcd_be *e, taken_set *t)
+{
+    static const char path[] = "/v3/kv/txn";
+    char from[MAX_KEY + 2], rq[RANGE_REQUEST_MAX];
+    char body[2 * RANGE_REQUEST_MAX + 3 * sizeof e->scope_key64 + sizeof e->scope64 + 512];
+    size_t fromlen, n = 0, nops;
+    json_object *resp, *ops = NULL, *rr = NULL, *last;
+    bool ok = false, more = false;
+    int rc;
+    fromlen = (size_t)snprintf(from, sizeof from, "%s/workers/", e->prefix);
+    range_request(e, "workers", from, fromlen, true, rq, sizeof rq);
+    if (e->has_scope)
+        snprintf(body, sizeof body,
+                 "{\"compare\":[{\"target\":\"CREATE\",\"result\":\"EQUAL\",\"key\":\"%s\","
+                 "\"create_revision\":\"0\"}],"
+                 "\"success\":[{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\"}},"
+                 "{\"request_range\":%s}],"
+                 "\"failure\":[{\"request_range\":{\"key\":\"%s\"}},{\"request_range\":%s}]}",
+                 e->scope_key64, e->scope_key64, e->scope64, rq, e->scope_key64, rq);
+    else
+        snprintf(body, sizeof body, "{\"success\":[{\"request_range\":%s}]}", rq);
+    rc = call(e, path, body, &resp);
+    if (rc != 0)
+        return rc;
+    nops = e->has_scope ? 2 : 1;
+    rc = check_header(e, resp, path);
+    /* Without a compare the txn always succeeds. */
+    if (rc == 0 && (get_bool(resp, "succeeded", &ok) != 0 ||
+                    get_field(resp, "responses", json_type_array, &ops) != 0 || ops == NULL ||
+                    json_object_array_length(ops) != nops || (!e->has_scope && !ok)))
+        rc = garbage(e, path, "succeeded or responses");
+    if (rc == 0 && e->has_scope) {
+        json_object *op0 = json_object_array_get_idx(ops, 0), *put = NULL;
+        if (!ok)
+            rc = scope_check(e, path, op0); /* recorded already */
+        else if (op0 == NULL || !json_object_is_type(op0, json_type_object) ||
+                 get_field(op0, "response_put", json_type_object, &put) != 0 || put == NULL)
+            rc = garbage(e, path, "no response_put for the scope");
+    }
+    if (rc == 0) {
+        last = json_object_array_get_idx(ops, nops - 1);
+        if (last == NULL || !json_object_is_type(last, json_type_object) ||
+            get_field(last, "response_range", json_type_object, &rr) != 0 || rr == NULL)
+            rc = garbage(e, path, "the taken ids' range");
+        else
+            rc = range_page(e, path, rr, note_taken, t, from, &fromlen, &more, &n);
+    }
+    json_object_put(resp);
+    if (rc == 0 && more && n > 0)
+        rc = range_from(e, "workers", true, note_taken, t, from, fromlen, 1);
+    return rc;
+}
+
+/*
+ * One claim attempt on id, in one txn: if the worker key was never created
+ * (and, for a claimant with a scope, <prefix>/scope still holds it), read
+ * the id's mark, put the key bound to our lease and raise the mark to want,
+ * reading it back. *won with the previous mark, or not won (a race lost).
+ * If an earlier attempt of ours went through but its answer was lost (a
+ * timeout, then the next endpoint), the key is already bound to our lease:
+ * that counts as won too, with the mark stored now as the previous one (it
+ * may be our own raise: safe, at worst a wait). A scope that changed since
+ * claim_view read it (only by hand) refuses the claim.
  */
 static int try_claim(etcd_be *e, uint32_t id, const char *value64, idm_unix_ms want, bool *won,
                      idm_unix_ms *mark)
 {
     static const char path[] = "/v3/kv/txn";
     keys64 k;
-    char body[sizeof k.raise + 3 * sizeof k.key64 + 3 * sizeof k.hwm64 + 1024 + 600];
+    char body[sizeof k.raise + 3 * sizeof k.key64 + 3 * sizeof k.hwm64 + 1024 + 600 +
+              2 * sizeof e->scope_key64 + sizeof e->scope64 + 200];
+    char scope_cmp[sizeof e->scope_key64 + sizeof e->scope64 + 100];
+    char scope_rng[sizeof e->scope_key64 + 40];
     json_object *resp, *ops = NULL, *first;
     bool ok;
     int rc;
@@ -1015,16 +1162,24 @@ static int try_claim(etcd_be *e, uint32_t id, const char *value64, idm_unix_ms w
     rc = keys_of(e, id, want, &k);
     if (rc != 0)
         return rc;
+    scope_cmp[0] = scope_rng[0] = '\0';
+    if (e->has_scope) {
+        snprintf(scope_cmp, sizeof scope_cmp,
+                 ",{\"target\":\"VALUE\",\"result\":\"EQUAL\",\"key\":\"%s\",\"value\":\"%s\"}",
+                 e->scope_key64, e->scope64);
+        snprintf(scope_rng, sizeof scope_rng, ",{\"request_range\":{\"key\":\"%s\"}}",
+                 e->scope_key64);
+    }
     if (snprintf(body, sizeof body,
                  "{\"compare\":[{\"target\":\"CREATE\",\"result\":\"EQUAL\",\"key\":\"%s\","
-                 "\"create_revision\":\"0\"}],"
+                 "\"create_revision\":\"0\"}%s],"
                  "\"success\":[{\"request_range\":{\"key\":\"%s\"}},{\"request_put\":{\"key\":"
                  "\"%s\",\"value\":\"%s\",\"lease\":\"%" PRId64 "\"}},%s,{\"request_range\":{"
                  "\"key\":\"%s\"}}],"
                  "\"failure\":[{\"request_range\":{\"key\":\"%s\"}},{\"request_range\":{\"key\":"
-                 "\"%s\"}}]}",
-                 k.key64, k.hwm64, k.key64, value64, e->lease_id, k.raise, k.hwm64, k.key64,
-                 k.hwm64) >= (int)sizeof body)
+                 "\"%s\"}}%s]}",
+                 k.key64, scope_cmp, k.hwm64, k.key64, value64, e->lease_id, k.raise, k.hwm64,
+                 k.key64, k.hwm64, scope_rng) >= (int)sizeof body)
         return idm__lease_fail(IDM_EINVAL, "lease: claim request too long");
     rc = call(e, path, body, &resp);
     if (rc == IDM_EIO && e->grpc_code == GRPC_NOT_FOUND)
@@ -1034,7 +1189,7 @@ static int try_claim(etcd_be *e, uint32_t id, const char *value64, idm_unix_ms w
     rc = check_header(e, resp, path);
     if (rc == 0 && (get_bool(resp, "succeeded", &ok) != 0 ||
                     get_field(resp, "responses", json_type_array, &ops) != 0 || ops == NULL ||
-                    json_object_array_length(ops) != (ok ? 4u : 2u)))
+                    json_object_array_length(ops) != (ok ? 4u : e->has_scope ? 3u : 2u)))
         rc = garbage(e, path, "succeeded or responses");
     if (rc == 0 && ok) {
         json_object *put = NULL, *op1 = json_object_array_get_idx(ops, 1);
@@ -1047,17 +1202,22 @@ static int try_claim(etcd_be *e, uint32_t id, const char *value64, idm_unix_ms w
             rc = check_raised(e, json_object_array_get_idx(ops, 3), id, want);
         *won = rc == 0;
     } else if (rc == 0) {
-        /* Lost, unless the key is bound to our own lease already. */
+        /* Refused for the scope; else lost, unless the key is bound to our
+         * own lease already. */
         json_object *rr, *kvs, *kv;
         int64_t lease;
+        if (e->has_scope)
+            rc = scope_check(e, path, json_object_array_get_idx(ops, 2));
         first = json_object_array_get_idx(ops, 0);
-        if (first == NULL || !json_object_is_type(first, json_type_object) ||
-            get_field(first, "response_range", json_type_object, &rr) != 0 || rr == NULL ||
-            get_field(rr, "kvs", json_type_array, &kvs) != 0)
+        if (rc != 0) {
+            /* the scope's error */
+        } else if (first == NULL || !json_object_is_type(first, json_type_object) ||
+                   get_field(first, "response_range", json_type_object, &rr) != 0 ||
+                   rr == NULL || get_field(rr, "kvs", json_type_array, &kvs) != 0) {
             rc = garbage(e, path, "the key's range");
-        else if (kvs != NULL && json_object_array_length(kvs) > 0 &&
-                 (kv = json_object_array_get_idx(kvs, 0)) != NULL &&
-                 json_object_is_type(kv, json_type_object)) {
+        } else if (kvs != NULL && json_object_array_length(kvs) > 0 &&
+                   (kv = json_object_array_get_idx(kvs, 0)) != NULL &&
+                   json_object_is_type(kv, json_type_object)) {
             if (get_i64(kv, "lease", &lease, NULL) != 0)
                 rc = garbage(e, path, "the key's lease");
             else if (lease == e->lease_id) {
@@ -1073,50 +1233,66 @@ static int try_claim(etcd_be *e, uint32_t id, const char *value64, idm_unix_ms w
     return rc;
 }
 
+/* The worker key's value, base64: who holds it, for how long. */
+static int holder_value(const char *holder, int64_t granted_s, char *value64, size_t cap)
+{
+    json_object *v = json_object_new_object();
+    const char *s;
+    int rc = 0;
+    if (v == NULL)
+        return IDM_ENOMEM;
+    json_object_object_add(v, "holder", json_object_new_string(holder));
+    json_object_object_add(v, "ttl_ms", json_object_new_int64(granted_s * 1000));
+    s = json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+    if (s != NULL && strlen(s) <= 3 * (cap / 4) - 8)
+        b64_str(s, value64);
+    else
+        rc = idm__lease_fail(IDM_EINVAL, "lease: holder too long");
+    json_object_put(v);
+    return rc;
+}
+
 static int eb_claim(void *be, uint32_t max_workers, int64_t ttl_ms, const char *holder,
-                    idm_unix_ms want, uint32_t *worker, idm_unix_ms *prev_mark,
-                    idm_unix_ms *recorded, int64_t *granted_ttl_ms)
+                    const char *scope, idm_unix_ms want, uint32_t *worker,
+                    idm_unix_ms *prev_mark, idm_unix_ms *recorded, int64_t *granted_ttl_ms)
 {
     etcd_be *e = be;
     taken_set t = {NULL, max_workers};
-    json_object *v;
     char value64[400];
-    int64_t granted_s;
-    int rc;
+    int64_t granted_s = 0;
+    int rc = 0;
 
     if (e->held)
         return idm__lease_fail(IDM_EINVAL, "lease: this etcd handle holds a claim already");
+    e->has_scope = scope != NULL;
+    if (scope != NULL) {
+        snprintf(e->scope, sizeof e->scope, "%s", scope);
+        b64_str(e->scope, e->scope64);
+    }
     t.taken = calloc(max_workers, 1);
     if (t.taken == NULL)
         return IDM_ENOMEM;
+    e->lease_id = 0;
     begin_op(e, ttl_ms * 2 / 3 > 1000 ? ttl_ms * 2 / 3 : 1000);
-    rc = grant(e, ttl_ms, &granted_s);
-    if (rc != 0) {
-        free(t.taken);
-        return rc;
-    }
-    /* The key's value: who holds it, for how long. */
-    v = json_object_new_object();
-    if (v != NULL) {
-        const char *s;
-        json_object_object_add(v, "holder", json_object_new_string(holder));
-        json_object_object_add(v, "ttl_ms", json_object_new_int64(granted_s * 1000));
-        s = json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN |
-                                                  JSON_C_TO_STRING_NOSLASHESCAPE);
-        if (s != NULL && strlen(s) <= 3 * (sizeof value64 / 4) - 8)
-            b64_str(s, value64);
-        else
-            rc = idm__lease_fail(IDM_EINVAL, "lease: holder too long");
-        json_object_put(v);
-    } else {
-        rc = IDM_ENOMEM;
-    }
     for (int pass = 0; rc == 0 && pass < CLAIM_PASSES; pass++) {
-        bool lost_race = false;
+        bool lost_race = false, any_free = false;
         memset(t.taken, 0, max_workers);
-        rc = range_all(e, "workers", true, note_taken, &t);
+        /* The scope and the taken ids first: a claimant refused for its
+         * scope, or finding every id held, has granted no lease. */
+        rc = claim_view(e, &t);
         if (rc != 0)
             break;
+        for (uint32_t id = 0; id < max_workers && !any_free; id++)
+            any_free = !t.taken[id];
+        if (!any_free)
+            break;
+        if (e->lease_id == 0) {
+            rc = grant(e, ttl_ms, &granted_s);
+            if (rc == 0)
+                rc = holder_value(holder, granted_s, value64, sizeof value64);
+            if (rc != 0)
+                break;
+        }
         for (uint32_t id = 0; id < max_workers; id++) {
             bool won;
             idm_unix_ms mark;
@@ -1146,9 +1322,10 @@ static int eb_claim(void *be, uint32_t max_workers, int64_t ttl_ms, const char *
         rc = idm__lease_fail(IDM_EBUSY, "lease: no free worker id: all %u under etcd %s/workers/ "
                                         "are held",
                              (unsigned)max_workers, e->prefix);
-    /* Give the lease back (and any key a lost answer bound to it); if this
-     * fails too, it expires by itself. Keep the claim's error. */
-    if (!e->foreign) {
+    /* Give the lease back, if one was granted (and any key a lost answer
+     * bound to it); if this fails too, it expires by itself. Keep the
+     * claim's error. */
+    if (e->lease_id != 0 && !e->foreign) {
         char keep[256];
         snprintf(keep, sizeof keep, "%s", idm_error_detail());
         begin_op(e, e->ttl_ms / 3 > 500 ? e->ttl_ms / 3 : 500);
@@ -1385,6 +1562,42 @@ static int eb_list(void *be, uint32_t max_workers, idm_lease_entry **entries, si
     return rc;
 }
 
+/* ----------------------------------------------------------------- scope */
+
+static int eb_scope(void *be, char *buf, size_t cap)
+{
+    static const char path[] = "/v3/kv/range";
+    etcd_be *e = be;
+    char body[sizeof e->scope_key64 + 32];
+    unsigned char key[MAX_KEY + 1], val[2 * IDM_LEASE_SCOPE_MAX];
+    size_t klen, vlen;
+    json_object *resp, *kvs = NULL, *kv;
+    int rc;
+    buf[0] = '\0';
+    begin_op(e, e->ttl_ms > 2000 ? e->ttl_ms : 2000);
+    snprintf(body, sizeof body, "{\"key\":\"%s\"}", e->scope_key64);
+    rc = call(e, path, body, &resp);
+    if (rc != 0)
+        return rc;
+    rc = check_header(e, resp, path);
+    if (rc == 0 && get_field(resp, "kvs", json_type_array, &kvs) != 0)
+        rc = garbage(e, path, "kvs");
+    if (rc == 0 && kvs != NULL && json_object_array_length(kvs) > 0) {
+        kv = json_object_array_get_idx(kvs, 0);
+        if (json_object_array_length(kvs) != 1 || kv == NULL ||
+            !json_object_is_type(kv, json_type_object) ||
+            get_bytes(kv, "key", key, sizeof key, &klen) != 0 ||
+            klen != strlen(e->scope_key) || memcmp(key, e->scope_key, klen) != 0)
+            rc = garbage(e, path, "the scope's key");
+        else if (get_bytes(kv, "value", val, sizeof val, &vlen) != 0)
+            rc = garbage(e, path, "the scope's value");
+        else
+            rc = idm__lease_scope_text(e->where, (const char *)val, vlen, buf, cap);
+    }
+    json_object_put(resp);
+    return rc;
+}
+
 static void eb_close(void *be)
 {
     /* A claim still held here was lost (lease.c releases the others): its
@@ -1393,5 +1606,5 @@ static void eb_close(void *be)
 }
 
 const idm__lease_backend idm__lease_etcd = {
-    "etcd", eb_open, eb_claim, eb_renew, eb_release, eb_list, eb_close,
+    "etcd", eb_open, eb_claim, eb_renew, eb_release, eb_list, eb_scope, eb_close,
 };

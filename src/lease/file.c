@@ -22,13 +22,29 @@
  * it never reads as a new file, since a guessed mark could be below one the
  * last holder minted up to.
  *
- * What it does not do: work across machines (flock is local), or expire a
- * live holder (it holds its id as long as it lives).
+ * The scope (what the directory's worker ids are ids of, see lease.h) is
+ * the file dir/scope: the scope and a newline, nothing else. The first
+ * claimant with a scope writes it to a temporary file of its own, fsyncs
+ * it, then link()s it to dir/scope, which fails with EEXIST if another got
+ * there first, and fsyncs the directory: the file appears whole or not at
+ * all, and exactly one of two racing first claimants records its scope.
+ * Every claimant with a scope reads and compares it before it opens any
+ * record file, so a refused one creates, locks and writes nothing.
+ *
+ * Record and scope files are opened with O_NONBLOCK and must be regular
+ * files: an open for reading of a FIFO would wait for a writer forever.
+ *
+ * What it does not do: work across machines (flock is local), expire a
+ * live holder (it holds its id as long as it lives), or remove a recorded
+ * scope. A temporary scope file left by a claimant killed between writing
+ * and linking it (dir/.scope.<pid>.<n>.tmp) is never read; remove it at
+ * will.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -194,6 +210,193 @@ static void worker_path(const file_be *f, uint32_t n, char *out, size_t len)
     snprintf(out, len, "%s/worker-%04u.lease", f->dir, n);
 }
 
+/* What a file that is not a regular one is, for the detail line. */
+static const char *file_kind(mode_t m)
+{
+    if (S_ISDIR(m))
+        return strerror(EISDIR);
+    if (S_ISFIFO(m))
+        return "a FIFO";
+    if (S_ISSOCK(m))
+        return "a socket";
+    if (S_ISCHR(m))
+        return "a character device";
+    if (S_ISBLK(m))
+        return "a block device";
+    return "not a file";
+}
+
+/*
+ * Open path with flags without blocking (an open for reading of a FIFO
+ * waits for a writer), check that it is a regular file, then make the
+ * descriptor blocking again. 0 and *fd; 1 if path does not exist (and
+ * flags has no O_CREAT); IDM_EIO with a detail naming path otherwise.
+ */
+static int open_regular(const char *path, int flags, int *fd)
+{
+    struct stat st;
+    int fl, rc = 0;
+    *fd = open(path, flags | O_NONBLOCK | O_CLOEXEC, 0600);
+    if (*fd < 0 && errno == ENOENT && !(flags & O_CREAT))
+        return 1;
+    if (*fd < 0)
+        return idm__lease_fail(IDM_EIO, "lease: cannot open %s: %s", path, strerror(errno));
+    if (fstat(*fd, &st) != 0)
+        rc = idm__lease_fail(IDM_EIO, "lease: cannot stat %s: %s", path, strerror(errno));
+    else if (!S_ISREG(st.st_mode))
+        rc = idm__lease_fail(IDM_EIO, "lease: %s is not a regular file: %s", path,
+                             file_kind(st.st_mode));
+    else if ((fl = fcntl(*fd, F_GETFL)) < 0 || fcntl(*fd, F_SETFL, fl & ~O_NONBLOCK) != 0)
+        rc = idm__lease_fail(IDM_EIO, "lease: cannot use %s: %s", path, strerror(errno));
+    if (rc != 0) {
+        close(*fd);
+        *fd = -1;
+    }
+    return rc;
+}
+
+/* ----------------------------------------------------------------- scope */
+
+static void scope_path(const file_be *f, char *out, size_t len)
+{
+    snprintf(out, len, "%s/scope", f->dir);
+}
+
+/*
+ * The recorded scope into buf (cap >= IDM_LEASE_SCOPE_MAX + 1 bytes, not
+ * NUL-terminated) and *len: 0, or 1 if none is recorded, or IDM_EIO with a
+ * detail naming the file if it cannot be read or holds no scope (one line
+ * of 1 to IDM_LEASE_SCOPE_MAX - 1 bytes; any bytes but the newline, so a
+ * scope written by hand is compared, and shown, rather than taken for
+ * damage).
+ */
+static int read_scope(const file_be *f, char *buf, size_t cap, size_t *len)
+{
+    char path[4096];
+    size_t n = 0;
+    int fd, rc;
+    scope_path(f, path, sizeof path);
+    rc = open_regular(path, O_RDONLY, &fd);
+    if (rc != 0)
+        return rc;
+    while (n < cap) {
+        ssize_t r = read(fd, buf + n, cap - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            rc = idm__lease_fail(IDM_EIO, "lease: cannot read %s: %s", path, strerror(errno));
+            close(fd);
+            return rc;
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+    }
+    close(fd);
+    if (n < 2 || n >= IDM_LEASE_SCOPE_MAX + 1 || buf[n - 1] != '\n' ||
+        memchr(buf, '\n', n - 1) != NULL)
+        return idm__lease_fail(IDM_EIO,
+                               "lease: %s holds no scope (one line of 1 to %d bytes); remove it "
+                               "only if no holder is left",
+                               path, IDM_LEASE_SCOPE_MAX - 1);
+    *len = n - 1;
+    return 0;
+}
+
+/* fsync the directory, so that a link or a new file in it survives a
+ * crash. */
+static int sync_dir(const file_be *f)
+{
+    int fd = open(f->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc = 0;
+    if (fd < 0 || fsync(fd) != 0)
+        rc = idm__lease_fail(IDM_EIO, "lease: cannot sync directory %s: %s", f->dir,
+                             strerror(errno));
+    if (fd >= 0)
+        close(fd);
+    return rc;
+}
+
+/* Record scope as dir/scope unless one is recorded: 0 if it is ours now,
+ * 1 if another claimant's link came first (EEXIST), IDM_EIO otherwise. */
+static int record_scope(const file_be *f, const char *scope)
+{
+    static atomic_uint counter;
+    char tmp[4096], path[4096];
+    size_t n = strlen(scope);
+    int fd = -1, rc = 0;
+    scope_path(f, path, sizeof path);
+    /* A name of our own: pid and a counter (threads of one process claim
+     * at once too); past a leftover of a dead process with our pid, the
+     * next number. */
+    for (int tries = 0; fd < 0; tries++) {
+        snprintf(tmp, sizeof tmp, "%s/.scope.%ld.%u.tmp", f->dir, (long)getpid(),
+                 atomic_fetch_add(&counter, 1));
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (fd < 0 && (errno != EEXIST || tries == 8))
+            return idm__lease_fail(IDM_EIO, "lease: cannot create %s: %s", tmp,
+                                   strerror(errno));
+    }
+    if (write(fd, scope, n) != (ssize_t)n || write(fd, "\n", 1) != 1 || fsync(fd) != 0)
+        rc = idm__lease_fail(IDM_EIO, "lease: cannot write %s: %s", tmp, strerror(errno));
+    close(fd);
+    if (rc == 0 && link(tmp, path) != 0) {
+        if (errno == EEXIST)
+            rc = 1;
+        else
+            rc = idm__lease_fail(IDM_EIO, "lease: cannot link %s to %s: %s", tmp, path,
+                                 strerror(errno));
+    }
+    unlink(tmp);
+    /* The link must outlive a crash: a directory that lost it while worker
+     * records of this scope remain could record another. */
+    if (rc == 0)
+        rc = sync_dir(f);
+    return rc;
+}
+
+/* Before a claim: the recorded scope must be ours; record ours if none is.
+ * Refusals change nothing. */
+static int check_scope(const file_be *f, const char *scope)
+{
+    char rec[IDM_LEASE_SCOPE_MAX + 1], where[4200];
+    size_t len = 0;
+    int rc;
+    for (int tries = 0;; tries++) {
+        rc = read_scope(f, rec, sizeof rec, &len);
+        if (rc != 1)
+            break;
+        rc = record_scope(f, scope);
+        if (rc != 1)
+            return rc; /* ours now, or an error */
+        /* Another's came first: read it. It cannot go away again unless
+         * removed by hand. */
+        if (tries == 3)
+            return idm__lease_fail(IDM_EIO, "lease: %s/scope keeps appearing and vanishing",
+                                   f->dir);
+    }
+    if (rc != 0)
+        return rc;
+    if (len == strlen(scope) && memcmp(rec, scope, len) == 0)
+        return 0;
+    snprintf(where, sizeof where, "file://%s", f->dir);
+    return idm__lease_scope_refuse(where, rec, len, scope);
+}
+
+static int fb_scope(void *be, char *buf, size_t cap)
+{
+    file_be *f = be;
+    char rec[IDM_LEASE_SCOPE_MAX + 1], where[4200];
+    size_t len = 0;
+    int rc = read_scope(f, rec, sizeof rec, &len);
+    buf[0] = '\0';
+    if (rc == 1)
+        return 0;
+    if (rc != 0)
+        return rc;
+    snprintf(where, sizeof where, "file://%s", f->dir);
+    return idm__lease_scope_text(where, rec, len, buf, cap);
+}
+
 static int fb_open(void **be, const char *rest, const idm_lease_opts *opts)
 {
     file_be *f;
@@ -225,10 +428,15 @@ static int fb_open(void **be, const char *rest, const idm_lease_opts *opts)
 }
 
 static int fb_claim(void *be, uint32_t max_workers, int64_t ttl_ms, const char *holder,
-                    idm_unix_ms want, uint32_t *worker, idm_unix_ms *prev_mark,
-                    idm_unix_ms *recorded, int64_t *granted_ttl_ms)
+                    const char *scope, idm_unix_ms want, uint32_t *worker,
+                    idm_unix_ms *prev_mark, idm_unix_ms *recorded, int64_t *granted_ttl_ms)
 {
     file_be *f = be;
+    if (scope != NULL) {
+        int rc = check_scope(f, scope);
+        if (rc != 0)
+            return rc;
+    }
     snprintf(f->holder, sizeof f->holder, "%s", holder);
     for (uint32_t n = 0; n < max_workers; n++) {
         char path[4096];
@@ -236,9 +444,9 @@ static int fb_claim(void *be, uint32_t max_workers, int64_t ttl_ms, const char *
         uint64_t seq;
         idm_unix_ms mark;
         worker_path(f, n, path, sizeof path);
-        fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-        if (fd < 0)
-            return idm__lease_fail(IDM_EIO, "lease: cannot open %s: %s", path, strerror(errno));
+        rc = open_regular(path, O_RDWR | O_CREAT, &fd);
+        if (rc != 0)
+            return rc;
         if (ofd_lock(fd, F_OFD_SETLK, NULL) != 0) {
             int e = errno;
             close(fd);
@@ -325,11 +533,10 @@ static int fb_list(void *be, uint32_t max_workers, idm_lease_entry **entries, si
         uint64_t seq;
         idm_lease_entry *grown;
         worker_path(f, w, path, sizeof path);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0 && errno == ENOENT)
+        rc = open_regular(path, O_RDONLY, &fd);
+        if (rc == 1)
             continue; /* no record */
-        if (fd < 0) {
-            rc = idm__lease_fail(IDM_EIO, "lease: cannot open %s: %s", path, strerror(errno));
+        if (rc != 0) {
             free(e);
             return rc;
         }
@@ -370,5 +577,5 @@ static void fb_close(void *be)
 }
 
 const idm__lease_backend idm__lease_file = {
-    "file", fb_open, fb_claim, fb_renew, fb_release, fb_list, fb_close,
+    "file", fb_open, fb_claim, fb_renew, fb_release, fb_list, fb_scope, fb_close,
 };

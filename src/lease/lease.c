@@ -9,6 +9,10 @@
  * margin. The mark recorded with a renewal is the send's wall time plus the
  * TTL, never lower than a mark already recorded; the generator may mint up
  * to it only after the coordinator has it.
+ *
+ * Scopes (what a coordinator's worker ids are ids of) are built and checked
+ * for form here; each backend records and compares them in its own way,
+ * and backend.h words the refusal for all of them.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -102,6 +106,54 @@ int64_t idm__lease_min_margin_ms(const idm_clock *clock)
     return min;
 }
 
+int idm_lease_scope(const idm_layout *l, const char *field, char *buf, size_t len)
+{
+    char text[IDM_LAYOUT_TEXT_MAX];
+    idm_field_info f;
+    int idx, n;
+    memset(&f, 0, sizeof f);
+    if (buf != NULL && len > 0)
+        buf[0] = '\0';
+    if (l == NULL || field == NULL || buf == NULL || len == 0)
+        return idm__lease_fail(IDM_EINVAL, "lease: a scope needs a layout, a field name and a "
+                                           "buffer");
+    idx = idm_layout_field_index(l, field);
+    if (idx < 0)
+        return idm__lease_fail(IDM_EINVAL, "lease: the layout has no field '%.40s' to lease",
+                               field);
+    if (idm_layout_field(l, (size_t)idx, &f) != 0 || f.kind != IDM_FIELD_NODE)
+        return idm__lease_fail(IDM_EINVAL,
+                               "lease: '%s' is the layout's %s field; only a node field can be "
+                               "leased",
+                               field, f.kind == IDM_FIELD_TIME ? "time" : "sequence");
+    if (idm_layout_format(l, text, sizeof text) != 0)
+        return idm__lease_fail(IDM_EINVAL, "lease: the layout has no text form");
+    n = snprintf(buf, len, "%s of %s epoch %lld", f.name, text, (long long)idm_layout_epoch(l));
+    if (n < 0 || (size_t)n >= len) {
+        buf[0] = '\0';
+        return idm__lease_fail(IDM_EINVAL,
+                               "lease: a scope buffer of %zu bytes is too small (%d needed)", len,
+                               n + 1);
+    }
+    return 0;
+}
+
+/* A scope in opts: 1 to IDM_LEASE_SCOPE_MAX - 1 printable ASCII bytes. */
+static int check_scope(const char *scope)
+{
+    size_t n = strnlen(scope, IDM_LEASE_SCOPE_MAX);
+    if (n == 0 || n >= IDM_LEASE_SCOPE_MAX)
+        return idm__lease_fail(IDM_EINVAL, "lease: the scope must be 1 to %d bytes, not %s",
+                               IDM_LEASE_SCOPE_MAX - 1, n == 0 ? "empty" : "longer");
+    for (size_t i = 0; i < n; i++)
+        if (scope[i] < ' ' || scope[i] > '~')
+            return idm__lease_fail(IDM_EINVAL,
+                                   "lease: the scope has byte 0x%02x at offset %zu (printable "
+                                   "ASCII only)",
+                                   (unsigned)(unsigned char)scope[i], i);
+    return 0;
+}
+
 int idm_lease_open(idm_lease **out, const idm_lease_opts *opts)
 {
     idm_lease *l;
@@ -129,6 +181,8 @@ int idm_lease_open(idm_lease **out, const idm_lease_opts *opts)
         return idm__lease_fail(IDM_EINVAL,
                                "lease: margin %lld ms leaves no time between renewals (TTL %lld ms)",
                                (long long)margin, (long long)opts->ttl_ms);
+    if (opts->scope != NULL && (rc = check_scope(opts->scope)) != 0)
+        return rc;
     rc = pick_backend(opts->url, &ops, &rest);
     if (rc != 0)
         return rc;
@@ -163,7 +217,7 @@ int idm_lease_open(idm_lease **out, const idm_lease_opts *opts)
         /* The claim records the first mark, as a renewal sent now would. */
         l->claim_mono = l->clock->mono_ns(l->clock->ctx);
         l->claim_wall = l->clock->wall_ns(l->clock->ctx);
-        rc = ops->claim(l->be, opts->max_workers, opts->ttl_ms, holder,
+        rc = ops->claim(l->be, opts->max_workers, opts->ttl_ms, holder, opts->scope,
                         l->claim_wall / NS_PER_MS + opts->ttl_ms, &l->worker, &l->prev_mark,
                         &l->claim_mark, &l->ttl_ms);
     }
@@ -372,5 +426,29 @@ int idm_lease_list(const char *url, uint32_t max_workers, idm_lease_entry **entr
         rc = ops->list(be, max_workers != 0 ? max_workers : 1024, entries, count);
     if (be != NULL)
         ops->close(be);
+    return rc;
+}
+
+int idm_lease_scope_recorded(const char *url, char *buf, size_t len)
+{
+    const idm__lease_backend *ops;
+    const char *rest;
+    void *be = NULL;
+    idm_lease_opts o;
+    int rc;
+    if (buf == NULL || len == 0)
+        return idm__lease_fail(IDM_EINVAL, "lease: no buffer for the scope");
+    buf[0] = '\0';
+    idm_lease_opts_init(&o);
+    o.url = url;
+    rc = pick_backend(url, &ops, &rest);
+    if (rc == 0)
+        rc = ops->open(&be, rest, &o);
+    if (rc == 0)
+        rc = ops->scope(be, buf, len);
+    if (be != NULL)
+        ops->close(be);
+    if (rc != 0)
+        buf[0] = '\0';
     return rc;
 }

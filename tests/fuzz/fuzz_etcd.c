@@ -3,14 +3,18 @@
  * Fuzz target: the etcd lease backend's answer handling (src/lease/etcd.c,
  * compiled into this file so that its static functions are reachable, with
  * the HTTP transport replaced by a stand-in). One backend life is played:
- * claim (grant, range, txn), renew (keepalive, raising txn), release (final
- * txn, revoke), then list (two ranges). Every request gets a well-formed
- * answer from an etcd that behaves, except one: the input's first byte picks
- * which, the second its HTTP status (or a transport error), the rest is its
- * body, delivered in two pieces. Whatever the answer, the backend must not
- * crash, leak or read out of bounds, must fail with an error it documents
- * and a detail, must never claim an id outside the range asked for, and
- * must never report a mark that was not in an answer.
+ * claim (the txn that reads the taken ids and records or reads the scope,
+ * grant, the claiming txn), renew (keepalive, raising txn), release (final
+ * txn, revoke), then list (two ranges), then the recorded scope (a range).
+ * Every request gets a well-formed answer from an etcd that behaves, except
+ * one: the input's first byte picks which (mod 10, in that order), the
+ * second its HTTP status (bits 0-2, or a transport error) and the claimant
+ * (bits 3-4: with a scope that etcd records now, with one it had recorded,
+ * without one), the rest is its body, delivered in two pieces. Whatever the
+ * answer, the backend must not crash, leak or read out of bounds, must fail
+ * with an error it documents and a detail, must never claim an id outside
+ * the range asked for, must never report a mark that was not in an answer,
+ * and must report a recorded scope only as printable text that fits.
  */
 #include "../../src/lease/etcd.c"
 
@@ -18,9 +22,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define FZ_MAX 4
 #define FZ_H "{\"cluster_id\":\"7\",\"member_id\":\"1\",\"revision\":\"9\",\"raft_term\":\"2\"}"
+#define FZ_SCOPE "worker of time:41@1ms,datacenter:5,worker:5,seq:12 epoch 1288834974657"
 
 typedef struct fz {
     int call;            /* requests so far */
+    int scope_mode;      /* 0: scope, none recorded; 1: scope, recorded; 2: no scope */
     int target;          /* the one that gets the input */
     long status;         /* its status; 0: a transport error */
     const uint8_t *body; /* its body */
@@ -42,9 +48,32 @@ static void deliver(etcd_be *e, const char *p, size_t n)
 /* The answer a well-behaved etcd would give to this request. */
 static void canned(const char *url, const char *body, char *out, size_t cap)
 {
-    char hwm64[64];
+    char hwm64[64], key64[64], scope64[4 * sizeof FZ_SCOPE / 3 + 8];
     b64_str("/fz/hwm/0", hwm64);
-    if (strstr(url, "/v3/lease/grant") != NULL)
+    b64_str("/fz/scope", key64);
+    b64_str(FZ_SCOPE, scope64);
+    if (strstr(url, "/v3/kv/txn") != NULL && strstr(body, "range_end") != NULL) {
+        /* the claim's first txn: no id taken; the scope created or read */
+        if (strstr(body, "\"CREATE\"") == NULL)
+            snprintf(out, cap,
+                     "{\"header\":" FZ_H ",\"succeeded\":true,\"responses\":[{\"response_range\":{"
+                     "\"header\":{\"revision\":\"9\"}}}]}");
+        else if (g_fz.scope_mode == 0)
+            snprintf(out, cap,
+                     "{\"header\":" FZ_H ",\"succeeded\":true,\"responses\":[{\"response_put\":{"
+                     "\"header\":{\"revision\":\"9\"}}},{\"response_range\":{}}]}");
+        else
+            snprintf(out, cap,
+                     "{\"header\":" FZ_H ",\"responses\":[{\"response_range\":{\"kvs\":[{\"key\":"
+                     "\"%s\",\"value\":\"%s\"}],\"count\":\"1\"}},{\"response_range\":{}}]}",
+                     key64, scope64);
+    } else if (strstr(url, "/v3/kv/range") != NULL && strstr(body, "range_end") == NULL) {
+        /* the recorded scope */
+        snprintf(out, cap,
+                 "{\"header\":" FZ_H ",\"kvs\":[{\"key\":\"%s\",\"value\":\"%s\"}],"
+                 "\"count\":\"1\"}",
+                 key64, scope64);
+    } else if (strstr(url, "/v3/lease/grant") != NULL)
         snprintf(out, cap, "{\"header\":" FZ_H ",\"ID\":\"42\",\"TTL\":\"2\"}");
     else if (strstr(url, "/v3/lease/keepalive") != NULL)
         snprintf(out, cap, "{\"result\":{\"header\":" FZ_H ",\"ID\":\"42\",\"TTL\":\"2\"}}\n");
@@ -117,6 +146,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memset(&g_fz, 0, sizeof g_fz);
     g_fz.target = data[0] % 10;
     g_fz.status = statuses[data[1] % 8];
+    g_fz.scope_mode = (data[1] >> 3) % 3;
     g_fz.body = data + 2;
     g_fz.len = size - 2;
 
@@ -126,7 +156,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     e = be;
     e->post = fz_post;
-    rc = eb_claim(be, FZ_MAX, 2000, "fuzz", 1000, &worker, &prev, &recorded, &ttl);
+    rc = eb_claim(be, FZ_MAX, 2000, "fuzz", g_fz.scope_mode == 2 ? NULL : FZ_SCOPE, 1000,
+                  &worker, &prev, &recorded, &ttl);
     check_rc(rc);
     if (rc == 0) {
         idm_unix_ms mark = 5000;
@@ -151,6 +182,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             memchr(entries[i].holder, '\0', sizeof entries[i].holder) == NULL)
             abort();
     free(entries);
+    {
+        char scope[IDM_LEASE_SCOPE_MAX];
+        rc = eb_scope(be, scope, sizeof scope);
+        check_rc(rc);
+        if (memchr(scope, '\0', sizeof scope) == NULL)
+            abort();
+        for (const char *p = scope; *p != '\0'; p++)
+            if (*p < ' ' || *p > '~')
+                abort();
+        if (rc != 0 && scope[0] != '\0')
+            abort();
+    }
     eb_close(be);
     return 0;
 }

@@ -14,8 +14,10 @@
  * every id taken (8 and 1,024), E15 garbage answers, E16 lease ids >= 2^53,
  * E17 a TTL below etcd's minimum, E18 etcd re-created with a wiped data
  * directory, E19 an answer from another cluster; plus a handoff to a holder
- * whose clock is behind, endpoint failover and bad URLs. Every test checks
- * that no id is minted twice.
+ * whose clock is behind, endpoint failover, bad URLs and scopes (a claimant
+ * for another layout, epoch or lease field refused, also when racing, and
+ * when the scope changes between the read of the taken ids and the claim).
+ * Every test checks that no id is minted twice.
  *
  * Also E5 (a partition between one holder and etcd, longer than the TTL,
  * while another instance claims the id: the proxy drops that holder's
@@ -331,7 +333,9 @@ out:
 
 /* --------------------------------------------------- the fake server */
 
-enum { K_GRANT, K_RANGE, K_TXN_CLAIM, K_TXN_MARK, K_KEEPALIVE, K_REVOKE, K_OTHER, K_N };
+/* K_TXN_VIEW: the claim's first txn (taken ids, scope); K_TXN_CLAIM: the
+ * txn that claims an id. */
+enum { K_GRANT, K_RANGE, K_TXN_VIEW, K_TXN_CLAIM, K_TXN_MARK, K_KEEPALIVE, K_REVOKE, K_OTHER, K_N };
 enum { S_ANSWER, S_HANG, S_CLOSE, S_HUGE };
 
 typedef struct canned {
@@ -364,6 +368,8 @@ typedef struct fake {
     int64_t ka_at[256];  /* proxy: when each keepalive came in */
     int nka;
     char first_mark_txn[4096]; /* proxy: the body of the first mark write */
+    char claim_hook[1024];     /* proxy: a kv/put body sent to etcd before the next claim
+                                  txn is forwarded (then cleared) */
 } fake;
 
 #define H "{\"cluster_id\":\"1\",\"member_id\":\"2\",\"revision\":\"5\",\"raft_term\":\"1\"}"
@@ -487,7 +493,9 @@ static int kind_of(const char *path, const char *body)
     if (strcmp(path, "/v3/kv/range") == 0)
         return K_RANGE;
     if (strcmp(path, "/v3/kv/txn") == 0)
-        return strstr(body, "\"CREATE\"") != NULL ? K_TXN_CLAIM : K_TXN_MARK;
+        return strstr(body, "\"range_end\"") != NULL ? K_TXN_VIEW
+               : strstr(body, "\"CREATE\"") != NULL  ? K_TXN_CLAIM
+                                                     : K_TXN_MARK;
     if (strcmp(path, "/v3/lease/keepalive") == 0)
         return K_KEEPALIVE;
     if (strcmp(path, "/v3/lease/revoke") == 0)
@@ -503,13 +511,26 @@ static void serve_canned(fake *f, int c, int k, const char *body)
     cn = f->over[k];
     snprintf(want, sizeof want, "\"%s\":\"%s\"",
              k == K_TXN_CLAIM || k == K_TXN_MARK ? "lease" : "ID", f->lease_id);
-    if (!cn.set && k != K_GRANT && k != K_RANGE && k != K_OTHER && strstr(body, want) == NULL) {
+    if (!cn.set && k != K_GRANT && k != K_RANGE && k != K_TXN_VIEW && k != K_OTHER &&
+        strstr(body, want) == NULL) {
         f->bad_id++;
         cn = (canned){true, S_ANSWER, 500, "{\"error\":\"bad id\",\"code\":3,\"message\":\"bad id\"}"};
     }
     switch (k) {
     case K_GRANT:
         snprintf(out, sizeof out, "{\"header\":" H ",\"ID\":\"%s\",\"TTL\":\"2\"}", f->lease_id);
+        break;
+    case K_TXN_VIEW:
+        /* no id taken; a scope (if the claimant has one) recorded now */
+        if (strstr(body, "\"CREATE\"") != NULL)
+            snprintf(out, sizeof out,
+                     "{\"header\":" H ",\"succeeded\":true,\"responses\":[{\"response_put\":{"
+                     "\"header\":{\"revision\":\"5\"}}},{\"response_range\":{\"header\":{"
+                     "\"revision\":\"5\"}}}]}");
+        else
+            snprintf(out, sizeof out,
+                     "{\"header\":" H ",\"succeeded\":true,\"responses\":[{\"response_range\":{"
+                     "\"header\":{\"revision\":\"5\"}}}]}");
         break;
     case K_TXN_CLAIM:
         /* no previous mark; put; raise; the mark read back: the largest */
@@ -561,7 +582,7 @@ static void serve_canned(fake *f, int c, int k, const char *body)
  * (then the request took effect and the client never learns it). */
 static void serve_proxy(fake *f, int c, int k, const char *path, const char *body)
 {
-    char up[64], rewritten[8192], *answer = NULL;
+    char up[64], rewritten[8192], hook[1024], *answer = NULL;
     const char *send_body = body;
     bool hold;
     int status = 0;
@@ -587,12 +608,24 @@ static void serve_proxy(fake *f, int c, int k, const char *path, const char *bod
     }
     if (k == K_TXN_MARK && f->first_mark_txn[0] == '\0')
         snprintf(f->first_mark_txn, sizeof f->first_mark_txn, "%s", body);
+    hook[0] = '\0';
+    if (k == K_TXN_CLAIM && f->claim_hook[0] != '\0') {
+        snprintf(hook, sizeof hook, "%s", f->claim_hook);
+        f->claim_hook[0] = '\0';
+    }
     if (k == K_KEEPALIVE) {
         if (f->nka < (int)(sizeof f->ka_at / sizeof f->ka_at[0]))
             f->ka_at[f->nka++] = recv_ns;
         delay = f->ka_delay_ms;
     }
     pthread_mutex_unlock(&f->mu);
+    if (hook[0] != '\0') {
+        int st = 0;
+        char *a = NULL;
+        if (http_post(up, "/v3/kv/put", hook, 5000, &st, &a) != 0 || st != 200)
+            fprintf(stderr, "fake: the claim hook failed (%d)\n", st);
+        free(a);
+    }
     if (http_post(up, path, send_body, 5000, &status, &answer) != 0)
         return; /* the client sees the connection closed */
     pthread_mutex_lock(&f->mu);
@@ -975,23 +1008,51 @@ static idm_snowflake *first_id(idm_layout *layout, idm_lease *l)
     return g;
 }
 
-/* E14 with 8 ids, through a counting proxy: every claim costs 3 requests
- * (grant, range, txn) from start to the first id, whatever the occupancy,
- * and the ninth gets "no free worker id" after 3 (grant, range, revoke). */
+/* The scope of field of preset (or of text at epoch, when text is set). */
+static void scope_of(const char *preset, const char *text, idm_unix_ms epoch, const char *field,
+                     char *out)
+{
+    idm_layout *l;
+    if (text != NULL)
+        IDM_ASSERT_OK(idm_layout_parse(&l, text, epoch));
+    else
+        IDM_ASSERT_OK(idm_layout_preset(&l, preset));
+    IDM_ASSERT_OK(idm_lease_scope(l, field, out, IDM_LEASE_SCOPE_MAX));
+    idm_layout_free(l);
+}
+
+static int fake_count(fake *f, int k)
+{
+    int n;
+    pthread_mutex_lock(&f->mu);
+    n = f->count[k];
+    pthread_mutex_unlock(&f->mu);
+    return n;
+}
+
+/* E14 with 8 ids, through a counting proxy, with a scope (as the CLI and
+ * idmintd claim): every claim costs 3 requests (the txn that reads the
+ * taken ids and records or compares the scope, grant, the claiming txn)
+ * from start to the first id, whatever the occupancy; the ninth gets "no
+ * free worker id" after 1 (that first txn), as does a claimant for another
+ * scope: neither grants a lease. */
 static void e14_no_free_worker_id(void **unused)
 {
     fake px;
-    char *url;
+    char *url, scope[IDM_LEASE_SCOPE_MAX], other[IDM_LEASE_SCOPE_MAX];
     idm_lease_opts o;
     idm_lease *l[9] = {NULL};
     idm_snowflake *g[8];
     idm_layout *layout;
-    int before;
+    int before, grants;
     (void)unused;
     IDM_ASSERT_OK(idm_layout_preset(&layout, "twitter"));
+    scope_of("twitter", NULL, 0, "worker", scope);
+    scope_of("twitter", NULL, 0, "datacenter", other);
     fake_start(&px, g_eps, NULL);
     url = fake_url(&px, "e14");
     lease_opts(&o, url, 8);
+    o.scope = scope;
     for (int i = 0; i < 8; i++) {
         before = fake_total(&px);
         IDM_ASSERT_OK(idm_lease_open(&l[i], &o));
@@ -1001,14 +1062,23 @@ static void e14_no_free_worker_id(void **unused)
               fake_total(&px) - before);
     }
     before = fake_total(&px);
+    grants = fake_count(&px, K_GRANT);
     IDM_ASSERT_RC(idm_lease_open(&l[8], &o), IDM_EBUSY);
     CHECK(strstr(idm_error_detail(), "no free worker id") != NULL, "detail: %s",
           idm_error_detail());
     assert_null(l[8]);
     printf("  E14: claims with 0..7 of 8 ids held: 3 requests each; refused claim: %d\n",
            fake_total(&px) - before);
-    CHECK(fake_total(&px) - before == 3, "refused claim took %d requests",
+    CHECK(fake_total(&px) - before == 1, "refused claim took %d requests",
           fake_total(&px) - before);
+    before = fake_total(&px);
+    o.scope = other;
+    IDM_ASSERT_RC(idm_lease_open(&l[8], &o), IDM_EINVAL);
+    CHECK(strstr(idm_error_detail(), "hands out ids for") != NULL, "detail: %s",
+          idm_error_detail());
+    CHECK(fake_total(&px) - before == 1, "claim for another scope took %d requests",
+          fake_total(&px) - before);
+    assert_int_equal(fake_count(&px, K_GRANT), grants);
     for (int i = 0; i < 8; i++) {
         IDM_ASSERT_OK(idm_lease_close(l[i]));
         idm_snowflake_close(g[i]);
@@ -1019,11 +1089,11 @@ static void e14_no_free_worker_id(void **unused)
 }
 
 /* E14 with 1,024 ids taken by etcdctl under a long lease: the 1,025th
- * claimant is refused after 3 requests; with one id freed, it gets that id
- * and mints its first id after 3 requests. */
+ * claimant (with a scope) is refused after 1 request; with one id freed, it
+ * gets that id and mints its first id after 3 requests. */
 static void e14_all_1024_taken(void **unused)
 {
-    char out[512], *dir, *url, hex[32];
+    char out[512], *dir, *url, hex[32], scope[IDM_LEASE_SCOPE_MAX];
     fake px;
     idm_lease_opts o;
     idm_lease *l = NULL;
@@ -1059,6 +1129,9 @@ static void e14_all_1024_taken(void **unused)
     fake_start(&px, g_eps, NULL);
     url = fake_url(&px, "e14big");
     lease_opts(&o, url, 1024);
+    scope_of(NULL, "time:40@1ms,datacenter:1,worker:10,seq:12", INT64_C(1288834974657), "worker",
+             scope);
+    o.scope = scope;
     before = fake_total(&px);
     t0 = mono_ms();
     IDM_ASSERT_RC(idm_lease_open(&l, &o), IDM_EBUSY);
@@ -1066,7 +1139,7 @@ static void e14_all_1024_taken(void **unused)
           idm_error_detail());
     printf("  E14: 1,025th claimant with 1,024 held: refused after %d requests, %lld ms\n",
            fake_total(&px) - before, LL(mono_ms() - t0));
-    CHECK(fake_total(&px) - before == 3, "%d requests", fake_total(&px) - before);
+    CHECK(fake_total(&px) - before == 1, "%d requests", fake_total(&px) - before);
 
     assert_int_equal(run(ETCDCTL "%s del /idmint/e14big/workers/777 > /dev/null", g_eps), 0);
     before = fake_total(&px);
@@ -1082,6 +1155,234 @@ static void e14_all_1024_taken(void **unused)
     idm_layout_free(layout);
     fake_stop(&px);
     assert_int_equal(run(ETCDCTL "%s lease revoke %s > /dev/null", g_eps, hex), 0);
+    free(url);
+}
+
+/* The keys under /idmint/<name>/ with their values, revisions and leases
+ * (not the header: other tests' leases expiring move the store's revision),
+ * for "nothing changed". */
+static void keys_under(const char *name, char *out, size_t n)
+{
+    assert_int_equal(run_out(out, n,
+                             ETCDCTL "%s get --prefix /idmint/%s/ -w fields | grep -v -e "
+                                     "'^\"Revision\"' -e '^\"RaftTerm\"'",
+                             g_eps, name),
+                     0);
+}
+
+/* Issue item "duplicate ids: two idmintd on one data directory with
+ * different lease fields", on etcd: <prefix>/scope records the first
+ * claimant's scope (layout, epoch, field); a claimant with another field,
+ * epoch or layout is refused with IDM_EINVAL naming both, after 1 request
+ * (the txn that reads the taken ids and the scope), and nothing changes: no
+ * lease granted, no key written. The same layout spelled two ways is one
+ * scope; a claimant without a scope is not checked. */
+static void scope_refuses_another_field_epoch_or_layout(void **unused)
+{
+    fake px;
+    char *url, worker[IDM_LEASE_SCOPE_MAX], spelled[IDM_LEASE_SCOPE_MAX];
+    char bad[3][IDM_LEASE_SCOPE_MAX], got[IDM_LEASE_SCOPE_MAX], where[96];
+    char before[8192], after[8192];
+    idm_lease_opts o;
+    idm_lease *a, *b = NULL, *c, *d;
+    int total, grants;
+    (void)unused;
+    scope_of("twitter", NULL, 0, "worker", worker);
+    scope_of(NULL, "time:41@1ms,datacenter:5,worker:5,seq:12", INT64_C(1288834974657), "worker",
+             spelled);
+    assert_string_equal(spelled, worker);
+    scope_of("twitter", NULL, 0, "datacenter", bad[0]);
+    scope_of(NULL, "time:41@1ms,datacenter:5,worker:5,seq:12", INT64_C(1288834974658), "worker",
+             bad[1]);
+    scope_of(NULL, "time:41@1ms,datacenter:4,worker:6,seq:12", INT64_C(1288834974657), "worker",
+             bad[2]);
+    fake_start(&px, g_eps, NULL);
+    url = fake_url(&px, "scope");
+    snprintf(where, sizeof where, "etcd://127.0.0.1:%d/idmint/scope", px.port);
+    IDM_ASSERT_OK(idm_lease_scope_recorded(url, got, sizeof got));
+    assert_string_equal(got, "");
+
+    lease_opts(&o, url, 8);
+    o.scope = worker;
+    IDM_ASSERT_OK(idm_lease_open(&a, &o));
+    assert_int_equal(idm_lease_worker(a), 0);
+    assert_int_equal(
+        run_out(got, sizeof got, ETCDCTL "%s get /idmint/scope/scope --print-value-only", g_eps),
+        0);
+    assert_string_equal(got, worker);
+    IDM_ASSERT_OK(idm_lease_scope_recorded(url, got, sizeof got));
+    assert_string_equal(got, worker);
+
+    keys_under("scope", before, sizeof before);
+    for (int i = 0; i < 3; i++) {
+        total = fake_total(&px);
+        grants = fake_count(&px, K_GRANT);
+        o.scope = bad[i];
+        IDM_ASSERT_RC(idm_lease_open(&b, &o), IDM_EINVAL);
+        assert_null(b);
+        CHECK(strstr(idm_error_detail(), where) != NULL &&
+                  strstr(idm_error_detail(), "hands out ids for") != NULL &&
+                  strstr(idm_error_detail(), worker) != NULL &&
+                  strstr(idm_error_detail(), bad[i]) != NULL,
+              "detail: %s", idm_error_detail());
+        CHECK(fake_total(&px) - total == 1, "refused claim %d took %d requests", i,
+              fake_total(&px) - total);
+        assert_int_equal(fake_count(&px, K_GRANT), grants);
+        keys_under("scope", after, sizeof after);
+        CHECK(strcmp(before, after) == 0, "refused claim %d changed the keys:\n%s\nnow:\n%s", i,
+              before, after);
+    }
+
+    o.scope = spelled;
+    IDM_ASSERT_OK(idm_lease_open(&c, &o));
+    assert_int_equal(idm_lease_worker(c), 1);
+    o.scope = NULL;
+    IDM_ASSERT_OK(idm_lease_open(&d, &o));
+    assert_int_equal(idm_lease_worker(d), 2);
+    IDM_ASSERT_OK(idm_lease_close(a));
+    IDM_ASSERT_OK(idm_lease_close(c));
+    IDM_ASSERT_OK(idm_lease_close(d));
+    /* Every id free: still refused, the scope outlives its holders. */
+    o.scope = bad[0];
+    IDM_ASSERT_RC(idm_lease_open(&b, &o), IDM_EINVAL);
+    IDM_ASSERT_OK(idm_lease_scope_recorded(url, got, sizeof got));
+    assert_string_equal(got, worker);
+    fake_stop(&px);
+    free(url);
+}
+
+typedef struct scoped_claimant {
+    pthread_barrier_t *bar;
+    const char *url;
+    const char *scope;
+    idm_lease *l;
+    int rc;
+    char detail[256];
+} scoped_claimant;
+
+static void *scoped_claim_thread(void *arg)
+{
+    scoped_claimant *c = arg;
+    idm_lease_opts o;
+    lease_opts(&o, c->url, 8);
+    o.scope = c->scope;
+    pthread_barrier_wait(c->bar);
+    c->rc = idm_lease_open(&c->l, &o);
+    snprintf(c->detail, sizeof c->detail, "%s", c->rc != 0 ? idm_error_detail() : "");
+    return NULL;
+}
+
+/* Issue item (duplicate ids, above) with racing first claimants (as E1):
+ * eight claimants with four scopes (two each) at once on a prefix without
+ * a scope, five times over. Exactly one scope is recorded, its two
+ * claimants hold ids, the six others are refused and hold none. */
+static void scope_racing_first_claimants(void **unused)
+{
+    enum { N = 8, ROUNDS = 5 };
+    char scopes[4][IDM_LEASE_SCOPE_MAX];
+    (void)unused;
+    scope_of("twitter", NULL, 0, "worker", scopes[0]);
+    scope_of("twitter", NULL, 0, "datacenter", scopes[1]);
+    scope_of(NULL, "time:41@1ms,datacenter:5,worker:5,seq:12", 1, "worker", scopes[2]);
+    scope_of("discord", NULL, 0, "worker", scopes[3]);
+    for (int round = 0; round < ROUNDS; round++) {
+        char name[32], *url, got[IDM_LEASE_SCOPE_MAX];
+        pthread_barrier_t bar;
+        pthread_t th[N];
+        scoped_claimant c[N];
+        idm_lease_entry *e;
+        size_t n, held = 0;
+        int won_scope = -1, won = 0;
+        snprintf(name, sizeof name, "race%d", round);
+        url = url_for(g_eps, name);
+        pthread_barrier_init(&bar, NULL, N);
+        for (int i = 0; i < N; i++) {
+            c[i] = (scoped_claimant){&bar, url, scopes[i % 4], NULL, 0, ""};
+            assert_int_equal(pthread_create(&th[i], NULL, scoped_claim_thread, &c[i]), 0);
+        }
+        for (int i = 0; i < N; i++)
+            pthread_join(th[i], NULL);
+        pthread_barrier_destroy(&bar);
+        for (int i = 0; i < N; i++) {
+            if (c[i].rc == 0) {
+                CHECK(won_scope < 0 || won_scope == i % 4,
+                      "round %d: claimants of scopes %d and %d both hold ids", round, won_scope,
+                      i % 4);
+                won_scope = i % 4;
+                won++;
+            } else {
+                CHECK(c[i].rc == IDM_EINVAL && strstr(c[i].detail, "hands out ids for") != NULL,
+                      "round %d: claimant %d: %s: %s", round, i, idm_err_name(c[i].rc),
+                      c[i].detail);
+            }
+        }
+        assert_int_equal(won, 2);
+        IDM_ASSERT_OK(idm_lease_scope_recorded(url, got, sizeof got));
+        assert_string_equal(got, scopes[won_scope]);
+        IDM_ASSERT_OK(idm_lease_list(url, 8, &e, &n));
+        for (size_t k = 0; k < n; k++)
+            held += e[k].held != 0;
+        free(e);
+        assert_int_equal(held, 2);
+        for (int i = 0; i < N; i++)
+            if (c[i].rc == 0)
+                IDM_ASSERT_OK(idm_lease_close(c[i].l));
+        free(url);
+    }
+}
+
+/* Standard base64 of s, for a request the test sends itself. */
+static void b64(const char *s, char *out)
+{
+    static const char a[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    size_t n = strlen(s), o = 0;
+    for (size_t i = 0; i < n; i += 3) {
+        uint32_t v = (uint32_t)(unsigned char)s[i] << 16 |
+                     (i + 1 < n ? (uint32_t)(unsigned char)s[i + 1] << 8 : 0) |
+                     (i + 2 < n ? (unsigned char)s[i + 2] : 0);
+        out[o++] = a[v >> 18];
+        out[o++] = a[(v >> 12) & 63];
+        out[o++] = i + 1 < n ? a[(v >> 6) & 63] : '=';
+        out[o++] = i + 2 < n ? a[v & 63] : '=';
+    }
+    out[o] = '\0';
+}
+
+/* Issue item (duplicate ids, above): the scope is compared again in the
+ * very txn that claims the id, not only when the taken ids are read. The
+ * proxy changes <prefix>/scope (as an operator could, by hand) after the
+ * claimant recorded its own and just before its claiming txn reaches etcd:
+ * the claim is refused naming the scope now recorded, no worker key is
+ * created and the lease granted for it is revoked. */
+static void scope_changed_during_claim_refused(void **unused)
+{
+    fake px;
+    char *url, ours[IDM_LEASE_SCOPE_MAX], theirs[IDM_LEASE_SCOPE_MAX];
+    char k64[64], v64[4 * IDM_LEASE_SCOPE_MAX / 3 + 8];
+    idm_lease_opts o;
+    idm_lease *l = NULL;
+    (void)unused;
+    scope_of("twitter", NULL, 0, "worker", ours);
+    scope_of("twitter", NULL, 0, "datacenter", theirs);
+    fake_start(&px, g_eps, NULL);
+    url = fake_url(&px, "hook");
+    b64("/idmint/hook/scope", k64);
+    b64(theirs, v64);
+    pthread_mutex_lock(&px.mu);
+    snprintf(px.claim_hook, sizeof px.claim_hook, "{\"key\":\"%s\",\"value\":\"%s\"}", k64, v64);
+    pthread_mutex_unlock(&px.mu);
+    lease_opts(&o, url, 4);
+    o.scope = ours;
+    IDM_ASSERT_RC(idm_lease_open(&l, &o), IDM_EINVAL);
+    assert_null(l);
+    CHECK(strstr(idm_error_detail(), theirs) != NULL && strstr(idm_error_detail(), ours) != NULL,
+          "detail: %s", idm_error_detail());
+    assert_int_equal(fake_count(&px, K_TXN_CLAIM), 1);
+    assert_int_equal(fake_count(&px, K_REVOKE), 1);
+    for (uint32_t id = 0; id < 4; id++)
+        assert_int_equal(key_lease(g_eps, "hook", id), 0);
+    assert_false(key_exists(g_eps, "/idmint/hook/workers/0"));
+    fake_stop(&px);
     free(url);
 }
 
@@ -1423,6 +1724,11 @@ typedef struct garbage_case {
 } garbage_case;
 
 #define KA(x) "{\"result\":{\"header\":" H x "}}\n"
+/* The claim's first txn's answer: scope op (if any), then the taken ids. */
+#define VIEW(ok, ops) "{\"header\":" H ok ",\"responses\":[" ops "]}"
+#define SCOPE_KEY_B64 "L2lkbWludC9mYWtlL3Njb3Bl" /* /idmint/fake/scope */
+#define SCOPE_KV(v)                                                                        \
+    "{\"response_range\":{\"kvs\":[{\"key\":\"" SCOPE_KEY_B64 "\",\"value\":\"" v "\"}]}}"
 
 /* E15: garbage from the gateway fails the claim, or fails the renewal with
  * an error other than IDM_ELEASE ("unknown, try again"), in bounded time
@@ -1456,10 +1762,21 @@ static void e15_garbage_answers(void **unused)
         {"grant array", K_GRANT, S_ANSWER, 200, "[1,2]", 0},
         {"grant error text", K_GRANT, S_ANSWER, 200,
          "{\"header\":" H ",\"ID\":\"42\",\"TTL\":\"2\",\"error\":\"lessor full\"}", 0},
-        {"range bad base64", K_RANGE, S_ANSWER, 200, "{\"header\":" H ",\"kvs\":[{\"key\":\"!!\"}]}", 0},
-        {"range kvs object", K_RANGE, S_ANSWER, 200, "{\"header\":" H ",\"kvs\":{}}", 0},
-        {"range other cluster", K_RANGE, S_ANSWER, 200,
-         "{\"header\":{\"cluster_id\":\"2\"}}", IDM_ELEASE},
+        {"view bad base64", K_TXN_VIEW, S_ANSWER, 200,
+         VIEW(",\"succeeded\":true", "{\"response_range\":{\"kvs\":[{\"key\":\"!!\"}]}}"), 0},
+        {"view kvs object", K_TXN_VIEW, S_ANSWER, 200,
+         VIEW(",\"succeeded\":true", "{\"response_range\":{\"kvs\":{}}}"), 0},
+        {"view no response_range", K_TXN_VIEW, S_ANSWER, 200,
+         VIEW(",\"succeeded\":true", "{\"response_put\":{}}"), 0},
+        {"view not succeeded without a compare", K_TXN_VIEW, S_ANSWER, 200,
+         VIEW("", "{\"response_range\":{}}"), 0},
+        {"view two responses without a scope", K_TXN_VIEW, S_ANSWER, 200,
+         VIEW(",\"succeeded\":true", "{\"response_range\":{}},{\"response_range\":{}}"), 0},
+        /* the first answer: its cluster is the one; the grant's differs */
+        {"view other cluster", K_TXN_VIEW, S_ANSWER, 200,
+         "{\"header\":{\"cluster_id\":\"2\"},\"succeeded\":true,\"responses\":[{"
+         "\"response_range\":{}}]}",
+         IDM_ELEASE},
         {"txn succeeded string", K_TXN_CLAIM, S_ANSWER, 200,
          "{\"header\":" H ",\"succeeded\":\"true\",\"responses\":[{},{}]}", 0},
         {"txn one response", K_TXN_CLAIM, S_ANSWER, 200,
@@ -1474,6 +1791,36 @@ static void e15_garbage_answers(void **unused)
          "{\"response_range\":{\"kvs\":[{\"key\":\"L2lkbWludC9mYWtlL2h3bS8x\",\"value\":\"MTIz\"}],"
          "\"count\":\"1\"}}]}",
          0},
+    };
+    /* The same for a claimant with the scope "s0" (czA=). */
+    static const garbage_case scoped_claim_cases[] = {
+        {"view scope recorded: another", K_TXN_VIEW, S_ANSWER, 200,
+         VIEW("", SCOPE_KV("czE=") ",{\"response_range\":{}}"), IDM_EINVAL},
+        {"view scope recorded: not base64", K_TXN_VIEW, S_ANSWER, 200,
+         VIEW("", SCOPE_KV("c0!") ",{\"response_range\":{}}"), 0},
+        {"view scope recorded: another key", K_TXN_VIEW, S_ANSWER, 200,
+         VIEW("", "{\"response_range\":{\"kvs\":[{\"key\":\"czA=\",\"value\":\"czA=\"}]}},"
+                  "{\"response_range\":{}}"),
+         0},
+        {"view scope recorded: two kvs", K_TXN_VIEW, S_ANSWER, 200,
+         VIEW("", "{\"response_range\":{\"kvs\":[{\"key\":\"" SCOPE_KEY_B64 "\",\"value\":"
+                  "\"czA=\"},{\"key\":\"" SCOPE_KEY_B64 "\",\"value\":\"czA=\"}]}},"
+                  "{\"response_range\":{}}"),
+         0},
+        {"view scope recorded: gone", K_TXN_VIEW, S_ANSWER, 200,
+         VIEW("", "{\"response_range\":{}},{\"response_range\":{}}"), IDM_EIO},
+        {"view scope created: no response_put", K_TXN_VIEW, S_ANSWER, 200,
+         VIEW(",\"succeeded\":true", "{\"response_range\":{}},{\"response_range\":{}}"), 0},
+        {"view scope: one response", K_TXN_VIEW, S_ANSWER, 200,
+         VIEW(",\"succeeded\":true", "{\"response_range\":{}}"), 0},
+        {"claim txn scope changed since the view", K_TXN_CLAIM, S_ANSWER, 200,
+         VIEW("", "{\"response_range\":{}},{\"response_range\":{}}," SCOPE_KV("czE=")),
+         IDM_EINVAL},
+        {"claim txn scope gone since the view", K_TXN_CLAIM, S_ANSWER, 200,
+         VIEW("", "{\"response_range\":{}},{\"response_range\":{}},{\"response_range\":{}}"),
+         IDM_EIO},
+        {"claim txn failure without the scope's range", K_TXN_CLAIM, S_ANSWER, 200,
+         VIEW("", "{\"response_range\":{}},{\"response_range\":{}}"), 0},
     };
     static const garbage_case renew_cases[] = {
         {"keepalive truncated", K_KEEPALIVE, S_ANSWER, 200, "{\"result\":{\"header\":", 0},
@@ -1517,8 +1864,13 @@ static void e15_garbage_answers(void **unused)
     IDM_ASSERT_OK(idm_layout_preset(&layout, "twitter"));
     fake_start(&f, NULL, "42");
     url = fake_url(&f, "fake");
-    for (size_t i = 0; i < sizeof claim_cases / sizeof claim_cases[0]; i++) {
-        const garbage_case *gc = &claim_cases[i];
+    for (size_t i = 0; i < sizeof claim_cases / sizeof claim_cases[0] +
+                               sizeof scoped_claim_cases / sizeof scoped_claim_cases[0];
+         i++) {
+        bool scoped = i >= sizeof claim_cases / sizeof claim_cases[0];
+        const garbage_case *gc = scoped ? &scoped_claim_cases[i - sizeof claim_cases /
+                                                                      sizeof claim_cases[0]]
+                                        : &claim_cases[i];
         idm_lease_opts o;
         idm_lease *l = NULL;
         int64_t t0 = mono_ms();
@@ -1527,11 +1879,16 @@ static void e15_garbage_answers(void **unused)
         fake_set(&f, gc->kind, gc->special, gc->status, gc->body);
         lease_opts(&o, url, 4);
         o.ttl_ms = 2000;
+        o.scope = scoped ? "s0" : NULL;
         rc = idm_lease_open(&l, &o);
         CHECK(rc != 0, "%s: claimed", gc->name);
         CHECK(gc->want != 0 ? rc == gc->want : rc != IDM_ELEASE, "%s: %s (%s)", gc->name,
               idm_err_name(rc), idm_error_detail());
         CHECK(idm_error_detail()[0] != '\0', "%s: no detail", gc->name);
+        CHECK(gc->want != IDM_EINVAL ||
+                  strstr(idm_error_detail(), "hands out ids for 's1'; this claimant asks for "
+                                             "'s0'") != NULL,
+              "%s: detail %s", gc->name, idm_error_detail());
         CHECK(mono_ms() - t0 < 2500, "%s: took %lld ms", gc->name, LL(mono_ms() - t0));
         assert_null(l);
     }
@@ -1689,6 +2046,7 @@ static void endpoint_failover(void **unused)
     }
     fake_start(&good, NULL, "42");
     fake_start(&mute, NULL, "42");
+    fake_set(&mute, K_TXN_VIEW, S_HANG, 0, NULL); /* the claim's first request */
     fake_set(&mute, K_GRANT, S_HANG, 0, NULL);
     snprintf(eps, sizeof eps, "127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d", dead, mute.port,
              good.port);
@@ -2668,6 +3026,9 @@ int main(void)
         cmocka_unit_test(e1_racing_claimants),
         cmocka_unit_test(e14_no_free_worker_id),
         cmocka_unit_test(e14_all_1024_taken),
+        cmocka_unit_test(scope_refuses_another_field_epoch_or_layout),
+        cmocka_unit_test(scope_racing_first_claimants),
+        cmocka_unit_test(scope_changed_during_claim_refused),
         cmocka_unit_test(late_mark_write_never_lowers),
         cmocka_unit_test(e3_lease_revoked),
         cmocka_unit_test(e4_key_deleted),
