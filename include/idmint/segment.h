@@ -28,7 +28,10 @@
  * less than prefetch_pct of the current one is left (or earlier, when at the
  * rate the last block went the rest would not outlast twice the recent
  * fetch time), so a steady consumer never waits on the store; block sizes
- * adapt to the consumption rate. When
+ * adapt to the consumption rate. That thread is one per store: every
+ * allocator whose first store is the same idm_store shares it (started with
+ * the first, stopped when the last closes), and it makes their round trips
+ * one at a time, serving an allocator with a caller waiting first. When
  * every store is down, it serves what it holds and then fails with
  * IDM_EUNAVAIL (never blocks for longer than opts.wait_ms).
  */
@@ -96,6 +99,18 @@ IDM_EXTERN int idm_store_create(idm_store *s, const char *name, int64_t start, u
 IDM_EXTERN int idm_store_take(idm_store *s, const char *name, int64_t size, uint32_t k,
                               uint32_t n, int64_t *first);
 IDM_EXTERN int idm_store_list(idm_store *s, idm_seq_info **out, size_t *count);
+/*
+ * Which database s reaches, as text in out (cap bytes;
+ * IDM_STORE_IDENTITY_MAX is room enough): two handles open at the same time
+ * give the same text if and only if they reach the same database, whatever
+ * their URLs say: "sqlite:DEV:INO" of the file (taken at open),
+ * "postgres:SYSID:DB:TABLE" (asked of the server, one round trip), and for a
+ * custom store, which cannot tell, "custom:" and the handle's address. For
+ * checking that a list of stores names each database once before writing
+ * anything (`idmint seq create`). Thread-safe as the other calls on s.
+ */
+#define IDM_STORE_IDENTITY_MAX 160
+IDM_EXTERN int idm_store_identity(idm_store *s, char *out, size_t cap);
 IDM_EXTERN void idm_store_close(idm_store *s);
 
 /* -------------------------------------------------------------- allocator */
@@ -136,7 +151,9 @@ IDM_EXTERN int idm_seq_open(idm_seq **out, const idm_seq_opts *opts);
  * taken within wait_ms. Thread-safe. */
 IDM_EXTERN int idm_seq_next(idm_seq *q, int64_t *id);
 IDM_EXTERN void idm_seq_stats_get(idm_seq *q, idm_seq_stats *out);
-/* Stop the prefetch thread; the ids in hand are abandoned (gaps). */
+/* Close the allocator (the last one of its store stops the store's prefetch
+ * thread); the ids in hand are abandoned (gaps). Close every allocator of a
+ * store before the store. */
 IDM_EXTERN void idm_seq_close(idm_seq *q);
 
 #endif /* IDMINT_SEGMENT_H */

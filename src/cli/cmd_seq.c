@@ -9,6 +9,12 @@
  * every time. `seq next` takes exactly one block of N ids with one atomic
  * statement, from the first store that answers, and prints it: a process
  * that hands out ids for long (idmintd) uses the allocator instead.
+ *
+ * `seq create` checks the whole list before it writes anything: every store
+ * reachable, no store listed twice (the same database under two URLs would
+ * be store k and store j of n at once; the stores themselves say which
+ * database they reach), and, with several stores, the sequence in none of
+ * them yet. Only a store failing midway can still leave it in some.
  */
 #include "cli.h"
 
@@ -20,6 +26,7 @@
 #include <idmint/segment.h>
 
 #define MAX_STORES 16
+#define IDENTITY_MAX IDM_STORE_IDENTITY_MAX
 
 static const char usage_text[] =
     "usage: idmint seq create NAME --store URL [--store URL...] [--start N]\n"
@@ -177,6 +184,63 @@ static int open_all(const char *cmd, const seq_args *a, idm_store **s)
     return CLI_OK;
 }
 
+/* The same database listed twice (any spelling)? Prints which and returns
+ * CLI_USAGE; CLI_FAIL if a store cannot tell. */
+static int check_distinct(const char *cmd, const seq_args *a, idm_store **s)
+{
+    char (*ids)[IDENTITY_MAX] = calloc(a->nstores, sizeof *ids);
+    int status = CLI_OK;
+    if (ids == NULL) {
+        cli_error(cmd, "out of memory");
+        return CLI_FAIL;
+    }
+    for (size_t i = 0; i < a->nstores && status == CLI_OK; i++) {
+        int rc = idm_store_identity(s[i], ids[i], sizeof ids[i]);
+        if (rc != 0) {
+            status = store_error(cmd, rc, "cannot tell which database a store is");
+            break;
+        }
+        for (size_t j = 0; j < i; j++) {
+            if (strcmp(ids[i], ids[j]) == 0) {
+                cli_error(cmd,
+                          "--store %s and --store %s are the same store (stores %zu and %zu "
+                          "of %zu): give each store once (nothing created)",
+                          idm_store_url(s[j]), idm_store_url(s[i]), j + 1, i + 1, a->nstores);
+                status = CLI_USAGE;
+                break;
+            }
+        }
+    }
+    free(ids);
+    return status;
+}
+
+/* With several stores: is the sequence in none of them yet? Else prints
+ * where it is and returns CLI_FAIL, as a create that found it would. */
+static int check_absent(const char *cmd, const seq_args *a, idm_store **s)
+{
+    for (size_t k = 0; k < a->nstores; k++) {
+        idm_seq_info *info = NULL;
+        size_t count = 0;
+        int rc = idm_store_list(s[k], &info, &count);
+        if (rc != 0)
+            return store_error(cmd, rc, "cannot create the sequence");
+        for (size_t i = 0; i < count; i++) {
+            if (strcmp(info[i].name, a->name) == 0) {
+                cli_error(cmd,
+                          "cannot create the sequence: sequence %s exists already in %s (as "
+                          "store %u of %u; nothing created)",
+                          a->name, idm_store_url(s[k]), (unsigned)info[i].k,
+                          (unsigned)info[i].n);
+                free(info);
+                return CLI_FAIL;
+            }
+        }
+        free(info);
+    }
+    return CLI_OK;
+}
+
 static int cmd_create(int argc, char **argv)
 {
     const char *cmd = "seq create";
@@ -188,6 +252,13 @@ static int cmd_create(int argc, char **argv)
         return status;
     if ((status = open_all(cmd, &a, s)) != CLI_OK)
         return status;
+    /* The whole list first: nothing is written unless every store can take
+     * its part. (One store: its create alone decides.) */
+    if (a.nstores > 1 && ((status = check_distinct(cmd, &a, s)) != CLI_OK ||
+                          (status = check_absent(cmd, &a, s)) != CLI_OK)) {
+        close_all(s, a.nstores);
+        return status;
+    }
     for (size_t k = 0; k < a.nstores; k++) {
         int rc = idm_store_create(s[k], a.name, a.start, (uint32_t)k, (uint32_t)a.nstores);
         if (rc != 0) {

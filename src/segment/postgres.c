@@ -26,6 +26,19 @@
  * result's status, shape and numbers are checked strictly (an answer that
  * is not what the statement must produce is IDM_EIO).
  *
+ * Durability. A block counts as taken when its UPDATE's commit returns, so
+ * that commit must be on disk: with synchronous_commit off a crash can lose
+ * a committed block that was already handed out, and hand it out again.
+ * Every session (the first and each one after a reset) therefore sets
+ * synchronous_commit to on before it runs anything else, whatever the URL
+ * (options=-c synchronous_commit=off), the role or the database set, and
+ * keeps only remote_apply, which waits for more. A session that cannot set
+ * it runs nothing. (fsync=off on the server is beyond a session's reach.)
+ *
+ * Identity (idm__postgres_identity): the server's system identifier, the
+ * database's and the table's OIDs, so that one database reached by two
+ * URLs is known as one store.
+ *
  * What it does not do: time a statement out (a take blocked behind a row
  * lock that someone else holds open waits; set statement_timeout in the URL's
  * options, e.g. ?options=-c%20statement_timeout%3D5000, to bound it), or
@@ -54,6 +67,7 @@
 
 typedef struct pg_store {
     PGconn *conn;
+    bool ready; /* this session has run session_setup */
     char url[256]; /* for messages; password masked */
 } pg_store;
 
@@ -188,17 +202,60 @@ static int pg_fail(pg_store *p, PGresult *res, const char *what)
     return idm__seg_fail(code_for(state), "store %s: %s: %s", p->url, what, msg);
 }
 
-/* Bring a broken connection back, once. */
+/* Reset the connection: a new session, which must be set up again. */
+static void reset(pg_store *p)
+{
+    p->ready = false;
+    PQreset(p->conn);
+}
+
+/*
+ * What every session runs first: synchronous_commit on (see the top), or
+ * remote_apply if that is what it was; then checked. One statement, in
+ * autocommit, so the setting is the session's (a SET in a transaction that
+ * rolls back would be undone).
+ */
+static int session_setup(pg_store *p)
+{
+    PGresult *res = PQexec(p->conn,
+                           "SELECT CASE current_setting('synchronous_commit')"
+                           " WHEN 'remote_apply' THEN 'remote_apply'"
+                           " ELSE set_config('synchronous_commit', 'on', false) END");
+    const char *v;
+    int rc;
+    if (res == NULL || PQresultStatus(res) != PGRES_TUPLES_OK) {
+        rc = pg_fail(p, res, "cannot set synchronous_commit to on");
+        PQclear(res);
+        return rc;
+    }
+    v = PQntuples(res) == 1 && PQnfields(res) == 1 && !PQgetisnull(res, 0, 0)
+            ? PQgetvalue(res, 0, 0)
+            : "";
+    if (strcmp(v, "on") != 0 && strcmp(v, "remote_apply") != 0) {
+        rc = idm__seg_fail(IDM_EIO,
+                           "store %s: synchronous_commit is '%.20s' after setting it to on: "
+                           "a committed block could be lost in a crash and handed out again",
+                           p->url, v);
+        PQclear(res);
+        return rc;
+    }
+    PQclear(res);
+    p->ready = true;
+    return 0;
+}
+
+/* Bring a broken connection back, once; set up a new session. */
 static int reconnect(pg_store *p)
 {
     char msg[512];
-    if (PQstatus(p->conn) == CONNECTION_OK)
-        return 0;
-    PQreset(p->conn);
-    if (PQstatus(p->conn) == CONNECTION_OK)
-        return 0;
-    one_line(PQerrorMessage(p->conn), msg, sizeof msg);
-    return idm__seg_fail(IDM_EUNAVAIL, "store %s: cannot reconnect: %s", p->url, msg);
+    if (PQstatus(p->conn) != CONNECTION_OK) {
+        reset(p);
+        if (PQstatus(p->conn) != CONNECTION_OK) {
+            one_line(PQerrorMessage(p->conn), msg, sizeof msg);
+            return idm__seg_fail(IDM_EUNAVAIL, "store %s: cannot reconnect: %s", p->url, msg);
+        }
+    }
+    return p->ready ? 0 : session_setup(p);
 }
 
 /*
@@ -223,7 +280,7 @@ static PGresult *run(pg_store *p, const char *sql, int nparams, const unsigned *
                 *rc = pg_fail(p, res, what);
                 PQclear(res);
                 /* For the next call; this one's outcome is unknown. */
-                PQreset(p->conn);
+                reset(p);
                 return NULL;
             }
             PQclear(res);
@@ -278,7 +335,7 @@ static int pg_create(void *ctx, const char *name, int64_t start, uint32_t k, uin
         char msg[512];
         one_line(PQerrorMessage(p->conn), msg, sizeof msg);
         PQclear(res);
-        PQreset(p->conn);
+        reset(p);
         return idm__seg_fail(IDM_EUNAVAIL,
                              "store %s: connection lost creating sequence %s (it may or may not "
                              "exist now): %s",
@@ -473,6 +530,53 @@ static void pg_close(void *ctx)
 static const idm_store_ops ops = {pg_create, pg_take, pg_list, pg_floor_get, pg_floor_raise,
                                   pg_close};
 
+/*
+ * "postgres:SYSID:DB:TABLE": the cluster's system identifier (a physical
+ * standby shares its primary's: the same store), the database's OID and
+ * the sequences table's (the URL's search_path may name another schema's).
+ * Where pg_control_system() may not be called (revoked; before 9.6), the
+ * server's address and port stand in for the system identifier: one server
+ * reached by two addresses is then not known as one.
+ */
+int idm__postgres_identity(void *ctx, char *out, size_t cap)
+{
+    static const char *const queries[] = {
+        "SELECT 'postgres:' || (SELECT system_identifier FROM pg_control_system())"
+        " || ':' || (SELECT oid FROM pg_database WHERE datname = current_database())"
+        " || ':' || to_regclass('" IDM__SEQ_TABLE "')::oid",
+        "SELECT 'postgres-at:' || coalesce(host(inet_server_addr()), 'socket')"
+        " || ':' || current_setting('port')"
+        " || ':' || (SELECT oid FROM pg_database WHERE datname = current_database())"
+        " || ':' || to_regclass('" IDM__SEQ_TABLE "')::oid",
+    };
+    pg_store *p = ctx;
+    int rc = 0;
+    for (size_t i = 0; i < sizeof queries / sizeof queries[0]; i++) {
+        PGresult *res = run(p, queries[i], 0, NULL, NULL, PGRES_TUPLES_OK, true,
+                            "cannot read the store's identity", &rc);
+        const char *v;
+        if (res == NULL) {
+            /* Not allowed or not there: the next query; else the error. */
+            if (i + 1 < sizeof queries / sizeof queries[0] &&
+                PQstatus(p->conn) == CONNECTION_OK)
+                continue;
+            return rc;
+        }
+        v = PQntuples(res) == 1 && PQnfields(res) == 1 && !PQgetisnull(res, 0, 0)
+                ? PQgetvalue(res, 0, 0)
+                : NULL;
+        if (v == NULL || strlen(v) >= cap) {
+            PQclear(res);
+            return idm__seg_fail(IDM_EIO, "store %s: reading its identity: unexpected answer",
+                                 p->url);
+        }
+        memcpy(out, v, strlen(v) + 1);
+        PQclear(res);
+        return 0;
+    }
+    return rc;
+}
+
 /* ----------------------------------------------------------------- open */
 
 /* The URL with connect_timeout=5 added unless it sets one, so that an
@@ -536,6 +640,8 @@ static int pg_open(void **ctx, const char *url)
         pg_close(p);
         return rc;
     }
+    if ((rc = session_setup(p)) != 0)
+        goto fail;
     /* Create the tables only if missing: a role that may use but not create
      * them still opens the store. */
     res = run(p,

@@ -34,4 +34,8 @@ int idm__seq_check_name(const char *name);
 int idm__store_floor_get(idm_store *s, const char *name, uint32_t k, int64_t *floor);
 int idm__store_floor_raise(idm_store *s, const char *name, uint32_t k, int64_t floor);
 
+/* Each database backend's part of idm_store_identity, on its context. */
+int idm__sqlite_identity(void *ctx, char *out, size_t cap);
+int idm__postgres_identity(void *ctx, char *out, size_t cap);
+
 #endif /* IDM_SEGMENT_INTERNAL_H */

@@ -22,17 +22,29 @@
  * Slow path (position >= size: block exhausted), under the mutex: install
  * the prefetched block (new generation, position 0) if there is one, else
  * ask the keeper thread and wait for it on a condvar, at most opts.wait_ms.
- * The store round trips all happen on the keeper thread, so no caller ever
- * blocks longer than wait_ms, whatever a store does.
+ * The store round trips after open all happen on the keeper thread, so no
+ * caller ever blocks longer than wait_ms, whatever a store does.
  *
- * Keeper thread: fills the spare block when the current one has less than
- * prefetch_pct % left, or earlier when at the last block's rate the rest
- * would last less than twice the recent fetch time (the caller whose add
- * reaches that position signals it); with one store it also fetches the
- * spare right after open. Round robin over the stores with failover,
- * retrying with a backoff while a block is wanted and every store fails;
- * after each block taken from store k it raises k's floor in the other
- * stores (best effort).
+ * Keeper thread: ONE for all the allocators whose first store is the same
+ * idm_store, started when the first of them opens and stopped when the
+ * last closes (a process with a thousand sequences on one store has one
+ * prefetch thread, not a thousand). It fills an allocator's spare block
+ * when the current one has less than prefetch_pct % left, or earlier when
+ * at the last block's rate the rest would last less than twice the recent
+ * fetch time (the caller whose add reaches that position signals it); with
+ * one store it also fetches the spare right after open. Round robin over
+ * the stores with failover, retrying with a backoff while a block is wanted
+ * and every store fails; after each block taken from store k it raises k's
+ * floor in the other stores (best effort). Among allocators wanting a
+ * block it serves first those with a caller waiting, then the one served
+ * longest ago. Its round trips are one at a time, as the store's mutex made
+ * them when each allocator had its own thread; a caller still waits at
+ * most wait_ms whatever the keeper is doing for another allocator.
+ *
+ * Locks: the allocators of one keeper share its mutex (taken once per
+ * block switch, per prefetch request and per stats read, never on the
+ * common path); the registry of keepers has its own, taken at open and
+ * close only, and before a keeper's mutex when both are held.
  *
  * Generations are 24 bits: a reader would have to stall between its add and
  * its check for 2^24 block switches to be fooled by the wrap.
@@ -68,16 +80,34 @@ typedef struct block {
     size_t store;
 } block;
 
+/* The prefetch thread of every allocator whose first store is store. */
+typedef struct keeper {
+    idm_store *store;
+    size_t refs;            /* allocators attached; under keepers_mu */
+    struct keeper *next;    /* in the registry; under keepers_mu */
+    pthread_t thread;
+    /* Under k->mu: */
+    pthread_mutex_t mu;     /* also every attached allocator's mutex */
+    pthread_cond_t cv;      /* wakes the thread */
+    bool stop;
+    idm_seq *head, *tail;   /* attached, least recently served first */
+} keeper;
+
+static pthread_mutex_t keepers_mu = PTHREAD_MUTEX_INITIALIZER;
+static keeper *keepers;
+
 struct idm_seq {
     _Alignas(64) _Atomic uint64_t word;
     _Alignas(64) slot slots[2];
 
-    /* Everything below is under mu. */
-    _Alignas(64) pthread_mutex_t mu;
-    pthread_cond_t cv_work; /* wakes the keeper */
-    pthread_cond_t cv_done; /* a fetch attempt ended */
-    pthread_t thread;
-    bool stop, need, fetching, spare_ready;
+    /* Everything below is under k->mu. */
+    _Alignas(64) keeper *k;
+    idm_seq *prev, *next;   /* in k's list */
+    pthread_cond_t cv_done; /* a fetch attempt ended, or the keeper let go */
+    bool need, fetching, spare_ready;
+    bool busy;              /* the keeper uses it outside the mutex */
+    bool closing;           /* idm_seq_close has begun: no more fetches */
+    unsigned waiters;       /* callers waiting for a block */
     block cur, spare;
     uint64_t gen;            /* the word's generation */
     uint64_t exhausted_gen;  /* the last generation seen exhausted */
@@ -177,7 +207,7 @@ static int check_opts(const idm_seq_opts *o)
 
 /* ---------------------------------------------------------------- blocks */
 
-/* Under mu: the position of a new block of size at which to ask for the
+/* Under k->mu: the position of a new block of size at which to ask for the
  * next one: when less than pct % is left, or earlier if, at the rate the
  * last block went and with fetches taking what they took lately, the rest
  * would run out before a fetch returns (twice that, for safety). pct 0: no
@@ -194,7 +224,7 @@ static int64_t trigger_locked(const idm_seq *q, int64_t size)
     return t;
 }
 
-/* Under mu: make the spare block current. Called only when the current one
+/* Under k->mu: make the spare block current. Called only when the current one
  * is exhausted. */
 static void install_locked(idm_seq *q)
 {
@@ -221,7 +251,7 @@ static void install_locked(idm_seq *q)
     q->installed_at = clock_mono(q);
 }
 
-/* Under mu: keep an exhausted block's position from growing without bound
+/* Under k->mu: keep an exhausted block's position from growing without bound
  * while callers keep adding to it (positions >= size are never handed out,
  * so lowering one to size changes nothing else). */
 static void clamp_locked(idm_seq *q, uint64_t cur)
@@ -235,7 +265,7 @@ static void clamp_locked(idm_seq *q, uint64_t cur)
     }
 }
 
-/* Under mu: the block of generation g is exhausted; adapt the size of the
+/* Under k->mu: the block of generation g is exhausted; adapt the size of the
  * next fetch to how long it lasted (Leaf: aim at target_ms a block). */
 static void exhausted_locked(idm_seq *q, uint64_t g)
 {
@@ -254,7 +284,7 @@ static void exhausted_locked(idm_seq *q, uint64_t g)
 }
 
 /* Take one block of size from the stores, starting at store start, failing
- * over to the next. Round trips outside mu; counts under it. */
+ * over to the next. Round trips outside k->mu; counts under it. */
 static int fetch(idm_seq *q, size_t start, int64_t size, block *b)
 {
     int rc = IDM_EUNAVAIL;
@@ -263,7 +293,7 @@ static int fetch(idm_seq *q, size_t start, int64_t size, block *b)
         int64_t first = 0;
         rc = idm_store_take(q->stores[k], q->name, size, (uint32_t)k, (uint32_t)q->nstores,
                             &first);
-        pthread_mutex_lock(&q->mu);
+        pthread_mutex_lock(&q->k->mu);
         q->last_error = rc;
         if (rc == 0) {
             q->fetches++;
@@ -273,7 +303,7 @@ static int fetch(idm_seq *q, size_t start, int64_t size, block *b)
             snprintf(q->last_detail, sizeof q->last_detail, "store %zu (%s): %s: %s", k,
                      idm_store_url(q->stores[k]), idm_err_name(rc), idm_error_detail());
         }
-        pthread_mutex_unlock(&q->mu);
+        pthread_mutex_unlock(&q->k->mu);
         if (rc == 0) {
             b->first = first;
             b->stride = (int64_t)q->nstores;
@@ -300,75 +330,131 @@ static void raise_floors(idm_seq *q, const block *b)
             (void)idm__store_floor_raise(q->stores[j], q->name, (uint32_t)b->store, f);
 }
 
-static void *keeper(void *arg)
+/* Under k->mu: take q out of k's list. */
+static void unlink_locked(keeper *k, idm_seq *q)
 {
-    idm_seq *q = arg;
-    pthread_mutex_lock(&q->mu);
-    while (!q->stop) {
-        bool want = q->need && !q->spare_ready;
-        if (want && mono_now() >= q->next_try_ns) {
-            int64_t size = q->block_size;
-            size_t start = q->next_store;
-            block b;
-            int rc;
-            int64_t t0;
-            q->fetching = true;
-            pthread_mutex_unlock(&q->mu);
-            t0 = mono_now();
-            rc = fetch(q, start, size, &b);
-            pthread_mutex_lock(&q->mu);
-            q->fetching = false;
-            q->last_try_ns = mono_now();
-            if (rc == 0) {
-                int64_t took = q->last_try_ns - t0;
-                q->fetch_ns = q->fetch_ns == 0 ? took : (3 * q->fetch_ns + took) / 4;
-                q->spare = b;
-                q->spare_ready = true;
-                q->need = false;
-                q->backoff_ns = 0;
-                q->next_store = (b.store + 1) % q->nstores;
-                q->next_try_ns = 0;
-            } else {
-                q->backoff_ns = q->backoff_ns == 0 ? RETRY_MIN_NS
-                                : q->backoff_ns >= RETRY_MAX_NS / 2 ? RETRY_MAX_NS
-                                                                    : 2 * q->backoff_ns;
-                q->next_try_ns = q->last_try_ns + q->backoff_ns;
+    if (q->prev != NULL)
+        q->prev->next = q->next;
+    else
+        k->head = q->next;
+    if (q->next != NULL)
+        q->next->prev = q->prev;
+    else
+        k->tail = q->prev;
+    q->prev = q->next = NULL;
+}
+
+/* Under k->mu: put q at the end of k's list (served last in a tie). */
+static void append_locked(keeper *k, idm_seq *q)
+{
+    q->prev = k->tail;
+    q->next = NULL;
+    if (k->tail != NULL)
+        k->tail->next = q;
+    else
+        k->head = q;
+    k->tail = q;
+}
+
+/* Under k->mu, returns with it held: one fetch attempt for q (the round
+ * trips without the mutex), then the floors. q->busy keeps idm_seq_close
+ * from freeing q meanwhile. */
+static void serve_locked(keeper *k, idm_seq *q)
+{
+    int64_t size = q->block_size;
+    size_t start = q->next_store;
+    block b;
+    int rc;
+    int64_t t0;
+    q->fetching = true;
+    q->busy = true;
+    pthread_mutex_unlock(&k->mu);
+    t0 = mono_now();
+    rc = fetch(q, start, size, &b);
+    pthread_mutex_lock(&k->mu);
+    q->fetching = false;
+    q->last_try_ns = mono_now();
+    if (rc == 0) {
+        int64_t took = q->last_try_ns - t0;
+        q->fetch_ns = q->fetch_ns == 0 ? took : (3 * q->fetch_ns + took) / 4;
+        q->spare = b;
+        q->spare_ready = true;
+        q->need = false;
+        q->backoff_ns = 0;
+        q->next_store = (b.store + 1) % q->nstores;
+        q->next_try_ns = 0;
+    } else {
+        q->backoff_ns = q->backoff_ns == 0 ? RETRY_MIN_NS
+                        : q->backoff_ns >= RETRY_MAX_NS / 2 ? RETRY_MAX_NS
+                                                            : 2 * q->backoff_ns;
+        q->next_try_ns = q->last_try_ns + q->backoff_ns;
+    }
+    pthread_cond_broadcast(&q->cv_done); /* waiting callers: the block is here */
+    if (rc == 0 && q->nstores > 1) {
+        pthread_mutex_unlock(&k->mu);
+        raise_floors(q, &b);
+        pthread_mutex_lock(&k->mu);
+    }
+    q->busy = false;
+    unlink_locked(k, q);
+    append_locked(k, q);
+    pthread_cond_broadcast(&q->cv_done); /* a close waiting for the keeper */
+}
+
+/* The keeper thread: serve the allocators that want a block and may try
+ * now, one at a time, those with a caller waiting first, then the one
+ * served longest ago; sleep until the earliest retry or a wake-up. */
+static void *keeper_main(void *arg)
+{
+    keeper *k = arg;
+    pthread_mutex_lock(&k->mu);
+    while (!k->stop) {
+        int64_t now = mono_now(), wake = INT64_MAX;
+        idm_seq *pick = NULL;
+        for (idm_seq *q = k->head; q != NULL; q = q->next) {
+            if (q->closing || !q->need || q->spare_ready)
+                continue;
+            if (now < q->next_try_ns) {
+                if (q->next_try_ns < wake)
+                    wake = q->next_try_ns;
+                continue;
             }
-            pthread_cond_broadcast(&q->cv_done);
-            if (rc == 0 && q->nstores > 1) {
-                pthread_mutex_unlock(&q->mu);
-                raise_floors(q, &b);
-                pthread_mutex_lock(&q->mu);
+            if (q->waiters > 0) {
+                pick = q;
+                break;
             }
-            continue;
+            if (pick == NULL)
+                pick = q;
         }
-        if (want) {
-            struct timespec ts = abs_ts(q->next_try_ns);
-            pthread_cond_timedwait(&q->cv_work, &q->mu, &ts);
+        if (pick != NULL) {
+            serve_locked(k, pick);
+        } else if (wake != INT64_MAX) {
+            struct timespec ts = abs_ts(wake);
+            pthread_cond_timedwait(&k->cv, &k->mu, &ts);
         } else {
-            pthread_cond_wait(&q->cv_work, &q->mu);
+            pthread_cond_wait(&k->cv, &k->mu);
         }
     }
-    pthread_mutex_unlock(&q->mu);
+    pthread_mutex_unlock(&k->mu);
     return NULL;
 }
 
-/* Under mu: wake the keeper for a block; a waiting caller also brings the
+/* Under k->mu: wake the keeper for a block; a waiting caller also brings the
  * next retry forward (at most one attempt every RETRY_MIN_NS). */
 static void want_block_locked(idm_seq *q, bool urgent)
 {
     q->need = true;
     if (urgent && !q->fetching && q->next_try_ns > q->last_try_ns + RETRY_MIN_NS)
         q->next_try_ns = q->last_try_ns + RETRY_MIN_NS;
-    pthread_cond_signal(&q->cv_work);
+    pthread_cond_signal(&q->k->cv);
 }
 
 /* The caller whose position crossed the prefetch point. */
 static void kick(idm_seq *q)
 {
-    pthread_mutex_lock(&q->mu);
+    pthread_mutex_lock(&q->k->mu);
     want_block_locked(q, false);
-    pthread_mutex_unlock(&q->mu);
+    pthread_mutex_unlock(&q->k->mu);
 }
 
 /* The block of generation g is exhausted: install the next, or wait for it
@@ -378,7 +464,7 @@ static int slow(idm_seq *q, uint64_t g)
     int64_t t0 = 0, deadline = 0;
     bool waited = false;
     int rc = 0;
-    pthread_mutex_lock(&q->mu);
+    pthread_mutex_lock(&q->k->mu);
     for (;;) {
         uint64_t cur = atomic_load_explicit(&q->word, memory_order_relaxed);
         int64_t now;
@@ -397,6 +483,7 @@ static int slow(idm_seq *q, uint64_t g)
             t0 = now;
             deadline = now + q->wait_max_ns;
             q->waits++;
+            q->waiters++; /* the keeper serves q before mere prefetches */
         }
         if (now >= deadline) {
             if (q->last_error != 0)
@@ -416,12 +503,14 @@ static int slow(idm_seq *q, uint64_t g)
         }
         {
             struct timespec ts = abs_ts(deadline);
-            pthread_cond_timedwait(&q->cv_done, &q->mu, &ts);
+            pthread_cond_timedwait(&q->cv_done, &q->k->mu, &ts);
         }
     }
-    if (waited)
+    if (waited) {
         q->wait_ns += (uint64_t)(mono_now() - t0);
-    pthread_mutex_unlock(&q->mu);
+        q->waiters--;
+    }
+    pthread_mutex_unlock(&q->k->mu);
     return rc;
 }
 
@@ -523,10 +612,89 @@ static int check_and_take(idm_seq *q, size_t k, block *b)
 static void destroy(idm_seq *q)
 {
     pthread_cond_destroy(&q->cv_done);
-    pthread_cond_destroy(&q->cv_work);
-    pthread_mutex_destroy(&q->mu);
     free(q->stores);
     free(q);
+}
+
+static void cond_init_mono(pthread_cond_t *cv)
+{
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(cv, &ca);
+    pthread_condattr_destroy(&ca);
+}
+
+/* Hand q (its first blocks in place) to the keeper of its first store,
+ * starting that keeper if q is the first allocator on the store. */
+static int attach(idm_seq *q)
+{
+    keeper *k;
+    pthread_mutex_lock(&keepers_mu);
+    for (k = keepers; k != NULL && k->store != q->stores[0]; k = k->next)
+        ;
+    if (k == NULL) {
+        k = calloc(1, sizeof *k);
+        if (k == NULL) {
+            pthread_mutex_unlock(&keepers_mu);
+            return idm__seg_fail(IDM_ENOMEM, "seq: out of memory");
+        }
+        k->store = q->stores[0];
+        pthread_mutex_init(&k->mu, NULL);
+        cond_init_mono(&k->cv);
+        if (pthread_create(&k->thread, NULL, keeper_main, k) != 0) {
+            pthread_cond_destroy(&k->cv);
+            pthread_mutex_destroy(&k->mu);
+            free(k);
+            pthread_mutex_unlock(&keepers_mu);
+            return idm__seg_fail(IDM_ENOMEM, "seq: cannot start the prefetch thread");
+        }
+        k->next = keepers;
+        keepers = k;
+    }
+    k->refs++;
+    pthread_mutex_lock(&k->mu);
+    q->k = k;
+    append_locked(k, q);
+    if (q->need)
+        pthread_cond_signal(&k->cv);
+    pthread_mutex_unlock(&k->mu);
+    pthread_mutex_unlock(&keepers_mu);
+    return 0;
+}
+
+/* Take q from its keeper (waiting out a fetch the keeper is doing for it);
+ * the last allocator out stops the keeper's thread. */
+static void detach(idm_seq *q)
+{
+    keeper *k = q->k, **pp;
+    bool last;
+    pthread_mutex_lock(&k->mu);
+    q->closing = true;
+    while (q->busy)
+        pthread_cond_wait(&q->cv_done, &k->mu);
+    unlink_locked(k, q);
+    pthread_mutex_unlock(&k->mu);
+
+    pthread_mutex_lock(&keepers_mu);
+    last = --k->refs == 0;
+    if (last) {
+        for (pp = &keepers; *pp != k; pp = &(*pp)->next)
+            ;
+        *pp = k->next;
+    }
+    pthread_mutex_unlock(&keepers_mu);
+    if (!last)
+        return;
+    /* Unreachable now: no open can find it, no allocator uses it. */
+    pthread_mutex_lock(&k->mu);
+    k->stop = true;
+    pthread_cond_signal(&k->cv);
+    pthread_mutex_unlock(&k->mu);
+    pthread_join(k->thread, NULL);
+    pthread_cond_destroy(&k->cv);
+    pthread_mutex_destroy(&k->mu);
+    free(k);
 }
 
 int idm_seq_open(idm_seq **out, const idm_seq_opts *opts)
@@ -560,15 +728,7 @@ int idm_seq_open(idm_seq **out, const idm_seq_opts *opts)
     q->pct = opts->prefetch_pct;
     q->clock = opts->clock != NULL ? opts->clock : idm_clock_system();
     q->exhausted_gen = GEN_NONE;
-    pthread_mutex_init(&q->mu, NULL);
-    {
-        pthread_condattr_t ca;
-        pthread_condattr_init(&ca);
-        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-        pthread_cond_init(&q->cv_work, &ca);
-        pthread_cond_init(&q->cv_done, &ca);
-        pthread_condattr_destroy(&ca);
-    }
+    cond_init_mono(&q->cv_done);
 
     /* Every store has the sequence, as store k of n: nothing is taken before
      * all of them say so. */
@@ -611,9 +771,9 @@ int idm_seq_open(idm_seq **out, const idm_seq_opts *opts)
     }
     q->next_store = 2 % q->nstores;
 
-    if (pthread_create(&q->thread, NULL, keeper, q) != 0) {
+    if ((rc = attach(q)) != 0) {
         destroy(q);
-        return idm__seg_fail(IDM_ENOMEM, "seq: cannot start the prefetch thread");
+        return rc;
     }
     *out = q;
     return 0;
@@ -626,7 +786,7 @@ void idm_seq_stats_get(idm_seq *q, idm_seq_stats *out)
     if (q == NULL || out == NULL)
         return;
     memset(out, 0, sizeof *out);
-    pthread_mutex_lock(&q->mu);
+    pthread_mutex_lock(&q->k->mu);
     w = atomic_load_explicit(&q->word, memory_order_relaxed);
     used = (int64_t)(w & POS_MASK);
     if (used > q->cur.size)
@@ -639,17 +799,13 @@ void idm_seq_stats_get(idm_seq *q, idm_seq_stats *out)
     out->block = q->block_size;
     out->left = q->cur.size - used + (q->spare_ready ? q->spare.size : 0);
     out->last_error = q->last_error;
-    pthread_mutex_unlock(&q->mu);
+    pthread_mutex_unlock(&q->k->mu);
 }
 
 void idm_seq_close(idm_seq *q)
 {
     if (q == NULL)
         return;
-    pthread_mutex_lock(&q->mu);
-    q->stop = true;
-    pthread_cond_signal(&q->cv_work);
-    pthread_mutex_unlock(&q->mu);
-    pthread_join(q->thread, NULL);
+    detach(q);
     destroy(q);
 }

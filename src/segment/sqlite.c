@@ -22,16 +22,27 @@
  * is opened NOMUTEX: store.c's per-store mutex keeps it to one thread at a
  * time.
  *
+ * synchronous is read back after it is set and the store refuses to open
+ * below FULL; nothing else can lower it for this connection (the URL takes
+ * no options, and the setting is not kept in the file).
+ *
+ * The store is the database file: its device and inode, taken at open,
+ * are its identity (idm__sqlite_identity), so that one file named twice
+ * (sqlite:///a/b.db and sqlite:///a/./b.db, a symbolic or hard link) is
+ * known as one store.
+ *
  * What it does not do: URI options (?mode=ro, ?vfs=...), relative paths,
  * percent-escapes in the path, or network filesystems (SQLite's locking is
  * not reliable there; that is SQLite's own caveat).
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <sqlite3.h>
 
@@ -49,6 +60,8 @@
 typedef struct sq_store {
     sqlite3 *db;
     sqlite3_stmt *create, *take, *next_of, *list, *floor_get, *floor_raise;
+    dev_t dev; /* the file's, at open: its identity */
+    ino_t ino;
     char url[MAX_PATH + 16]; /* for messages */
 } sq_store;
 
@@ -374,6 +387,17 @@ static void sq_close(void *ctx)
 static const idm_store_ops ops = {sq_create, sq_take, sq_list, sq_floor_get, sq_floor_raise,
                                   sq_close};
 
+/* "sqlite:DEV:INO" of the database file. */
+int idm__sqlite_identity(void *ctx, char *out, size_t cap)
+{
+    const sq_store *s = ctx;
+    int n = snprintf(out, cap, "sqlite:%llu:%llu", (unsigned long long)s->dev,
+                     (unsigned long long)s->ino);
+    if (n < 0 || (size_t)n >= cap)
+        return idm__seg_fail(IDM_EINVAL, "store %s: no room for its identity", s->url);
+    return 0;
+}
+
 /* ----------------------------------------------------------------- open */
 
 /* sqlite:///abs/path: the path, or IDM_EINVAL naming what is wrong. */
@@ -417,7 +441,7 @@ static int parse_url(const char *url, const char **path)
     return 0;
 }
 
-/* The single value a PRAGMA answers, for checking journal_mode. */
+/* The single value a statement answers (a PRAGMA, a count). */
 static int pragma_cb(void *arg, int ncol, char **vals, char **names)
 {
     (void)names;
@@ -445,7 +469,7 @@ static int prepare(sq_store *s, const char *sql, sqlite3_stmt **st)
 static int sq_open(void **ctx, const char *url)
 {
     const char *path = NULL;
-    char mode[16] = "";
+    char answer[16] = ""; /* a PRAGMA's or a count's one value */
     sq_store *s;
     int rc;
     if ((rc = parse_url(url, &path)) != 0)
@@ -476,20 +500,41 @@ static int sq_open(void **ctx, const char *url)
     /* WAL: readers never block the writer, and several processes can share
      * the file. journal_mode answers the mode in force: a filesystem that
      * cannot do WAL (no shared memory) answers something else. */
-    if ((rc = exec(s, "PRAGMA journal_mode=WAL", "cannot switch to WAL mode", mode)) != 0)
+    if ((rc = exec(s, "PRAGMA journal_mode=WAL", "cannot switch to WAL mode", answer)) != 0)
         goto fail;
-    if (strcmp(mode, "wal") != 0) {
+    if (strcmp(answer, "wal") != 0) {
         rc = idm__seg_fail(IDM_EUNAVAIL, "store %s: cannot use WAL mode here (journal mode is "
-                                         "'%s')", url, mode);
+                                         "'%s')", url, answer);
         goto fail;
     }
     /* FULL: every commit is synced before it returns, so no block handed out
-     * can be lost to a power failure and handed out again. */
-    if ((rc = exec(s, "PRAGMA synchronous=FULL", "cannot set synchronous=FULL", NULL)) != 0)
+     * can be lost to a power failure and handed out again. Read back: a
+     * setting that did not take (a build or VFS that ignores it) is refused,
+     * not trusted. 2 is FULL, 3 EXTRA (more). */
+    if ((rc = exec(s, "PRAGMA synchronous=FULL", "cannot set synchronous=FULL", NULL)) != 0 ||
+        (rc = exec(s, "PRAGMA synchronous", "cannot read synchronous", answer)) != 0)
         goto fail;
-    /* IMMEDIATE: take the write lock first, so two processes opening a new
-     * file at once create the tables one after the other. */
+    if (strcmp(answer, "2") != 0 && strcmp(answer, "3") != 0) {
+        rc = idm__seg_fail(IDM_EUNAVAIL,
+                           "store %s: synchronous is %s after setting it to FULL (2): a "
+                           "block handed out could be lost to a power failure and handed "
+                           "out again",
+                           url, answer);
+        goto fail;
+    }
+    /* The tables, if missing. Looked for first with a read, which in WAL
+     * mode waits for no writer: opening a store that is busy handing out
+     * blocks must not queue for the write lock (with writers committing
+     * back to back it could wait out busy_timeout and fail). IMMEDIATE:
+     * take the write lock first, so two processes opening a new file at
+     * once create the tables one after the other. */
     if ((rc = exec(s,
+                   "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('"
+                   IDM__SEQ_TABLE "', '" IDM__FLOOR_TABLE "')",
+                   "cannot look for the tables", answer)) != 0)
+        goto fail;
+    if (strcmp(answer, "2") != 0 &&
+        (rc = exec(s,
                    "BEGIN IMMEDIATE;"
                    "CREATE TABLE IF NOT EXISTS " IDM__SEQ_TABLE
                    "(name TEXT PRIMARY KEY, next INTEGER NOT NULL,"
@@ -501,6 +546,17 @@ static int sq_open(void **ctx, const char *url)
                    "cannot create the tables", NULL)) != 0) {
         sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
         goto fail;
+    }
+    /* The file exists now (the tables are in it): its identity. */
+    {
+        struct stat st;
+        if (stat(path, &st) != 0) {
+            rc = idm__seg_fail(IDM_EUNAVAIL, "store %s: cannot stat %s: %s", url, path,
+                               strerror(errno));
+            goto fail;
+        }
+        s->dev = st.st_dev;
+        s->ino = st.st_ino;
     }
     if ((rc = prepare(s,
                       "INSERT INTO " IDM__SEQ_TABLE "(name, next, k, n) VALUES(?1, ?2, ?3, ?4)",

@@ -9,6 +9,12 @@
  * local value v is the id v * n + k. A block of size local values starting
  * at v is the ids v*n + k, (v+1)*n + k, ... So stores never overlap,
  * whatever the block sizes.
+ *
+ * That holds only if the n stores are n different stores: one database
+ * listed twice (under two spellings of its URL) would be asked to be store
+ * 0 and store 1 at once. idm_store_identity names the database a handle
+ * reaches (the file for SQLite, the server and database for PostgreSQL) so
+ * that a caller can check a list before writing anything.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -33,6 +39,7 @@ struct idm_store {
     pthread_mutex_t mu;
     char url[256]; /* for messages; password masked */
 };
+
 
 /* The URL for messages, passwords masked: postgres://user:***@host and
  * ...?password=*** (the value up to the next '&'). SQLite paths are shown
@@ -245,6 +252,26 @@ int idm__store_floor_raise(idm_store *s, const char *name, uint32_t k, int64_t f
                              (long long)floor);
     pthread_mutex_lock(&s->mu);
     rc = s->ops->floor_raise(s->ctx, name, k, floor);
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
+/* See segment.h. */
+int idm_store_identity(idm_store *s, char *out, size_t cap)
+{
+    int rc;
+    if (s == NULL || out == NULL || cap == 0)
+        return idm__seg_fail(IDM_EINVAL, "store: no store or output");
+    out[0] = '\0';
+    pthread_mutex_lock(&s->mu);
+    if (s->ops == idm__store_sqlite.ops)
+        rc = idm__sqlite_identity(s->ctx, out, cap);
+    else if (s->ops == idm__store_postgres.ops)
+        rc = idm__postgres_identity(s->ctx, out, cap);
+    else if (snprintf(out, cap, "custom:%p", (void *)s) < (int)cap)
+        rc = 0;
+    else
+        rc = idm__seg_fail(IDM_EINVAL, "store %s: no room for its identity", s->url);
     pthread_mutex_unlock(&s->mu);
     return rc;
 }

@@ -6,7 +6,11 @@
 # server this script starts (scripts/pg-test-server.sh) and stops; odd/even
 # stores and failover; 20 concurrent `seq next` processes never sharing an
 # id; and every bad input (exit 2, or 1 for a runtime failure, one stderr
-# line naming the problem, nothing on stdout, no counter moved).
+# line naming the problem, nothing on stdout, no counter moved). `seq
+# create` checks its whole list of stores before writing: one store listed
+# twice, under any spelling (., a symbolic or hard link; PostgreSQL URLs in
+# another order or form), or a sequence that one store has already, is
+# refused and no store gets a row.
 #
 # Usage: bash test_seq.sh /path/to/idmint
 # Ends with one line "N passed, N failed"; exits non-zero if any failed.
@@ -108,6 +112,39 @@ check "failover: the odd store answers when the even one is unreachable" \
     test "$RC" -eq 0 -a "$(cat "$T/out" | tr '\n' ' ')" = "1 3 " \
     -a "$(grep -c 'trying the next store' "$T/err")" -eq 1
 
+# ------------------------------------------------------------- a bad list
+
+# One store named twice: refused before any store is written.
+D0="sqlite://$T/d0.db"
+D1="sqlite://$T/d1.db"
+run seq list --store "$D0" # creates the file, for the links
+ln -s d0.db "$T/d0-sym.db"
+ln "$T/d0.db" "$T/d0-hard.db"
+mkdir "$T/sub"
+for twin in "$D0" "sqlite://$T/./d0.db" "sqlite://$T/sub/../d0.db" "sqlite://$T//d0.db" \
+    "sqlite://$T/d0-sym.db" "sqlite://$T/d0-hard.db"; do
+    usage_exact "idmint: seq create: --store $D0 and --store $twin are the same store (stores 1 and 2 of 2): give each store once (nothing created)" \
+        seq create dup --store "$D0" --store "$twin"
+done
+usage_exact "idmint: seq create: --store $D1 and --store sqlite://$T/./d1.db are the same store (stores 2 and 3 of 3): give each store once (nothing created)" \
+    seq create dup --store "$D0" --store "$D1" --store "sqlite://$T/./d1.db"
+for st in "$D0" "$D1"; do
+    run seq list --store "$st"
+    check "a refused list: no row in $st" test "$RC" -eq 0 -a ! -s "$T/out" -a ! -s "$T/err"
+done
+# The sequence in one of the stores already: refused before the others.
+run seq create dup --store "$D1"
+fails_with 1 exact "idmint: seq create: cannot create the sequence: sequence dup exists already in $D1 (as store 0 of 1; nothing created)" \
+    seq create dup --store "$D0" --store "$D1"
+run seq list --store "$D0"
+check "the sequence in the second store: no row in the first" test "$RC" -eq 0 -a ! -s "$T/out"
+expect_out 'name=dup next=1 k=0 n=1' seq list --store "$D1"
+# Two files: created in both.
+run seq create two --store "$D0" --store "sqlite://$T/sub/d2.db"
+check "seq create on two different files" test "$RC" -eq 0 -a ! -s "$T/err"
+expect_out 'name=two next=2 k=0 n=2' seq list --store "$D0"
+expect_out 'name=two next=1 k=1 n=2' seq list --store "sqlite://$T/sub/d2.db"
+
 # ------------------------------------------------------------- PostgreSQL
 
 port=$(bash "$SERVER" start "$PGDIR") || { bad "PostgreSQL did not start"; finish; }
@@ -118,6 +155,23 @@ expect_out $'100\n101' seq next tickets -n 2 --store "$P"
 expect_out 'name=tickets next=102 k=0 n=1' seq list --store "postgresql://postgres@127.0.0.1:$port/postgres"
 fails_with 1 prefix "idmint: seq create: cannot create the sequence: sequence tickets exists already in" \
     seq create tickets --store "$P"
+# One database under two URLs (another form, parameters in another order):
+# refused, no row; another database on the same server is another store.
+P1="$P?sslmode=disable&application_name=one"
+P2="postgresql://127.0.0.1:$port/postgres?application_name=two&user=postgres&sslmode=disable"
+usage_exact "idmint: seq create: --store $P1 and --store $P2 are the same store (stores 1 and 2 of 2): give each store once (nothing created)" \
+    seq create pgdup --store "$P1" --store "$P2"
+usage_exact "idmint: seq create: --store $P and --store $P2 are the same store (stores 1 and 3 of 3): give each store once (nothing created)" \
+    seq create pgdup --store "$P" --store "$D0" --store "$P2"
+expect_out 'name=tickets next=102 k=0 n=1' seq list --store "$P"
+run seq list --store "$D0"
+check "a refused list with PostgreSQL: no row in the SQLite store" \
+    test "$RC" -eq 0 -a "$(grep -c pgdup "$T/out")" -eq 0
+psql -X -q -h 127.0.0.1 -p "$port" -U postgres -d postgres -c "CREATE DATABASE other" >/dev/null 2>&1 ||
+    bad "psql: cannot create database other"
+run seq create pgtwo --store "$P" --store "postgres://postgres@127.0.0.1:$port/other"
+check "seq create on two databases of one server" test "$RC" -eq 0 -a ! -s "$T/err"
+expect_out 'name=pgtwo next=1 k=1 n=2' seq list --store "postgres://postgres@127.0.0.1:$port/other"
 pids=()
 for i in $(seq 1 20); do
     "$BIN" seq next tickets -n 100 --store "$P" >"$T/c.$i" 2>"$T/c.$i.err" &

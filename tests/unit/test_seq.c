@@ -516,6 +516,396 @@ static void test_sqlite(void **state)
     free(all);
 }
 
+/* ------------------------------------------- one keeper thread a store */
+
+/* A ticket store with room for many sequences (the memstore holds 8), one
+ * store of one (k 0 of 1), that notes the threads its blocks are taken on
+ * and can be made slow. */
+#define MANY_CAP 512
+#define MANY_TAKERS 16
+
+typedef struct many {
+    pthread_mutex_t mu;
+    char names[MANY_CAP][IDM_SEQ_NAME_MAX + 1];
+    int64_t next[MANY_CAP];
+    size_t n;
+    pthread_t takers[MANY_TAKERS]; /* distinct threads that took blocks */
+    size_t ntakers;
+    atomic_int delay_ms;
+} many;
+
+static int many_find(const many *m, const char *name)
+{
+    for (size_t i = 0; i < m->n; i++)
+        if (strcmp(m->names[i], name) == 0)
+            return (int)i;
+    return -1;
+}
+
+static int many_create(void *ctx, const char *name, int64_t start, uint32_t k, uint32_t n)
+{
+    many *m = ctx;
+    int rc = 0;
+    if (k != 0 || n != 1)
+        return idm_error_fail(IDM_EINVAL, "many: one store only");
+    pthread_mutex_lock(&m->mu);
+    if (many_find(m, name) >= 0) {
+        rc = idm_error_fail(IDM_EEXIST, "many: %s exists", name);
+    } else if (m->n == MANY_CAP) {
+        rc = idm_error_fail(IDM_EINVAL, "many: full");
+    } else {
+        snprintf(m->names[m->n], sizeof m->names[m->n], "%s", name);
+        m->next[m->n++] = start;
+    }
+    pthread_mutex_unlock(&m->mu);
+    return rc;
+}
+
+static int many_take(void *ctx, const char *name, int64_t size, uint32_t k, uint32_t n,
+                     int64_t limit, int64_t *start)
+{
+    many *m = ctx;
+    int i, rc = 0, delay = atomic_load(&m->delay_ms);
+    size_t t;
+    (void)k;
+    (void)n;
+    if (delay > 0)
+        sleep_ms(delay);
+    pthread_mutex_lock(&m->mu);
+    for (t = 0; t < m->ntakers && !pthread_equal(m->takers[t], pthread_self()); t++)
+        ;
+    if (t == m->ntakers && t < MANY_TAKERS)
+        m->takers[m->ntakers++] = pthread_self();
+    i = many_find(m, name);
+    if (i < 0) {
+        rc = idm_error_fail(IDM_ENOSEQ, "many: no %s", name);
+    } else if (m->next[i] > limit - size) {
+        rc = idm_error_fail(IDM_ERANGE, "many: %s would pass its limit", name);
+    } else {
+        *start = m->next[i];
+        m->next[i] += size;
+    }
+    pthread_mutex_unlock(&m->mu);
+    return rc;
+}
+
+static int many_list(void *ctx, idm_seq_info **out, size_t *count)
+{
+    many *m = ctx;
+    pthread_mutex_lock(&m->mu);
+    *out = calloc(m->n + 1, sizeof **out);
+    if (*out == NULL) {
+        pthread_mutex_unlock(&m->mu);
+        return idm_error_fail(IDM_ENOMEM, "many: out of memory");
+    }
+    for (size_t i = 0; i < m->n; i++) {
+        snprintf((*out)[i].name, sizeof(*out)[i].name, "%s", m->names[i]);
+        (*out)[i].next = m->next[i];
+        (*out)[i].k = 0;
+        (*out)[i].n = 1;
+    }
+    *count = m->n;
+    pthread_mutex_unlock(&m->mu);
+    return 0;
+}
+
+static int many_floor_get(void *ctx, const char *name, uint32_t k, int64_t *floor)
+{
+    (void)ctx;
+    (void)name;
+    (void)k;
+    *floor = 0;
+    return 0;
+}
+
+static int many_floor_raise(void *ctx, const char *name, uint32_t k, int64_t floor)
+{
+    (void)ctx;
+    (void)name;
+    (void)k;
+    (void)floor;
+    return 0;
+}
+
+static void many_close(void *ctx)
+{
+    (void)ctx; /* freed by many_free */
+}
+
+static const idm_store_ops many_ops = {many_create,    many_take,        many_list,
+                                       many_floor_get, many_floor_raise, many_close};
+
+static many *many_new(idm_store **store)
+{
+    many *m = calloc(1, sizeof *m);
+    assert_non_null(m);
+    pthread_mutex_init(&m->mu, NULL);
+    IDM_ASSERT_OK(idm_store_custom(store, &many_ops, m));
+    return m;
+}
+
+static void many_free(many *m, idm_store *store)
+{
+    idm_store_close(store);
+    pthread_mutex_destroy(&m->mu);
+    free(m);
+}
+
+/* The position in a block of size at which the default prefetch_pct (20)
+ * asks for the next block. */
+static int trigger_of_test(int size)
+{
+    return size - (size * 20 + 99) / 100;
+}
+
+/* The threads of this process ("Threads:" in /proc/self/status). */
+static int threads_now(void)
+{
+    int n = 0;
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    assert_non_null(f);
+    while (fgets(line, sizeof line, f) != NULL)
+        if (sscanf(line, "Threads: %d", &n) == 1)
+            break;
+    fclose(f);
+    assert_true(n > 0);
+    return n;
+}
+
+/* Wait (at most 10 s) for the thread count to come down to want: a joined
+ * thread may linger in the count for a moment after its exit. */
+static int threads_settle(int want)
+{
+    int n = threads_now();
+    for (int i = 0; i < 1000 && n > want; i++) {
+        sleep_ms(10);
+        n = threads_now();
+    }
+    return n;
+}
+
+/* The thread count once threads that exited before have left it: the same
+ * in 5 readings 10 ms apart (at most 10 s). */
+static int threads_quiet(void)
+{
+    int n = threads_now(), same = 0;
+    for (int i = 0; i < 1000 && same < 5; i++) {
+        int m;
+        sleep_ms(10);
+        m = threads_now();
+        same = m == n ? same + 1 : 0;
+        n = m;
+    }
+    return n;
+}
+
+enum { KS_SEQS = 300, KS_THREADS = 4, KS_PER = 200 };
+
+typedef struct ks_arg {
+    idm_seq **q;
+    int64_t *ids; /* KS_SEQS * KS_PER: this thread's ids of sequence i at i * KS_PER */
+    int rc;
+} ks_arg;
+
+static void *ks_work(void *arg)
+{
+    ks_arg *a = arg;
+    /* sequence by sequence in rounds, so every allocator is busy at once */
+    for (int round = 0; round < 4; round++) {
+        for (int i = 0; i < KS_SEQS; i++) {
+            for (int j = round * KS_PER / 4; j < (round + 1) * KS_PER / 4; j++) {
+                int rc = idm_seq_next(a->q[i], &a->ids[(size_t)i * KS_PER + (size_t)j]);
+                if (rc != 0) {
+                    a->rc = rc;
+                    return NULL;
+                }
+            }
+        }
+    }
+    return NULL;
+}
+
+/* 300 allocators on one store run on ONE keeper thread (started with the
+ * first, stopped with the last), which takes every block after open; 4
+ * threads draw 800 ids from each, crossing 16 blocks of 50: every id unique
+ * within its sequence, each thread's increasing, all below the store's
+ * counter. A second store gets a keeper of its own. */
+static void test_one_keeper_per_store(void **state)
+{
+    idm_store *st, *st2;
+    many *m = many_new(&st), *m2 = many_new(&st2);
+    idm_seq **q = calloc(KS_SEQS, sizeof *q);
+    idm_seq *q2[2];
+    idm_seq_opts o;
+    pthread_t th[KS_THREADS];
+    ks_arg a[KS_THREADS];
+    uint64_t *all = malloc(sizeof *all * KS_THREADS * KS_PER);
+    int before, n;
+    char name[32];
+    pthread_t keeper1;
+    (void)state;
+    assert_non_null(q);
+    assert_non_null(all);
+    for (int i = 0; i < KS_SEQS; i++) {
+        snprintf(name, sizeof name, "s%03d", i);
+        IDM_ASSERT_OK(idm_store_create(st, name, 1, 0, 1));
+    }
+    IDM_ASSERT_OK(idm_store_create(st2, "x", 1, 0, 1));
+    IDM_ASSERT_OK(idm_store_create(st2, "y", 1, 0, 1));
+    before = threads_quiet();
+    seq_opts(&o, &st, 1);
+    o.min_block = o.max_block = 50;
+    for (int i = 0; i < KS_SEQS; i++) {
+        snprintf(name, sizeof name, "s%03d", i);
+        o.name = name;
+        IDM_ASSERT_OK(idm_seq_open(&q[i], &o));
+    }
+    n = threads_now();
+    CHECK(n == before + 1, "%d allocators on one store: %d threads, %d before (want one more)",
+          KS_SEQS, n, before);
+    seq_opts(&o, &st2, 1);
+    o.name = "x";
+    IDM_ASSERT_OK(idm_seq_open(&q2[0], &o));
+    o.name = "y";
+    IDM_ASSERT_OK(idm_seq_open(&q2[1], &o));
+    n = threads_now();
+    CHECK(n == before + 2, "a second store: %d threads, %d before (want two more)", n, before);
+
+    for (int t = 0; t < KS_THREADS; t++) {
+        a[t].q = q;
+        a[t].rc = 0;
+        a[t].ids = malloc(sizeof(int64_t) * KS_SEQS * KS_PER);
+        assert_non_null(a[t].ids);
+        assert_int_equal(pthread_create(&th[t], NULL, ks_work, &a[t]), 0);
+    }
+    for (int t = 0; t < KS_THREADS; t++) {
+        pthread_join(th[t], NULL);
+        IDM_ASSERT_OK(a[t].rc);
+    }
+    for (int i = 0; i < KS_SEQS; i++) {
+        int64_t limit;
+        idm_seq_stats sx;
+        pthread_mutex_lock(&m->mu);
+        limit = m->next[i];
+        pthread_mutex_unlock(&m->mu);
+        for (int t = 0; t < KS_THREADS; t++) {
+            const int64_t *v = &a[t].ids[(size_t)i * KS_PER];
+            CHECK(idm_test_strictly_increasing((const uint64_t *)v, KS_PER),
+                  "s%03d: thread %d's ids do not increase", i, t);
+            for (int j = 0; j < KS_PER; j++) {
+                CHECK(v[j] >= 1 && v[j] < limit, "s%03d: id %lld outside 1..%lld", i,
+                      LL(v[j]), LL(limit - 1));
+                all[(size_t)t * KS_PER + (size_t)j] = (uint64_t)v[j];
+            }
+        }
+        assert_int_equal(idm_test_count_duplicates(all, (size_t)KS_THREADS * KS_PER), 0);
+        idm_seq_stats_get(q[i], &sx);
+        CHECK(sx.fetches >= 16 && sx.fetch_errors == 0, "s%03d: %llu fetches, %llu errors", i,
+              ULL(sx.fetches), ULL(sx.fetch_errors));
+    }
+    /* Every block after the first of each allocator (taken by open, on this
+     * thread) was taken on one other thread: the keeper. */
+    pthread_mutex_lock(&m->mu);
+    CHECK(m->ntakers == 2, "blocks of one store taken on %zu threads, want this one and one "
+                           "keeper", m->ntakers);
+    keeper1 = m->takers[1];
+    pthread_mutex_unlock(&m->mu);
+    pthread_mutex_lock(&m2->mu);
+    CHECK(m2->ntakers == 2, "blocks of store 2 taken on %zu threads, want this one and its "
+                            "keeper", m2->ntakers);
+    CHECK(!pthread_equal(m2->takers[1], keeper1), "store 2's keeper is store 1's");
+    pthread_mutex_unlock(&m2->mu);
+    CHECK(threads_now() == before + 2, "%d threads after the run, %d before", threads_now(),
+          before);
+
+    /* The last allocator of a store out stops its keeper, the first in
+     * starts one again. */
+    for (int i = 0; i < KS_SEQS; i++)
+        idm_seq_close(q[i]);
+    n = threads_settle(before + 1);
+    CHECK(n == before + 1, "every allocator of store 1 closed: %d threads, want %d", n,
+          before + 1);
+    idm_seq_close(q2[0]);
+    n = threads_now();
+    CHECK(n == before + 1, "one of two allocators of store 2 closed: %d threads, want %d", n,
+          before + 1);
+    idm_seq_close(q2[1]);
+    n = threads_settle(before);
+    CHECK(n == before, "every allocator closed: %d threads, want %d", n, before);
+    seq_opts(&o, &st, 1);
+    o.name = "s000";
+    IDM_ASSERT_OK(idm_seq_open(&q[0], &o));
+    CHECK(threads_now() == before + 1, "reopened: %d threads, want %d", threads_now(),
+          before + 1);
+    for (int j = 0; j < 200; j++) {
+        int64_t id;
+        IDM_ASSERT_OK(idm_seq_next(q[0], &id));
+    }
+    idm_seq_close(q[0]);
+    for (int t = 0; t < KS_THREADS; t++)
+        free(a[t].ids);
+    free(all);
+    free(q);
+    many_free(m, st);
+    many_free(m2, st2);
+}
+
+/* One keeper serves the allocators of a store one fetch at a time: a
+ * caller waiting for a block is served before the prefetches queued for the
+ * others. 100 allocators on a store that takes 20 ms a block each ask for
+ * their next block at once (2 s of fetches queued); then a caller drains a
+ * 101st, which had asked last, beyond its blocks in hand: it is served
+ * within its 1 s wait_ms, ahead of the queue. */
+static void test_keeper_serves_waiters_first(void **state)
+{
+    enum { N = 100, B = 10 };
+    idm_store *st;
+    many *m = many_new(&st);
+    idm_seq *q[N + 1];
+    idm_seq_opts o;
+    idm_seq_stats sx;
+    char name[32];
+    int64_t id;
+    int settled = 0;
+    (void)state;
+    seq_opts(&o, &st, 1);
+    o.min_block = o.max_block = B;
+    o.wait_ms = 1000;
+    for (int i = 0; i <= N; i++) {
+        snprintf(name, sizeof name, "w%03d", i);
+        IDM_ASSERT_OK(idm_store_create(st, name, 1, 0, 1));
+        o.name = name;
+        IDM_ASSERT_OK(idm_seq_open(&q[i], &o));
+    }
+    /* every spare in hand (the keeper fetched them after each open) */
+    for (int tries = 0; tries < 1000 && settled <= N; tries++) {
+        settled = 0;
+        for (int i = 0; i <= N; i++) {
+            idm_seq_stats_get(q[i], &sx);
+            settled += sx.left == 2 * B;
+        }
+        if (settled <= N)
+            sleep_ms(5);
+    }
+    CHECK(settled == N + 1, "%d of %d allocators have their spare block", settled, N + 1);
+    atomic_store(&m->delay_ms, 20);
+    /* each of the 100: the spare installed, then the prefetch point of the
+     * new block reached: 100 fetches of 20 ms queued */
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < B + trigger_of_test(B) + 1; j++)
+            IDM_ASSERT_OK(idm_seq_next(q[i], &id));
+    /* the 101st asks last, then runs out and waits */
+    for (int j = 0; j < 2 * B + 1; j++)
+        IDM_ASSERT_OK(idm_seq_next(q[N], &id));
+    idm_seq_stats_get(q[N], &sx);
+    CHECK(sx.waits == 1, "the caller waited %llu times, want 1 (else the test proves nothing)",
+          ULL(sx.waits));
+    for (int i = 0; i <= N; i++)
+        idm_seq_close(q[i]);
+    many_free(m, st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -523,7 +913,8 @@ int main(void)
         cmocka_unit_test(test_prefetch),       cmocka_unit_test(test_store_down),
         cmocka_unit_test(test_odd_even),       cmocka_unit_test(test_adaptive),
         cmocka_unit_test(test_floors),         cmocka_unit_test(test_bad_input),
-        cmocka_unit_test(test_sqlite),
+        cmocka_unit_test(test_sqlite),         cmocka_unit_test(test_one_keeper_per_store),
+        cmocka_unit_test(test_keeper_serves_waiters_first),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

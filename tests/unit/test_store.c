@@ -14,6 +14,17 @@
  * connection after the server has committed a take but before its answer
  * comes back: the take is retried on a new connection, the lost block is a
  * gap and never handed out) and a session killed by the server.
+ *
+ * Which database a store reaches (idm_store_identity): one SQLite file
+ * under several names (., .., a symbolic and a hard link) is one store,
+ * another file is another; one PostgreSQL database under URLs that differ
+ * in spelling and parameter order is one store, another database or schema
+ * another. And the PostgreSQL store's sessions commit with
+ * synchronous_commit on although the database, the role or the URL set it
+ * off, also after the server ended the session (a trigger records the
+ * setting each take's session has). A SQLite store whose write lock
+ * another connection holds still opens (its tables are there: nothing to
+ * write) and answers reads.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -32,6 +43,7 @@
 #include <unistd.h>
 
 #include <idmint/segment.h>
+#include <sqlite3.h> /* to hold a store's write lock from outside */
 
 #include "testutil.h"
 #include "../../src/segment/segment_internal.h" /* the floor calls */
@@ -104,6 +116,33 @@ static void pg_sql(const char *sql)
              ">/dev/null",
              g_pgport, sql);
     CHECK(system(cmd) == 0, "psql failed: %s", sql);
+}
+
+/* The first line psql prints for sql in database db (unaligned, no
+ * headers), without its newline, in out. */
+static void pg_query(const char *db, const char *sql, char *out, size_t cap)
+{
+    char cmd[8400];
+    FILE *p;
+    snprintf(cmd, sizeof cmd,
+             "psql -X -q -At -h 127.0.0.1 -p %d -U postgres -d %s -v ON_ERROR_STOP=1 -c \"%s\"",
+             g_pgport, db, sql);
+    p = popen(cmd, "r");
+    assert_non_null(p);
+    out[0] = '\0';
+    if (fgets(out, (int)cap, p) == NULL)
+        out[0] = '\0';
+    out[strcspn(out, "\n")] = '\0';
+    CHECK(pclose(p) == 0, "psql failed: %s", sql);
+}
+
+/* The identity of the store url names. */
+static void identity_of(const char *url, char *out, size_t cap)
+{
+    idm_store *s = open_ok(url);
+    IDM_ASSERT_OK(idm_store_identity(s, out, cap));
+    CHECK(out[0] != '\0', "%s: empty identity", url);
+    idm_store_close(s);
 }
 
 /* ------------------------------------------------------------- groups */
@@ -610,7 +649,240 @@ static void sqlite_processes(void **state)
     free(all);
 }
 
+/* One file under several names is one store; another file another. */
+static void sqlite_identity(void **state)
+{
+    char path[4300], other[4300], url[4400], want[160], got[160];
+    const char *const spellings[] = {"/id.db",   "/./id.db",   "/sub/../id.db",
+                                     "//id.db",  "/link.db",   "/hard.db",
+                                     "/sub/uplink.db"};
+    (void)state;
+    snprintf(path, sizeof path, "%s/sub", g_tmp);
+    assert_int_equal(mkdir(path, 0700), 0);
+    snprintf(url, sizeof url, "sqlite://%s/id.db", g_tmp);
+    identity_of(url, want, sizeof want); /* creates the file */
+    CHECK(strncmp(want, "sqlite:", 7) == 0, "identity %s", want);
+    snprintf(path, sizeof path, "%s/id.db", g_tmp);
+    snprintf(other, sizeof other, "%s/link.db", g_tmp);
+    assert_int_equal(symlink(path, other), 0);
+    snprintf(other, sizeof other, "%s/hard.db", g_tmp);
+    assert_int_equal(link(path, other), 0);
+    snprintf(other, sizeof other, "%s/sub/uplink.db", g_tmp);
+    assert_int_equal(symlink("../id.db", other), 0);
+    for (size_t i = 0; i < sizeof spellings / sizeof spellings[0]; i++) {
+        snprintf(url, sizeof url, "sqlite://%s%s", g_tmp, spellings[i]);
+        identity_of(url, got, sizeof got);
+        CHECK(strcmp(got, want) == 0, "%s is %s, not %s as %s/id.db", url, got, want, g_tmp);
+    }
+    snprintf(url, sizeof url, "sqlite://%s/id2.db", g_tmp);
+    identity_of(url, got, sizeof got);
+    CHECK(strcmp(got, want) != 0, "another file, the same identity %s", got);
+}
+
+/* Another connection holds the write lock (a writer busy handing out
+ * blocks, at worst one that holds it for long): opening the store, whose
+ * tables exist, needs no write and waits for nothing; reads work. */
+static void sqlite_open_while_writing(void **state)
+{
+    char path[4300], detail[512] = "";
+    sqlite3 *db = NULL;
+    idm_store *s = open_ok(g_sq.url), *s2 = NULL;
+    idm_seq_info *v = NULL;
+    size_t count = 0;
+    int rc, rc_list = -1, locked;
+    (void)state;
+    IDM_ASSERT_OK(idm_store_create(s, "busy", 1, 0, 1));
+    idm_store_close(s);
+    snprintf(path, sizeof path, "%s/store.db", g_tmp);
+    assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+    locked = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+    /* No assertion while the lock is held: a failure would leave it to
+     * the tests after this one. */
+    rc = locked == SQLITE_OK ? idm_store_open(&s2, g_sq.url) : IDM_EIO;
+    if (rc == 0)
+        rc_list = idm_store_list(s2, &v, &count);
+    snprintf(detail, sizeof detail, "%s", idm_error_detail());
+    sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+    sqlite3_close(db);
+    idm_store_close(s2);
+    free(v);
+    assert_int_equal(locked, SQLITE_OK);
+    CHECK(rc == 0, "open while another connection holds the write lock: %s (%s)",
+          idm_err_name(rc), detail);
+    CHECK(rc_list == 0 && count >= 1, "list while another connection holds the write lock: "
+          "%s (%s)", idm_err_name(rc_list), detail);
+}
+
+/* A custom store cannot tell which database it is: each handle is its own
+ * store, also two over one context. */
+static int nop_create(void *ctx, const char *name, int64_t start, uint32_t k, uint32_t n)
+{
+    (void)ctx, (void)name, (void)start, (void)k, (void)n;
+    return 0;
+}
+static int nop_take(void *ctx, const char *name, int64_t size, uint32_t k, uint32_t n,
+                    int64_t limit, int64_t *start)
+{
+    (void)ctx, (void)name, (void)size, (void)k, (void)n, (void)limit;
+    *start = 0;
+    return 0;
+}
+static int nop_list(void *ctx, idm_seq_info **out, size_t *count)
+{
+    (void)ctx;
+    *out = NULL;
+    *count = 0;
+    return 0;
+}
+static int nop_floor_get(void *ctx, const char *name, uint32_t k, int64_t *floor)
+{
+    (void)ctx, (void)name, (void)k;
+    *floor = 0;
+    return 0;
+}
+static int nop_floor_raise(void *ctx, const char *name, uint32_t k, int64_t floor)
+{
+    (void)ctx, (void)name, (void)k, (void)floor;
+    return 0;
+}
+static void nop_close(void *ctx)
+{
+    (void)ctx;
+}
+
+static void custom_identity(void **state)
+{
+    static const idm_store_ops nops = {nop_create,    nop_take,        nop_list,
+                                       nop_floor_get, nop_floor_raise, nop_close};
+    idm_store *a = NULL, *b = NULL;
+    char ia[160], ib[160], again[160];
+    (void)state;
+    IDM_ASSERT_OK(idm_store_custom(&a, &nops, NULL));
+    IDM_ASSERT_OK(idm_store_custom(&b, &nops, NULL));
+    IDM_ASSERT_OK(idm_store_identity(a, ia, sizeof ia));
+    IDM_ASSERT_OK(idm_store_identity(b, ib, sizeof ib));
+    IDM_ASSERT_OK(idm_store_identity(a, again, sizeof again));
+    CHECK(strcmp(ia, ib) != 0, "two custom stores, one identity %s", ia);
+    assert_string_equal(ia, again);
+    IDM_ASSERT_RC(idm_store_identity(a, ia, 3), IDM_EINVAL);
+    IDM_ASSERT_RC(idm_store_identity(NULL, ia, sizeof ia), IDM_EINVAL);
+    idm_store_close(a);
+    idm_store_close(b);
+}
+
 /* ---------------------------------------------------- PostgreSQL only */
+
+/* One database under several URLs is one store; another database or
+ * another schema (the URL's search_path) is another. */
+static void pg_identity(void **state)
+{
+    char url[512], want[160], got[160];
+    /* each: before and after "127.0.0.1:PORT" */
+    const char *const same[][2] = {
+        {"postgres://postgres@", "/postgres?sslmode=disable"},
+        {"postgresql://postgres@", "/postgres"},
+        {"postgres://", "/postgres?user=postgres&sslmode=disable&application_name=x"},
+        {"postgres://", "/postgres?application_name=x&sslmode=disable&user=postgres"},
+        {"postgres://postgres@", "/?dbname=postgres&connect_timeout=3"},
+        {"postgres://postgres@", "/postgres?options=-c%20search_path%3Dpublic"},
+    };
+    (void)state;
+    identity_of(g_pg.url, want, sizeof want);
+    CHECK(strncmp(want, "postgres:", 9) == 0, "identity %s", want);
+    for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) {
+        snprintf(url, sizeof url, "%s127.0.0.1:%d%s", same[i][0], g_pgport, same[i][1]);
+        identity_of(url, got, sizeof got);
+        CHECK(strcmp(got, want) == 0, "%s is %s, not %s", url, got, want);
+    }
+    pg_sql("CREATE DATABASE idother");
+    pg_sql("CREATE SCHEMA idschema");
+    snprintf(url, sizeof url, "postgres://postgres@127.0.0.1:%d/idother", g_pgport);
+    identity_of(url, got, sizeof got);
+    CHECK(strcmp(got, want) != 0, "another database, the same identity %s", got);
+    snprintf(url, sizeof url,
+             "postgres://postgres@127.0.0.1:%d/postgres?options=-c%%20search_path%%3Didschema",
+             g_pgport);
+    identity_of(url, got, sizeof got);
+    CHECK(strcmp(got, want) != 0, "another schema, the same identity %s", got);
+}
+
+/* The settings of synchronous_commit the sessions that wrote to the
+ * sequences table of database synccheck had, sorted, comma-separated;
+ * then forgotten. */
+static void seen_settings(char *out, size_t cap)
+{
+    pg_query("synccheck", "SELECT string_agg(DISTINCT v, ',' ORDER BY v) FROM seen", out, cap);
+    pg_query("synccheck", "DELETE FROM seen", (char[8]){0}, 8);
+}
+
+/* synchronous_commit off in the database, the role or the URL does not
+ * reach the store's sessions: a crash could lose a committed block. */
+static void pg_synchronous_commit(void **state)
+{
+    char url[512], got[256];
+    int64_t first;
+    idm_store *s;
+    /* each: the user, and what follows the database in the URL */
+    const char *const urls[][2] = {
+        {"postgres", ""},                                          /* database */
+        {"lazy", ""},                                              /* role */
+        {"postgres", "?options=-c%20synchronous_commit%3Doff"},    /* URL */
+        {"postgres", "?options=-csynchronous_commit%3Dlocal"},
+    };
+    (void)state;
+    pg_sql("CREATE DATABASE synccheck");
+    pg_sql("ALTER DATABASE synccheck SET synchronous_commit = off");
+    pg_sql("CREATE ROLE lazy LOGIN SUPERUSER");
+    pg_sql("ALTER ROLE lazy SET synchronous_commit = off");
+    /* the settings do reach a plain session */
+    pg_query("synccheck", "SHOW synchronous_commit", got, sizeof got);
+    assert_string_equal(got, "off");
+    /* The tables, then a trigger that records each writer's setting. */
+    snprintf(url, sizeof url, "postgres://postgres@127.0.0.1:%d/synccheck", g_pgport);
+    s = open_ok(url);
+    IDM_ASSERT_OK(idm_store_create(s, "sync", 1, 0, 1));
+    idm_store_close(s);
+    pg_query("synccheck",
+             "CREATE TABLE seen(v text);"
+             " CREATE FUNCTION record_sync() RETURNS trigger LANGUAGE plpgsql AS"
+             " \\$\\$ BEGIN INSERT INTO seen VALUES (current_setting('synchronous_commit'));"
+             " RETURN NEW; END \\$\\$;"
+             " CREATE TRIGGER record_sync BEFORE INSERT OR UPDATE ON idmint_sequences"
+             " FOR EACH ROW EXECUTE FUNCTION record_sync()",
+             got, sizeof got);
+    for (size_t i = 0; i < sizeof urls / sizeof urls[0]; i++) {
+        char name[16];
+        snprintf(url, sizeof url, "postgres://%s@127.0.0.1:%d/synccheck%s", urls[i][0],
+                 g_pgport, urls[i][1]);
+        snprintf(name, sizeof name, "sync%zu", i);
+        s = open_ok(url);
+        IDM_ASSERT_OK(idm_store_create(s, name, 1, 0, 1));
+        IDM_ASSERT_OK(idm_store_take(s, name, 5, 0, 1, &first));
+        assert_int_equal(first, 1);
+        seen_settings(got, sizeof got);
+        CHECK(strcmp(got, "on") == 0, "%s: the store's sessions had synchronous_commit %s",
+              url, got);
+        /* a new session after the server ended this one: set again */
+        pg_sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+               " WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()");
+        IDM_ASSERT_OK(idm_store_take(s, name, 5, 0, 1, &first));
+        assert_int_equal(first, 6);
+        seen_settings(got, sizeof got);
+        CHECK(strcmp(got, "on") == 0,
+              "%s: after a reconnect the store's session had synchronous_commit %s", url, got);
+        idm_store_close(s);
+    }
+    /* remote_apply waits for more than on: kept */
+    snprintf(url, sizeof url,
+             "postgres://postgres@127.0.0.1:%d/synccheck?options=-c%%20synchronous_commit%%3D"
+             "remote_apply",
+             g_pgport);
+    s = open_ok(url);
+    IDM_ASSERT_OK(idm_store_take(s, "sync0", 1, 0, 1, &first));
+    seen_settings(got, sizeof got);
+    assert_string_equal(got, "remote_apply");
+    idm_store_close(s);
+}
 
 /* A TCP proxy between a store and the server. Armed with CUT_AFTER, it
  * forwards the client's next request, lets the server answer in full (its
@@ -925,7 +1197,10 @@ int main(void)
         cmocka_unit_test_prestate(bad_arguments, &g_sq),
         cmocka_unit_test_prestate(near_max, &g_sq),
         cmocka_unit_test_prestate(floors, &g_sq),
+        cmocka_unit_test(sqlite_identity),
+        cmocka_unit_test(custom_identity),
         cmocka_unit_test(sqlite_wal_file),
+        cmocka_unit_test(sqlite_open_while_writing),
         cmocka_unit_test_prestate(p1_threads, &g_sq),
         cmocka_unit_test(sqlite_processes),
     };
@@ -938,6 +1213,8 @@ int main(void)
         cmocka_unit_test_prestate(near_max, &g_pg),
         cmocka_unit_test_prestate(floors, &g_pg),
         cmocka_unit_test(pg_urls),
+        cmocka_unit_test(pg_identity),
+        cmocka_unit_test(pg_synchronous_commit),
         cmocka_unit_test_prestate(p1_threads, &g_pg),
         cmocka_unit_test(pg_p3_reset_during_commit),
         cmocka_unit_test(pg_session_killed),
