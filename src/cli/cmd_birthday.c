@@ -12,6 +12,12 @@
  *    then gets a Poisson(k/2^B) number of ids independently, and a
  *    millisecond is free of collisions with probability
  *    exp(2^B (log1p(l) - l)), l = k/2^B (about exp(-k^2 / (2 * 2^B))).
+ *    The first id comes at the start of a millisecond: a duration of
+ *    j + f ms (0 <= f < 1) is j whole milliseconds and a part f of one, in
+ *    which the ids (Poisson, k f of them on average) are all of one
+ *    millisecond. So a duration under 1 ms is the plain birthday problem
+ *    over the B bits, as the random model, not a fraction of a whole
+ *    millisecond's chance (that would shrink with t, not t^2).
  *
  * Everything is computed in logarithms of P(no collision), so that tiny
  * probabilities keep their digits. --plot writes an SVG chart of P against
@@ -153,8 +159,41 @@ typedef struct model {
     int bits;
     bool per_ms;
     double rate; /* ids per second */
-    double log_ms; /* per-ms: ln P(no collision in one ms), <= 0 */
+    double log_ms; /* per-ms: ln P(no collision in one whole ms), <= 0 */
 } model;
+
+/* Per-ms: ln P(no collision) among the ids of one millisecond, Poisson
+ * with mean ids: 2^B * (log1p(l) - l), l = ids / 2^B. For small l the
+ * series -l^2/2 + l^3/3 - l^4/4 avoids the cancellation. Decreases from 0
+ * as ids grows. */
+static double log_one_ms(int bits, double ids)
+{
+    double l = ldexp(ids, -bits);
+    double d = l < 1e-4 ? l * l * (-0.5 + l * (1.0 / 3 - l * 0.25))
+                        : log1p(l) - l;
+    return ldexp(d, bits);
+}
+
+/* Per-ms: the mean number of ids in (a part of) one millisecond whose
+ * ln P(no collision) is target, for log_one_ms(bits, k) <= target <= 0:
+ * between 0 and k. Bisection: log_one_ms decreases, and its leading term
+ * -ids^2 / 2^(B+1) gives a start below the answer. */
+static double ids_for_log(int bits, double k, double target)
+{
+    double lo = 0.5 * sqrt(ldexp(-2.0 * target, bits)), hi = k;
+    if (!(lo < hi))
+        lo = 0;
+    for (int i = 0; i < 2000; i++) {
+        double mid = lo + (hi - lo) / 2;
+        if (mid <= lo || mid >= hi)
+            break;
+        if (log_one_ms(bits, mid) > target)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return hi;
+}
 
 /* sum_{i<n} log1p(-i / 2^bits), advanced one id at a time. */
 typedef struct exact_acc {
@@ -192,14 +231,8 @@ static void model_init(model *m, int bits, bool per_ms, double rate)
     m->per_ms = per_ms;
     m->rate = rate;
     m->log_ms = 0;
-    if (per_ms) {
-        /* Poisson arrivals: 2^B * (log1p(l) - l), l = k / 2^B. For small l
-         * the series -l^2/2 + l^3/3 - l^4/4 avoids the cancellation. */
-        double l = ldexp(rate / 1000.0, -bits);
-        double d = l < 1e-4 ? l * l * (-0.5 + l * (1.0 / 3 - l * 0.25))
-                            : log1p(l) - l;
-        m->log_ms = ldexp(d, bits);
-    }
+    if (per_ms)
+        m->log_ms = log_one_ms(bits, rate / 1000.0);
 }
 
 /* Whole ids minted in t seconds (a product within rounding of a whole
@@ -215,8 +248,11 @@ static double ids_in(double rate, double t)
 /* ln P(no collision) after t seconds; acc (random model) may be NULL. */
 static double log_none(const model *m, double t, exact_acc *acc)
 {
-    if (m->per_ms)
-        return m->log_ms * (t * 1000.0);
+    if (m->per_ms) {
+        /* j whole milliseconds, then a part f of one (see the top). */
+        double ms = t * 1000.0, j = floor(ms), f = ms - j;
+        return m->log_ms * j + log_one_ms(m->bits, m->rate / 1000.0 * f);
+    }
     double n = ids_in(m->rate, t);
     if (n < 2)
         return 0;
@@ -244,7 +280,19 @@ static void time_to(const model *m, double p, double *t, double *ids)
 {
     double target = log1p(-p); /* ln P(no collision) to reach */
     if (m->per_ms) {
-        double ms = m->log_ms < 0 ? target / m->log_ms : INFINITY;
+        /* Whole milliseconds while they stay above target, then the part
+         * of the next one that gets there. */
+        double k = m->rate / 1000.0, ms = INFINITY;
+        if (m->log_ms < 0) {
+            double j = floor(target / m->log_ms);
+            double rest = target - j * m->log_ms; /* in (log_ms, 0] */
+            if (!(rest < 0))
+                ms = j; /* reached at the end of the j-th ms */
+            else if (j >= ldexp(1.0, 52))
+                ms = target / m->log_ms; /* a part of a ms is below rounding */
+            else
+                ms = j + ids_for_log(m->bits, k, rest) / k;
+        }
         *t = ms / 1000.0;
         *ids = m->rate * *t;
         return;
@@ -732,7 +780,8 @@ int cli_cmd_birthday(int argc, char **argv)
     printf("1e-9 after:    %s (%s ids)\n", fmt_time(t9, a, sizeof a),
            fmt_count(n9, c, sizeof c));
     printf("method:        %s\n",
-           per_ms ? "1 - exp(ms * 2^B (log1p(l) - l)), l = ids per ms / 2^B"
+           per_ms ? "1 - exp(j g(l) + g(f l)) over j + f ms, g(x) = 2^B "
+                    "(log1p(x) - x), l = ids per ms / 2^B"
            : exact ? "exact product 1 - prod_{i<n} (1 - i/2^B)"
                    : "1 - exp(-n(n-1)/2 / 2^B)");
     if (plot != NULL)

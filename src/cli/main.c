@@ -58,14 +58,17 @@ static const command *find_command(const char *name)
     return NULL;
 }
 
+/* Flush what a command printed. A command that succeeded but whose output
+ * could not be written fails with the reason (cli_output_status: "cannot
+ * write the output: No space left on device"); one that failed already
+ * said why and keeps its status. */
 static int finish(const char *cmd, int status)
 {
-    if (fflush(stdout) != 0 || ferror(stdout)) {
-        if (status == CLI_OK)
-            cli_error(cmd, "cannot write the output");
-        return status == CLI_OK ? CLI_FAIL : status;
+    if (status != CLI_OK) {
+        fflush(stdout);
+        return status;
     }
-    return status;
+    return cli_output_status(cmd, 0);
 }
 
 int main(int argc, char **argv)

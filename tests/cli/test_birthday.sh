@@ -5,8 +5,12 @@
 # bits: 50% after about 5.06e9 ids; UUIDv4's 122 bits: after about
 # 2.71e18), tiny probabilities against the same formula computed
 # independently in python3, the exact product for small cases, the per-ms
-# model, the SVG chart (parses as XML, a path per series, the legend), and
-# every bad-usage case (exit 2, one stderr line, nothing on stdout).
+# model (also under and across one millisecond, where the ids of a part of a
+# millisecond are the plain birthday problem: against the model recomputed
+# in 100-digit decimals, and 48 bits at 1e9/s reaching 1e-9 after about the
+# 751 ids of fully random 48 bits), the SVG chart (parses as XML, a path per
+# series, the legend), and every bad-usage case (exit 2, one stderr line,
+# nothing on stdout).
 #
 # Usage: bash test_birthday.sh /path/to/idmint
 # Ends with one line "N passed, N failed"; exits non-zero if any check failed.
@@ -113,6 +117,39 @@ print("ok" if J["p_collision"] == 0 and J["ids"] == 1 else J)'
 
 # ---------------------------------------------------------------- per-ms
 
+# Per-ms below and around one millisecond. The first id comes at the start
+# of a millisecond, so j whole ms and a part f of one: the ids of the part
+# share one millisecond, and under 1 ms it is the plain birthday problem over
+# the bits (P grows as t^2), not a fraction of a whole millisecond's chance.
+# PERMS: the model again, in 100-digit decimal arithmetic, and the time at
+# which it reaches a probability, by bisection on the time.
+PERMS='
+from decimal import Decimal as D, getcontext
+getcontext().prec = 100
+def g(bits, ids):  # ln P(no collision) among Poisson(ids) ids of one ms
+    l = D(ids) / D(2) ** bits
+    return D(2) ** bits * ((1 + l).ln() - l)
+def log_none(bits, rate, t):
+    ms = D(str(t)) * 1000
+    j = int(ms)
+    k = D(str(rate)) / 1000
+    return j * g(bits, k) + g(bits, k * (ms - j))
+def time_to(bits, rate, p):
+    target = D(1 - p).ln() if p >= 1e-6 else -(D(p) + D(p) ** 2 / 2)
+    lo, hi = 0.0, 1.0
+    while log_none(bits, rate, hi) > target:
+        hi *= 2
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if log_none(bits, rate, mid) > target:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+def close(a, b, rel):
+    return abs(a / b - 1) < rel
+'
+
 run birthday --bits 74 --rate 1e6 --duration 100y --per-ms --json
 pycheck "per-ms, 74 bits at 1e6/s for 100 years" '
 k = 1e6 / 1000; M = 100 * 365.25 * 86400 * 1000
@@ -132,14 +169,56 @@ got = J["p_collision"]
 print("ok" if abs(got / want - 1) < 1e-6 else "got %r want %r" % (got, want))'
 
 run birthday --bits 8 --rate 1e5 --duration 1s --per-ms --json
-pycheck "per-ms, many ids per value: the Poisson-exact form" '
+pycheck "per-ms, many ids per value: the Poisson-exact form" "$PERMS"'
 lam = 100 / 256.0
 per_ms = 256 * (math.log1p(lam) - lam)
 want = -math.expm1(1000 * per_ms)
-t50 = math.log1p(-0.5) / per_ms / 1000
+# 50% within the first ms: the mean count x of one ms with g(x) = ln 0.5
+t50 = time_to(8, 1e5, 0.5)
 got = J["p_collision"]
-print("ok" if abs(got - want) < 1e-12 and abs(J["t50_s"] / t50 - 1) < 1e-9
-      else "got %r want %r" % (got, want))'
+print("ok" if abs(got - want) < 1e-12 and close(J["t50_s"], t50, 1e-9) and t50 < 0.001
+      else "got %r want %r; t50 %r want %r" % (got, want, J["t50_s"], t50))'
+
+run birthday --bits 48 --rate 1e9 --per-ms --json
+pycheck "per-ms, 48 bits at 1e9/s: 1e-9 after about 750 ids, like fully random 48 bits (751)" "$PERMS"'
+want = time_to(48, 1e9, 1e-9)
+space = 2 ** 48; none = 1.0; n = 0
+while 1 - none < 1e-9:  # the random model: the first whole count
+    none *= (space - n) / space
+    n += 1
+ok = (close(J["t1e9_s"], want, 1e-9) and close(J["t1e9_ids"], n, 0.002)
+      and close(J["t1e9_ids"], J["t1e9_s"] * 1e9, 1e-12) and n == 751)
+print("ok" if ok else "t1e9_s %r want %r; ids %r, random %d" % (J["t1e9_s"], want, J["t1e9_ids"], n))'
+run birthday --bits 48 --rate 1e9 --per-ms
+check "per-ms text: 48 bits at 1e9/s: 1e-9 after 750 ids, in 7.5e-07 s" test "$RC" -eq 0 -a ! -s "$T/err" \
+    -a "$(grep -c '^1e-9 after: *7.5e-07 seconds (750 ids)$' "$T/out")" -eq 1
+run birthday --bits 48 --rate 1e9 --per-ms --duration 5e-7 --json
+pycheck "per-ms, 48 bits at 1e9/s for 0.5 us (500 ids in one ms): P as the plain birthday bound" "$PERMS"'
+want = float(-(log_none(48, 1e9, 5e-7).exp() - 1))
+plain = 500 * 499 / 2 / 2.0 ** 48
+print("ok" if close(J["p_collision"], want, 1e-9) and close(J["p_collision"], plain, 0.01)
+      else "got %r want %r (n(n-1)/2^49 %r)" % (J["p_collision"], want, plain))'
+
+# 20 bits at 1e6/s: 1000 ids per ms, P(one ms) = 38%; 50% after 1.4 ms.
+prev=0
+for d in 0.0001 0.0005 0.000999 0.001 0.0010001 0.0015 0.002 0.0025 0.01; do
+    run birthday --bits 20 --rate 1e6 --per-ms --duration "$d" --json
+    pycheck "per-ms, 20 bits at 1e6/s for $d s: j whole ms and a part of one" "$PERMS"'
+want = float(-(log_none(20, 1e6, J["duration_s"]).exp() - 1))
+prev = '"$prev"'
+print("ok" if close(J["p_collision"], want, 1e-9) and J["p_collision"] > prev
+      else "got %r want %r (the shorter duration gave %r)" % (J["p_collision"], want, prev))'
+    prev=$(python3 -c 'import json, sys; print(repr(json.load(open(sys.argv[1]))["p_collision"]))' "$T/out")
+done
+for case in "20 1e6" "16 1e6" "24 1e6" "40 1e9" "74 1e12" "80 1e15" "8 1e3"; do
+    read -r bits rate <<<"$case"
+    run birthday --bits "$bits" --rate "$rate" --per-ms --json
+    pycheck "per-ms, $bits bits at $rate/s: t50 and t1e9 where the model reaches them" "$PERMS"'
+t50 = time_to('"$bits"', '"$rate"', 0.5)
+t9 = time_to('"$bits"', '"$rate"', 1e-9)
+print("ok" if close(J["t50_s"], t50, 1e-9) and close(J["t1e9_s"], t9, 1e-9)
+      else "t50 %r want %r; t1e9 %r want %r" % (J["t50_s"], t50, J["t1e9_s"], t9))'
+done
 
 # ---------------------------------------------------------------- durations
 
