@@ -137,11 +137,24 @@ void cli_print_decoded(FILE *out, const idm_layout *l, uint64_t id,
 
 /*
  * The default state file for generators of layout l with node values node
- * (by field index): see idmint(1), FILES. Creates its directory (mode 0700)
- * if missing. Returns a malloc'd path, or NULL after printing why.
+ * (by field index): see idmint(1), FILES. Named after what decides the ids
+ * (epoch, tick, field positions, node bits), never after a preset or field
+ * name, so every spelling of one layout gets the same file. Creates its
+ * directory (mode 0700) if missing. Returns a malloc'd path, or NULL after
+ * printing why.
  */
 char *cli_default_state_path(const char *cmd, const idm_layout *l,
                              const uint64_t *node);
+
+/*
+ * The state files that earlier builds named for the same layout and node
+ * values (<preset or "custom">-<hash>.state in the same directory) and that
+ * exist: a NULL-terminated malloc'd list, often empty, for
+ * cli_free_paths; NULL after printing why.
+ */
+char **cli_legacy_state_paths(const char *cmd, const idm_layout *l,
+                              const uint64_t *node);
+void cli_free_paths(char **paths);
 
 /* Open a generator, retrying for up to two seconds while another process
  * holds its state file. Sets opts->state_fresh when the file is missing. */
@@ -168,10 +181,12 @@ int cli_parse_lease_ttl(const char *cmd, const char *opt, const char *text,
  */
 int cli_lease_error(const char *cmd, int rc, const char *what);
 
-/* Claim a worker id below max_workers from url. On failure prints the
- * message and returns the exit status. */
+/* Claim a worker id below max_workers from url, for scope (what the ids
+ * are ids of, from idm_lease_scope; NULL for `lease hold`, which has no
+ * layout). On failure prints the message and returns the exit status: a
+ * coordinator that hands out ids of another scope is a usage error (2). */
 int cli_lease_claim(const char *cmd, const char *url, uint32_t max_workers,
-                    int64_t ttl_ms, idm_lease **out);
+                    int64_t ttl_ms, const char *scope, idm_lease **out);
 
 /*
  * A previous holder that died without releasing left a mark up to its TTL

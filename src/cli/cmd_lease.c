@@ -97,13 +97,14 @@ int cli_lease_error(const char *cmd, int rc, const char *what)
 }
 
 int cli_lease_claim(const char *cmd, const char *url, uint32_t max_workers,
-                    int64_t ttl_ms, idm_lease **out)
+                    int64_t ttl_ms, const char *scope, idm_lease **out)
 {
     idm_lease_opts lo;
     idm_lease_opts_init(&lo);
     lo.url = url;
     lo.max_workers = max_workers;
     lo.ttl_ms = ttl_ms;
+    lo.scope = scope;
     int rc = idm_lease_open(out, &lo);
     if (rc != 0)
         return cli_lease_error(cmd, rc, "cannot claim a worker id");
@@ -343,7 +344,7 @@ static int cmd_hold(int argc, char **argv)
         return CLI_FAIL;
     }
     idm_lease *lease = NULL;
-    status = cli_lease_claim(cmd, a.url, a.max_workers, a.ttl_ms, &lease);
+    status = cli_lease_claim(cmd, a.url, a.max_workers, a.ttl_ms, NULL, &lease);
     if (status != CLI_OK) {
         idm_layout_free(l);
         return status;

@@ -44,6 +44,7 @@ static const char usage_text[] =
     "      --lease-field NAME the node field the lease fills (default: the\n"
     "                         layout's worker, shard or machine field)\n"
     "      --lease-ttl MS     the lease's TTL, 1000 to 3600000 (default 10000)\n"
+    "                         and at least twice the layout's tick\n"
     "  -v, --verbose          say on stderr which worker id was claimed\n"
     "  -h, --help             show this help\n"
     "\n"
@@ -242,6 +243,42 @@ static int check_simple(next_args *a, uint64_t *count, out_format *fmt,
                             &a->lease_ttl_ms) != CLI_OK)
         return CLI_USAGE;
     return CLI_OK;
+}
+
+/*
+ * What the layout's tick asks of the state file and the lease.
+ *
+ * The state file's mark is stored ahead of use, one lookahead at a time,
+ * and the library takes a lookahead of one tick to one day: 1 s, or the
+ * tick if longer (one write per tick).
+ *
+ * Under a lease no id may carry a time past the mark the lease recorded
+ * (a renewal's send time + TTL), and renewals come every TTL/3, so the mark
+ * stays at least 2/3 of a TTL ahead of the clock. A run must be able to
+ * mint the next tick's ids while the clock is anywhere in this one: the
+ * second run within a tick starts at the next tick, and so does a run whose
+ * tick's sequence ran out. That next tick can start a whole tick ahead, so
+ * the TTL must be at least 1.5 ticks; twice the tick leaves room for a
+ * renewal's round trip. A shorter TTL would fail mid-run with "past the
+ * mark the lease recorded"; it is refused here, before anything is
+ * claimed.
+ */
+static int check_tick(const next_args *a, const idm_layout *l,
+                      idm_snowflake_opts *opts)
+{
+    int64_t tick = idm_layout_tick_ms(l);
+    opts->state_lookahead_ms = tick > 1000 ? tick : 1000;
+    if (a->lease_url == NULL || a->lease_ttl_ms >= 2 * tick)
+        return CLI_OK;
+    cli_error("next", "tick %lld ms is too long for --lease-ttl %lld%s: ids "
+              "are never minted past the mark the lease records (a "
+              "renewal's time + the TTL), and the next tick starts up to "
+              "one tick ahead of the clock; set --lease-ttl to at least "
+              "%lld (twice the tick)", (long long)tick,
+              (long long)a->lease_ttl_ms,
+              a->lease_ttl_text == NULL ? " (the default)" : "",
+              (long long)(2 * tick));
+    return CLI_USAGE;
 }
 
 /*
@@ -473,11 +510,53 @@ static int mint_loop(idm_snowflake *g, const idm_layout *l, uint64_t count,
     return status;
 }
 
+/*
+ * Open a generator on each state file an earlier build named for these ids
+ * (see state.c): each holds its file's lock while we mint, so that an older
+ * idmint cannot mint the same ids meanwhile, and *after_ms rises to the last
+ * tick its mark covers. On failure prints why, closes what it opened and
+ * returns the exit status.
+ */
+static int open_legacy(const next_args *a, const idm_snowflake_opts *opts,
+                       const idm_layout *l, idm_snowflake **legacy,
+                       size_t max, idm_unix_ms *after_ms)
+{
+    char **paths = cli_legacy_state_paths("next", l, opts->node);
+    if (paths == NULL)
+        return CLI_FAIL;
+    int status = CLI_OK;
+    for (size_t i = 0; i < max && paths[i] != NULL; i++) {
+        idm_snowflake_opts lo = *opts;
+        lo.state_path = paths[i];
+        int rc = cli_open_generator(&legacy[i], &lo);
+        if (rc != 0) {
+            status = open_error(a, &lo, rc);
+            break;
+        }
+        idm_snowflake_stats st;
+        idm_snowflake_stats_get(legacy[i], &st);
+        if (st.last_unix_ms > *after_ms)
+            *after_ms = st.last_unix_ms;
+    }
+    if (status != CLI_OK) {
+        for (size_t i = 0; i < max; i++) {
+            idm_snowflake_close(legacy[i]);
+            legacy[i] = NULL;
+        }
+    }
+    cli_free_paths(paths);
+    return status;
+}
+
+/* At most this many earlier-named files: one per preset, and "custom". */
+#define LEGACY_MAX 16
+
 static int mint(const next_args *a, idm_snowflake_opts *opts,
                 const idm_layout *l, uint64_t count, out_format fmt)
 {
     char *default_path = NULL;
     idm_snowflake *g = NULL;
+    idm_snowflake *legacy[LEGACY_MAX] = {NULL};
     int rc = 0;
     if (!a->no_state) {
         /* Let the library check the layout, nodes and clock on a generator
@@ -495,6 +574,14 @@ static int mint(const next_args *a, idm_snowflake_opts *opts,
             if (default_path == NULL)
                 return CLI_FAIL;
             opts->state_path = default_path;
+            /* Earlier builds' files first, always in the same order, then
+             * ours: two runs never wait on each other's locks crosswise. */
+            int status = open_legacy(a, opts, l, legacy, LEGACY_MAX,
+                                     &opts->after_ms);
+            if (status != CLI_OK) {
+                free(default_path);
+                return status;
+            }
         }
     }
 
@@ -502,6 +589,8 @@ static int mint(const next_args *a, idm_snowflake_opts *opts,
         rc = cli_open_generator(&g, opts);
     if (rc != 0) {
         int status = open_error(a, opts, rc);
+        for (size_t i = 0; i < LEGACY_MAX; i++)
+            idm_snowflake_close(legacy[i]);
         free(default_path);
         return status;
     }
@@ -513,6 +602,11 @@ static int mint(const next_args *a, idm_snowflake_opts *opts,
                       opts->state_path != NULL ? opts->state_path : "");
         status = CLI_FAIL;
     }
+    /* Closing writes each earlier-named file's own exact mark back (it
+     * minted nothing); a failure there leaves the higher mark its open
+     * stored, which is safe, and is not reported. */
+    for (size_t i = 0; i < LEGACY_MAX; i++)
+        idm_snowflake_close(legacy[i]);
     free(default_path);
     return status;
 }
@@ -543,9 +637,16 @@ static int mint_leased(const next_args *a, idm_snowflake_opts *opts,
 
     uint32_t max_workers = f.bits >= 16 ? CLI_LEASE_MAX_WORKERS
                                         : UINT32_C(1) << f.bits;
+    /* The coordinator records what its worker ids are ids of (this field
+     * of this layout and epoch) and refuses a claimant of another: two
+     * spellings of a field's job must never share worker ids. */
+    char scope[IDM_LEASE_SCOPE_MAX];
+    rc = idm_lease_scope(l, f.name, scope, sizeof scope);
+    if (rc != 0)
+        return cli_lease_error("next", rc, "cannot name the lease's scope");
     idm_lease *lease = NULL;
     int status = cli_lease_claim("next", a->lease_url, max_workers,
-                                 a->lease_ttl_ms, &lease);
+                                 a->lease_ttl_ms, scope, &lease);
     if (status != CLI_OK)
         return status;
     uint32_t worker = idm_lease_worker(lease);
@@ -555,7 +656,8 @@ static int mint_leased(const next_args *a, idm_snowflake_opts *opts,
                  (unsigned)worker, (long long)mark);
 
     /* A holder that died left a mark up to its TTL ahead: wait it out. A
-     * damaged record's mark is at most a minute ahead. */
+     * damaged record's mark can be up to an hour ahead (the longest TTL):
+     * then this gives up, naming the mark, rather than wait so long. */
     int64_t max_wait = a->lease_ttl_ms > 60000 ? a->lease_ttl_ms : 60000;
     status = cli_lease_wait_mark("next", mark, max_wait + 5000, a->verbose);
     if (status != CLI_OK) {
@@ -641,6 +743,8 @@ int cli_cmd_next(int argc, char **argv)
     status = check_simple(&a, &count, &fmt, &opts);
     if (status == CLI_OK)
         status = cli_build_layout("next", &a.layout, &l);
+    if (status == CLI_OK)
+        status = check_tick(&a, l, &opts);
     if (status == CLI_OK && a.lease_url != NULL)
         status = find_lease_field(&a, l, &lease_index);
     if (status == CLI_OK) {

@@ -3,10 +3,11 @@
  * `idmint encrypt` and `idmint decrypt`: opaque public ids. encrypt maps
  * 63-bit ids through the keyed permutation of idmint/opaque.h and prints
  * their fixed-length text; decrypt maps such texts back to the ids. The key
- * is read from a file (one line of 32 hex digits) and never printed: error
- * messages name the file and what is wrong with it, not its content, and
- * the buffer that held it is cleared. Every argument is checked before
- * anything is printed.
+ * is read from a regular file (one line of 32 hex digits; a FIFO or a
+ * device is refused, never waited on) and never printed: error messages
+ * name the file and what is wrong with it, not its content, and the buffer
+ * that held it is cleared. Every argument is checked before anything is
+ * printed.
  */
 #include "cli.h"
 
@@ -14,6 +15,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const char encrypt_usage[] =
@@ -82,20 +84,47 @@ static void wipe(void *p, size_t n)
         *q++ = 0;
 }
 
+/* What a file that is not a regular one is, for messages. */
+static const char *kind_of(mode_t m)
+{
+    return S_ISFIFO(m)   ? "a FIFO"
+           : S_ISDIR(m)  ? "a directory"
+           : S_ISCHR(m)  ? "a character device"
+           : S_ISBLK(m)  ? "a block device"
+           : S_ISSOCK(m) ? "a socket"
+                         : "of an unknown type";
+}
+
 /*
  * Read and parse the key file. On failure prints one line naming the file
  * and the problem (never the content) and returns CLI_USAGE (the file
- * cannot be opened or does not hold a key) or CLI_FAIL (a read error).
+ * cannot be opened, is not a regular file or does not hold a key) or
+ * CLI_FAIL (a read error).
  */
 static int read_key(const char *cmd, const char *path, idm_opaque_key *key)
 {
     char buf[KEY_FILE_MAX + 1];
     int fd;
+    /* O_NONBLOCK so that a FIFO with no writer does not hang us before the
+     * type check (a regular file's reads ignore it). */
     do
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
     while (fd < 0 && errno == EINTR);
     if (fd < 0) {
         cli_error(cmd, "cannot open key file '%s': %s", path, strerror(errno));
+        return CLI_USAGE;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        cli_error(cmd, "cannot stat key file '%s': %s", path, strerror(e));
+        return CLI_FAIL;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        cli_error(cmd, "bad key file '%s': not a regular file (it is %s)", path,
+                  kind_of(st.st_mode));
         return CLI_USAGE;
     }
     size_t n = 0;
@@ -105,10 +134,9 @@ static int read_key(const char *cmd, const char *path, idm_opaque_key *key)
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0) {
-            /* A directory fails here, not at open. */
             int e = errno;
             cli_error(cmd, "cannot read key file '%s': %s", path, strerror(e));
-            status = e == EISDIR ? CLI_USAGE : CLI_FAIL;
+            status = CLI_FAIL;
             break;
         }
         if (r == 0)

@@ -3,14 +3,21 @@
  * State file I/O for the generator's high-water mark. See state.h for the
  * format. Reads are strict: any byte out of place is corruption, because a
  * mark read wrong could let a restarted generator reuse time.
+ *
+ * Every open here that could meet a FIFO is non-blocking and followed by a
+ * check of the file type: a FIFO at the path must be refused, not wait for a
+ * writer forever. The path is resolved once, at open (see state.h), and not
+ * again: a link changed while the generator runs is not followed.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -38,6 +45,124 @@ static char *concat(const char *a, const char *b)
         memcpy(p + la, b, lb + 1);
     }
     return p;
+}
+
+/* What a file that is not a regular one is, for messages. */
+static const char *kind_of(mode_t m)
+{
+    return S_ISFIFO(m)   ? "a FIFO"
+           : S_ISDIR(m)  ? "a directory"
+           : S_ISCHR(m)  ? "a character device"
+           : S_ISBLK(m)  ? "a block device"
+           : S_ISSOCK(m) ? "a socket"
+                         : "of an unknown type";
+}
+
+/* The first dir_len bytes of dir, "/" and name. */
+static char *join(const char *dir, size_t dir_len, const char *name)
+{
+    size_t ln = strlen(name);
+    char *p = malloc(dir_len + 1 + ln + 1);
+    if (p != NULL) {
+        memcpy(p, dir, dir_len);
+        p[dir_len] = '/';
+        memcpy(p + dir_len + 1, name, ln + 1);
+    }
+    return p;
+}
+
+/* 0 if fd is a regular file; else IDM_EIO naming path and what it is. */
+static int check_regular(int fd, const char *what, const char *path)
+{
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+        return idm__fail(IDM_EIO, "state: cannot stat %s%s: %s", what, path, strerror(errno));
+    if (!S_ISREG(st.st_mode))
+        return idm__fail(IDM_EIO, "state: %s%s is not a regular file (it is %s)", what, path,
+                         kind_of(st.st_mode));
+    return 0;
+}
+
+/*
+ * The file path names, with no symbolic link left in the result, into *out
+ * (malloc'd); 0 or an errno value. A path that exists is realpath's answer.
+ * A dangling link is followed to the file it names (to be created there),
+ * hop by hop; a name with nothing behind it is kept, in its directory's real
+ * path. A last component that is empty, "." or ".." names no file: EISDIR.
+ */
+static int resolve(const char *path, char **out)
+{
+    char *cur = strdup(path), *r;
+    int hops = 0, e;
+    if (cur == NULL)
+        return ENOMEM;
+    for (;;) {
+        struct stat st;
+        char *slash, *name, *next;
+        r = realpath(cur, NULL);
+        if (r != NULL) {
+            free(cur);
+            *out = r;
+            return 0;
+        }
+        if (errno != ENOENT) {
+            e = errno;
+            free(cur);
+            return e;
+        }
+        slash = strrchr(cur, '/');
+        name = slash != NULL ? slash + 1 : cur;
+        if (lstat(cur, &st) == 0 && S_ISLNK(st.st_mode)) {
+            /* A link to a file not created yet: go where it points. */
+            char target[PATH_MAX];
+            ssize_t n;
+            if (++hops > 40) {
+                free(cur);
+                return ELOOP;
+            }
+            n = readlink(cur, target, sizeof target - 1);
+            if (n < 0) {
+                e = errno;
+                free(cur);
+                return e;
+            }
+            target[n] = '\0';
+            if (target[0] == '/' || slash == NULL)
+                next = strdup(target);
+            else
+                next = join(cur, (size_t)(slash - cur), target);
+            free(cur);
+            if (next == NULL)
+                return ENOMEM;
+            cur = next;
+            continue;
+        }
+        if (name[0] == '\0' || strcmp(name, ".") == 0 || strcmp(name, "..") == 0) {
+            free(cur);
+            return EISDIR;
+        }
+        /* Nothing there: the real directory, and the name in it. */
+        if (slash == NULL) {
+            r = realpath(".", NULL);
+        } else if (slash == cur) {
+            r = strdup("/");
+        } else {
+            *slash = '\0';
+            r = realpath(cur, NULL);
+        }
+        if (r == NULL) {
+            e = errno;
+            free(cur);
+            return e;
+        }
+        next = join(r, strcmp(r, "/") == 0 ? 0 : strlen(r), name);
+        free(r);
+        free(cur);
+        if (next == NULL)
+            return ENOMEM;
+        *out = next;
+        return 0;
+    }
 }
 
 /* Parse the file's bytes; 0 and *mark on success, -1 if corrupt. */
@@ -68,40 +193,66 @@ static int parse_line(const char *buf, size_t len, idm_unix_ms *mark)
 int idm__state_open(idm__state *s, const char *path, bool fresh, idm_unix_ms *mark, bool *found)
 {
     char buf[LINE_MAX_LEN + 1];
+    struct stat st;
     ssize_t n;
-    int fd, rc;
+    int fd, rc, e;
 
     memset(s, 0, sizeof *s);
     s->lock_fd = -1;
-    s->path = strdup(path);
-    s->tmp_path = concat(path, ".tmp");
-    s->lock_path = concat(path, ".lock");
-    if (s->path == NULL || s->tmp_path == NULL || s->lock_path == NULL) {
+    e = resolve(path, &s->path);
+    if (e == ENOMEM)
+        return IDM_ENOMEM;
+    if (e == EISDIR)
+        return idm__fail(IDM_EIO, "state: %s names a directory, not a file", path);
+    if (e != 0)
+        return idm__fail(IDM_EIO, "state: cannot resolve %s: %s", path, strerror(e));
+    s->tmp_path = concat(s->path, ".tmp");
+    s->lock_path = concat(s->path, ".lock");
+    if (s->tmp_path == NULL || s->lock_path == NULL) {
         idm__state_close(s);
         return IDM_ENOMEM;
     }
-    s->lock_fd = open(s->lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    /* Refused before the lock file is created; checked again on the
+     * descriptor below, under the lock. */
+    if (stat(s->path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        rc = idm__fail(IDM_EIO, "state: %s is not a regular file (it is %s)", s->path,
+                       kind_of(st.st_mode));
+        idm__state_close(s);
+        return rc;
+    }
+    s->lock_fd = open(s->lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0600);
     if (s->lock_fd < 0) {
         rc = idm__fail(IDM_EIO, "state: cannot open lock file %s: %s", s->lock_path, strerror(errno));
         idm__state_close(s);
         return rc;
     }
+    rc = check_regular(s->lock_fd, "lock file ", s->lock_path);
+    if (rc != 0) {
+        idm__state_close(s);
+        return rc;
+    }
     if (flock(s->lock_fd, LOCK_EX | LOCK_NB) != 0) {
         rc = errno == EWOULDBLOCK
-                 ? idm__fail(IDM_EBUSY, "state: %s is in use by another generator", path)
+                 ? idm__fail(IDM_EBUSY, "state: %s is in use by another generator", s->path)
                  : idm__fail(IDM_EIO, "state: cannot lock %s: %s", s->lock_path, strerror(errno));
         idm__state_close(s);
         return rc;
     }
 
     *found = false;
-    fd = open(path, O_RDONLY | O_CLOEXEC);
+    fd = open(s->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
     if (fd < 0) {
         if (errno == ENOENT && fresh)
             return 0;
         rc = errno == ENOENT
-                 ? idm__fail(IDM_ENOENT, "state: %s does not exist (start fresh to create it)", path)
-                 : idm__fail(IDM_EIO, "state: cannot open %s: %s", path, strerror(errno));
+                 ? idm__fail(IDM_ENOENT, "state: %s does not exist (start fresh to create it)", s->path)
+                 : idm__fail(IDM_EIO, "state: cannot open %s: %s", s->path, strerror(errno));
+        idm__state_close(s);
+        return rc;
+    }
+    rc = check_regular(fd, "", s->path);
+    if (rc != 0) {
+        close(fd);
         idm__state_close(s);
         return rc;
     }
@@ -109,7 +260,7 @@ int idm__state_open(idm__state *s, const char *path, bool fresh, idm_unix_ms *ma
     rc = errno;
     close(fd);
     if (n < 0) {
-        rc = idm__fail(IDM_EIO, "state: cannot read %s: %s", path, strerror(rc));
+        rc = idm__fail(IDM_EIO, "state: cannot read %s: %s", s->path, strerror(rc));
         idm__state_close(s);
         return rc;
     }
@@ -119,7 +270,7 @@ int idm__state_open(idm__state *s, const char *path, bool fresh, idm_unix_ms *ma
         rc = idm__fail(IDM_ECORRUPT,
                        "state: %s is corrupt; its mark cannot be trusted (start fresh only if no id "
                        "was minted ahead of the clock)",
-                       path);
+                       s->path);
         idm__state_close(s);
         return rc;
     }
@@ -157,8 +308,13 @@ int idm__state_write(idm__state *s, idm_unix_ms mark)
     len += snprintf(line + len, sizeof line - (size_t)len, " %08x\n",
                     (unsigned)idm__crc32(line, (size_t)len));
 
+    /* The temporary file is ours while we hold the lock: whatever is left
+     * at its name (a crash's leftover, a link, a FIFO that would block an
+     * open for writing) goes, and a new file is made in its place. */
+    (void)unlink(s->tmp_path);
     if (fault("open") != 0 ||
-        (fd = open(s->tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0)
+        (fd = open(s->tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY,
+                   0600)) < 0)
         return idm__fail(IDM_EIO, "state: cannot create %s: %s", s->tmp_path, strerror(errno));
     while (off < (size_t)len) {
         ssize_t w;

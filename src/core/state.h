@@ -7,6 +7,13 @@
  * Format: "idmint-state 1 <mark_unix_ms> <crc>\n", <crc> being 8 lower-case
  * hex digits of the CRC-32 (IEEE) of the bytes before the final space. Every
  * id minted by the generator that wrote it has a time at or below the mark.
+ *
+ * The path is resolved once, at open, symbolic links and all: the lock
+ * ("<resolved>.lock"), the temporary file and the rename act on the file the
+ * path named then, so a link is written through (never replaced by a regular
+ * file) and a run through a link excludes a run through the real path. The
+ * state file and its lock must be regular files: a FIFO, a directory or a
+ * device is refused at once (opened without blocking), never waited on.
  */
 #ifndef IDM_STATE_H
 #define IDM_STATE_H
@@ -21,17 +28,19 @@
 extern int (*idm__state_fault)(const char *op);
 
 typedef struct idm__state {
-    char *path;
-    char *tmp_path;
-    char *lock_path;
+    char *path;      /* the resolved path: no symbolic link in it */
+    char *tmp_path;  /* path + ".tmp" */
+    char *lock_path; /* path + ".lock" */
     int lock_fd;
 } idm__state;
 
 /*
- * Lock and read the file at path. On success *found tells whether a valid
- * mark was read into *mark. A missing or corrupt file is IDM_ENOENT or
+ * Resolve path, lock and read the file. On success *found tells whether a
+ * valid mark was read into *mark. A missing or corrupt file is IDM_ENOENT or
  * IDM_ECORRUPT unless fresh is set, in which case *found is false. A lock
- * held by another open generator is IDM_EBUSY.
+ * held by another open generator is IDM_EBUSY. A path that cannot be
+ * resolved (a missing directory, a loop of links), or a state or lock file
+ * that is not a regular file, is IDM_EIO, before anything is created.
  */
 int idm__state_open(idm__state *s, const char *path, bool fresh, idm_unix_ms *mark,
                     bool *found);

@@ -43,6 +43,22 @@ increasing() { [ "$(wc -l <"$1")" -eq "$2" ] && [ "$(sort -u "$1" | wc -l)" -eq 
 # same_nonempty A B: A and B have the same bytes, and some.
 same_nonempty() { [ -s "$1" ] && cmp -s "$1" "$2"; }
 mode_of() { stat -c %a "$1" 2>/dev/null || stat -f %Lp "$1"; }
+# CRC-32 (IEEE) of a string, as 8 lowercase hex digits.
+crc32() {
+    local s=$1 c=$((0xffffffff)) i b k
+    for ((i = 0; i < ${#s}; i++)); do
+        printf -v b '%d' "'${s:i:1}"
+        c=$((c ^ b))
+        for ((k = 0; k < 8; k++)); do
+            c=$(((c >> 1) ^ (0xedb88320 & -(c & 1))))
+        done
+    done
+    printf '%08x' $((c ^ 0xffffffff))
+}
+# state_line MARK: a valid state file's line holding MARK.
+state_line() { printf 'idmint-state 1 %s %s\n' "$1" "$(crc32 "idmint-state 1 $1")"; }
+# ms_of ID LAYOUT EPOCH: the Unix ms of ID's tick.
+ms_of() { "$BIN" decode --json --layout "$2" --epoch "$3" "$1" | sed -E 's/.*"unix_ms":([0-9]+).*/\1/'; }
 
 TW_TEXT='time:41@1ms,datacenter:5,worker:5,seq:12'
 TW_EPOCH=1288834974657
@@ -465,32 +481,113 @@ check "layout reports the sign bit of a 64-bit layout" grep -q '^sign bit: USED:
 
 # ---------------------------------------------------------------- state files
 
-KEY_TW="$TW_TEXT;epoch=$TW_EPOCH;datacenter=1;worker=3"
-F_TW="twitter-$(fnv1a64 "$KEY_TW").state"
-check "the state file is at \$XDG_STATE_HOME/idmint/<name>-<hash>.state" test -f "$XDG_STATE_HOME/idmint/$F_TW"
+# The file is keyed on what decides the ids: epoch, tick, where the time and
+# sequence fields sit, the sequence's width and the node bits.
+KEY_TW="ids 1;epoch=$TW_EPOCH;tick=1;time@22;seq:12@0;node=0x0000000000023000"
+F_TW="ids-$(fnv1a64 "$KEY_TW").state"
+check "the state file is at \$XDG_STATE_HOME/idmint/ids-<hash>.state" test -f "$XDG_STATE_HOME/idmint/$F_TW"
 check "the state file holds one mark line" grep -Eqx 'idmint-state 1 [0-9]+ [0-9a-f]{8}' "$XDG_STATE_HOME/idmint/$F_TW"
 check "the state directory is mode 700" test "$(mode_of "$XDG_STATE_HOME/idmint")" = 700
 check "one state file per layout and node values so far" \
     test "$(find "$XDG_STATE_HOME/idmint" -name '*.state' | wc -l)" -eq 2
 
 # Other node values get another file; the custom layout above has its own.
-KEY_C="$CUSTOM;epoch=1577836800000;worker=1023"
-check "a text layout's state file is custom-<hash>.state" test -f "$XDG_STATE_HOME/idmint/custom-$(fnv1a64 "$KEY_C").state"
+KEY_C="ids 1;epoch=1577836800000;tick=1;time@22;seq:12@0;node=0x00000000003ff000"
+check "a text layout's state file is ids-<hash>.state" test -f "$XDG_STATE_HOME/idmint/ids-$(fnv1a64 "$KEY_C").state"
 "$BIN" next --node datacenter=0 --node worker=0 >/dev/null 2>&1
 check "other node values: another state file" \
-    test -f "$XDG_STATE_HOME/idmint/twitter-$(fnv1a64 "$TW_TEXT;epoch=$TW_EPOCH;datacenter=0;worker=0").state"
+    test -f "$XDG_STATE_HOME/idmint/ids-$(fnv1a64 "ids 1;epoch=$TW_EPOCH;tick=1;time@22;seq:12@0;node=0x0000000000000000").state"
 
 # Without XDG_STATE_HOME (or with a relative one): $HOME/.local/state/idmint.
 env -u XDG_STATE_HOME "$BIN" next "${NODES[@]}" >/dev/null 2>&1
-check "no XDG_STATE_HOME: \$HOME/.local/state/idmint/<name>-<hash>.state" test -f "$HOME/.local/state/idmint/$F_TW"
+check "no XDG_STATE_HOME: \$HOME/.local/state/idmint/ids-<hash>.state" test -f "$HOME/.local/state/idmint/$F_TW"
 rm -rf "$HOME/.local"
 XDG_STATE_HOME=relative "$BIN" next "${NODES[@]}" >/dev/null 2>&1
 check "a relative XDG_STATE_HOME is ignored" test -f "$HOME/.local/state/idmint/$F_TW" -a ! -e relative
 
 # IDMINT_STATE_DIR comes first; missing directories are created.
 IDMINT_STATE_DIR="$T/sd/deep" "$BIN" next "${NODES[@]}" >/dev/null 2>&1
-check "IDMINT_STATE_DIR: <dir>/<name>-<hash>.state" test -f "$T/sd/deep/$F_TW"
+check "IDMINT_STATE_DIR: <dir>/ids-<hash>.state" test -f "$T/sd/deep/$F_TW"
 check "IDMINT_STATE_DIR is created mode 700" test "$(mode_of "$T/sd/deep")" = 700
+
+# One layout, many spellings: the preset, its text form with the epoch, the
+# preset with its own epoch given again (also as ISO-8601), and spellings
+# that differ only in names (a node field renamed, a wider time field) mint
+# the same ids, so they share one state file and its lock.
+SPELLINGS=(
+    "--layout twitter --node datacenter=1 --node worker=3"
+    "--layout $TW_TEXT --epoch $TW_EPOCH --node datacenter=1 --node worker=3"
+    "--layout twitter --epoch $TW_EPOCH --node datacenter=1 --node worker=3"
+    "--layout twitter --epoch 2010-11-04T01:42:54.657Z --node datacenter=1 --node worker=3"
+    "--layout time:41@1ms,dc:5,worker:5,seq:12 --epoch $TW_EPOCH --node dc=1 --node worker=3"
+    "--layout time:42@1ms,datacenter:5,worker:5,seq:12 --epoch $TW_EPOCH --node datacenter=1 --node worker=3"
+)
+for sp in "${SPELLINGS[@]}"; do
+    # shellcheck disable=SC2086
+    IDMINT_STATE_DIR="$T/spell" "$BIN" next $sp -n 10 >>"$T/spell.ids" 2>"$T/spell.err" ||
+        bad "next $sp: $(cat "$T/spell.err")"
+    check "next $sp: its state file is ids-<hash> of what decides the ids" \
+        test "$(cd "$T/spell" && echo *.state)" = "$F_TW"
+done
+check "all spellings in a row: 60 ids, none repeated, increasing" increasing "$T/spell.ids" 60
+
+# The spellings at once, 300,000 ids each (before, each spelling had its own
+# file and lock, and about half of all ids repeated): one waits for the
+# other's lock, and no id repeats.
+for i in 0 1 2; do
+    # shellcheck disable=SC2086
+    IDMINT_STATE_DIR="$T/conc" "$BIN" next ${SPELLINGS[$i]} -n 300000 >"$T/conc$i" 2>"$T/concerr$i" &
+    CPID[i]=$!
+done
+for i in 0 1 2; do
+    wait "${CPID[i]}"
+    check "spelling $i at once with the others: exit 0, quiet, 300000 ids" \
+        test $? -eq 0 -a ! -s "$T/concerr$i" -a "$(wc -l <"$T/conc$i")" -eq 300000
+done
+check "three spellings at once: 900000 ids, none repeated" \
+    test "$(sort -u "$T/conc0" "$T/conc1" "$T/conc2" | wc -l)" -eq 900000
+
+# A state file an earlier build named for these ids (<preset or custom>-
+# <hash of text form, epoch, node values>.state) keeps its mark and its
+# lock after the upgrade, whichever spelling wrote it.
+OLD_HASH=$(fnv1a64 "$TW_TEXT;epoch=$TW_EPOCH;datacenter=1;worker=3")
+mkdir -p "$T/old1"
+state_line $(($(now_ms) + 3600000)) >"$T/old1/custom-$OLD_HASH.state"
+IDMINT_STATE_DIR="$T/old1" fails_with 1 prefix "idmint: next: cannot start the generator: " \
+    next --layout twitter "${NODES[@]}"
+check "an earlier build's file with a mark an hour ahead stops the run, named" \
+    grep -q "behind the mark in $T/old1/custom-$OLD_HASH.state" "$T/err"
+check "... and no new file was made" test ! -e "$T/old1/$F_TW"
+# With a 1 s tick: epoch set so that the clock is 50 ms into a tick, and an
+# earlier build's mark at that tick's start: the run starts at the next tick.
+L1S='time:41@1s,worker:10,seq:12'
+NOW=$(now_ms)
+E1S=$((NOW - 100000 * 1000 - 50))
+K1S_OLD="$L1S;epoch=$E1S;worker=5"
+mkdir -p "$T/old2"
+state_line $((E1S + 100000 * 1000)) >"$T/old2/custom-$(fnv1a64 "$K1S_OLD").state"
+IDMINT_STATE_DIR="$T/old2" run next --layout "$L1S" --epoch "$E1S" --node worker=5 -n 3
+check "an earlier build's file: the run succeeds" test "$RC" -eq 0 -a "$(wc -l <"$T/out")" -eq 3 -a ! -s "$T/err"
+FIRST_MS=$(ms_of "$(head -n 1 "$T/out")" "$L1S" "$E1S")
+check "an earlier build's mark is honoured: the first id is past its tick" \
+    test "$FIRST_MS" -gt $((E1S + 100000 * 1000))
+check "an earlier build's file is left in place, its mark not lowered" \
+    grep -Eqx "idmint-state 1 $((E1S + 100000 * 1000)) [0-9a-f]{8}" "$T/old2/custom-$(fnv1a64 "$K1S_OLD").state"
+check "the new file is beside it" test -f "$T/old2/ids-$(fnv1a64 "ids 1;epoch=$E1S;tick=1000;time@22;seq:12@0;node=0x0000000000005000").state"
+if command -v flock >/dev/null 2>&1; then
+    # An older idmint running on its file holds its lock: we wait, then fail.
+    OLD_LOCK="$T/old2/custom-$(fnv1a64 "$K1S_OLD").state.lock"
+    flock -x "$OLD_LOCK" sleep 3 &
+    OLD_HOLDER=$!
+    for ((i = 0; i < 200; i++)); do
+        flock -n "$OLD_LOCK" true 2>/dev/null || break
+        sleep 0.01
+    done
+    IDMINT_STATE_DIR="$T/old2" fails_with 1 prefix \
+        "idmint: next: state file '$T/old2/custom-$(fnv1a64 "$K1S_OLD").state': state file is locked by another generator" \
+        next --layout "$L1S" --epoch "$E1S" --node worker=5
+    wait "$OLD_HOLDER"
+fi
 
 # --state FILE, and runs on it follow each other.
 "$BIN" next "${NODES[@]}" --state "$T/explicit.state" -n 100 >"$T/s1"
@@ -498,6 +595,64 @@ check "IDMINT_STATE_DIR is created mode 700" test "$(mode_of "$T/sd/deep")" = 70
 check "--state FILE creates FILE" grep -Eqx 'idmint-state 1 [0-9]+ [0-9a-f]{8}' "$T/explicit.state"
 check "--state FILE: runs on it never repeat" test "$(cat "$T/s1" "$T/s2" | sort -u | wc -l)" -eq 200
 check "--state FILE: the second run starts above the first" test $(($(tail -n 1 "$T/s1") < $(head -n 1 "$T/s2"))) -eq 1
+
+# A symbolic link to a state file is written through, not replaced, and
+# its lock is the real file's: a run through the link and a run through the
+# real path exclude each other.
+mkdir -p "$T/real" "$T/links"
+"$BIN" next "${NODES[@]}" --state "$T/real/s.state" -n 5 >"$T/l0"
+ln -s ../real/s.state "$T/links/s.state"
+"$BIN" next "${NODES[@]}" --state "$T/links/s.state" -n 5 >"$T/l1" 2>"$T/lerr"
+check "a run through a link: exit 0, quiet" test $? -eq 0 -a ! -s "$T/lerr"
+check "the link is still a link to the real file" test -L "$T/links/s.state" -a "$(readlink "$T/links/s.state")" = ../real/s.state
+check "the real file holds the mark of the run through the link" \
+    test "$(sed -E 's/^idmint-state 1 ([0-9]+) .*/\1/' "$T/real/s.state")" -ge \
+    "$(ms_of "$(tail -n 1 "$T/l1")" twitter "$TW_EPOCH")"
+check "nothing was made beside the link" test "$(cd "$T/links" && echo *)" = s.state
+"$BIN" next "${NODES[@]}" --state "$T/real/s.state" -n 5 >"$T/l2"
+cat "$T/l0" "$T/l1" "$T/l2" >"$T/l012"
+check "runs through the link and the real path: 15 ids, increasing" increasing "$T/l012" 15
+# A dangling link: the file is made where it points.
+ln -s ../real/new.state "$T/links/new.state"
+"$BIN" next "${NODES[@]}" --state "$T/links/new.state" -n 5 >/dev/null 2>"$T/lerr"
+check "a dangling link: the file is made at its target, the link kept" \
+    test -f "$T/real/new.state" -a -L "$T/links/new.state" -a ! -s "$T/lerr"
+if command -v flock >/dev/null 2>&1; then
+    flock -x "$T/real/s.state.lock" sleep 3 &
+    LHOLDER=$!
+    for ((i = 0; i < 200; i++)); do
+        flock -n "$T/real/s.state.lock" true 2>/dev/null || break
+        sleep 0.01
+    done
+    fails_with 1 prefix "idmint: next: state file '$T/links/s.state': state file is locked by another generator" \
+        next "${NODES[@]}" --state "$T/links/s.state"
+    wait "$LHOLDER"
+fi
+
+# A FIFO (or anything else not a regular file) is refused at once, never
+# waited on; nothing is created beside it.
+mkfifo "$T/fifo.state"
+timeout 10 "$BIN" next "${NODES[@]}" --state "$T/fifo.state" >"$T/out" 2>"$T/err"
+RC=$?
+check "--state FIFO: exit 1 at once (no hang), one line naming it" \
+    test "$RC" -eq 1 -a ! -s "$T/out" -a "$(wc -l <"$T/err")" -eq 1 -a \
+    "$(cat "$T/err")" = "idmint: next: state file '$T/fifo.state': state file input/output error (state: $T/fifo.state is not a regular file (it is a FIFO))"
+check "--state FIFO: no lock file made" test ! -e "$T/fifo.state.lock"
+mkdir -p "$T/fifolock"
+mkfifo "$T/fifolock/s.state.lock"
+timeout 10 "$BIN" next "${NODES[@]}" --state "$T/fifolock/s.state" >"$T/out" 2>"$T/err"
+RC=$?
+check "a FIFO as the lock file: exit 1 at once, named" \
+    test "$RC" -eq 1 -a ! -s "$T/out" -a "$(wc -l <"$T/err")" -eq 1 -a \
+    "$(grep -c "lock file $T/fifolock/s.state.lock is not a regular file (it is a FIFO)" "$T/err")" -eq 1
+mkdir -p "$T/fifodef"
+mkfifo "$T/fifodef/$F_TW"
+IDMINT_STATE_DIR="$T/fifodef" timeout 10 "$BIN" next "${NODES[@]}" >"$T/out" 2>"$T/err"
+RC=$?
+check "a FIFO as the default state file: exit 1 at once, named" \
+    test "$RC" -eq 1 -a "$(grep -c "is not a regular file (it is a FIFO)" "$T/err")" -eq 1
+fails_with 1 exact "idmint: next: state file '$T/real': state file input/output error (state: $T/real is not a regular file (it is a directory))" \
+    next "${NODES[@]}" --state "$T/real"
 
 # --no-state writes nothing.
 XDG_STATE_HOME="$T/xdg-none" "$BIN" next "${NODES[@]}" --no-state -n 10 >"$T/ns" 2>"$T/nserr"
@@ -517,16 +672,15 @@ check "the corrupt-file message says when deleting it is safe; the file is left 
     test "$(grep -c "; delete it only if you are sure no ids with a time ahead of now were minted with it$" "$T/err")" -eq 1 \
     -a "$(cat "$T/corrupt.state")" = garbage
 
-if [ -w /dev/full ]; then
-    "$BIN" next "${NODES[@]}" -n 3 >/dev/full 2>"$T/err"
-    RC=$?
-    check "next to a full disk: exit 1, one line" \
-        test "$RC" -eq 1 -a "$(grep -c "^idmint: next: cannot write the output: " "$T/err")" -eq 1 -a "$(wc -l <"$T/err")" -eq 1
-    "$BIN" decode 1 >/dev/full 2>"$T/err"
-    RC=$?
-    check "decode to a full disk: exit 1, one line" \
-        test "$RC" -eq 1 -a "$(cat "$T/err")" = "idmint: decode: cannot write the output"
-fi
+# /dev/full is on every Linux machine: a write there fails with ENOSPC.
+"$BIN" next "${NODES[@]}" -n 3 >/dev/full 2>"$T/err"
+RC=$?
+check "next to a full disk: exit 1, one line" \
+    test "$RC" -eq 1 -a "$(grep -c "^idmint: next: cannot write the output: " "$T/err")" -eq 1 -a "$(wc -l <"$T/err")" -eq 1
+"$BIN" decode 1 >/dev/full 2>"$T/err"
+RC=$?
+check "decode to a full disk: exit 1, one line with the reason [$(cat "$T/err")]" \
+    test "$RC" -eq 1 -a "$(cat "$T/err")" = "idmint: decode: cannot write the output: $(python3 -c 'import os,errno; print(os.strerror(errno.ENOSPC))')"
 # A reader that goes away ends next quietly, with status 1.
 "$BIN" next "${NODES[@]}" -n 1000000 2>"$T/err" | head -n 1 >"$T/out"
 RC=${PIPESTATUS[0]}

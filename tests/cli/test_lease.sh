@@ -438,25 +438,45 @@ fi
 check "--lease uses no state file" test ! -e "$T/state"
 
 # ---- layouts: which field a lease fills ----
+# A coordinator hands out worker ids of one field of one layout (its scope):
+# each layout here gets a directory of its own.
 
 U6="file://$T/l6"
-run next --lease "$U6" --layout instagram -n 2 --format json
+run next --lease "file://$T/l6i" --layout instagram -n 2 --format json
 check "instagram: the lease fills shard [$(head -c 200 "$T/out")]" \
     test "$RC" -eq 0 -a "$(grep -c '"shard":0,' "$T/out")" -eq 2
-run next --lease "$U6" --layout sonyflake -n 2 --format json
+run next --lease "file://$T/l6s" --layout sonyflake -n 2 --format json
 check "sonyflake: the lease fills machine [$(head -c 200 "$T/out")]" \
     test "$RC" -eq 0 -a "$(grep -c '"machine":0}' "$T/out")" -eq 2
-run next --lease "$U6" --layout discord --node process=3 -n 1 --format json
+run next --lease "file://$T/l6d" --layout discord --node process=3 -n 1 --format json
 check "discord: the lease fills worker [$(head -c 200 "$T/out")]" \
     test "$RC" -eq 0 -a "$(grep -c '"worker":0,"process":3,' "$T/out")" -eq 1
 fails_with 2 '--lease-field NAME' next --lease "$U6" --layout time:41@1ms,node:10,seq:12 --epoch "$TW_EPOCH"
 fails_with 2 'no node field' next --lease "$U6" --layout time:41@1ms,seq:12 --epoch "$TW_EPOCH"
-run next --lease "$U6" --layout time:41@1ms,node:10,seq:12 --epoch "$TW_EPOCH" --lease-field node -n 1 --format json
+run next --lease "file://$T/l6n" --layout time:41@1ms,node:10,seq:12 --epoch "$TW_EPOCH" --lease-field node -n 1 --format json
 check "--lease-field node [$(head -c 200 "$T/out")]" \
     test "$RC" -eq 0 -a "$(grep -c '"node":0,' "$T/out")" -eq 1
 fails_with 2 "bad --lease-field 'seq'" next --lease "$U6" --lease-field seq --node datacenter=1
 fails_with 2 "bad --lease-field 'nope'" next --lease "$U6" --lease-field nope --node datacenter=1
 
+# ---- scope: one coordinator, one field of one layout ----
+# Two runs on one lease directory that would fill different fields (the
+# worker field with datacenter=1, or the datacenter field with worker=0)
+# would both mint datacenter=1, worker=0: the second is refused, naming
+# both scopes, and claims nothing. Two spellings of one layout share it.
+
+U7="file://$T/l7"
+run next --lease "$U7" --node datacenter=1 -n 1
+check "the first claimant records its scope [$(show)]" test "$RC" -eq 0 -a -f "$T/l7/scope"
+fails_with 2 "hands out ids for 'worker of time:41@1ms,datacenter:5,worker:5,seq:12 epoch 1288834974657'; this claimant asks for 'datacenter of" \
+    next --lease "$U7" --lease-field datacenter --node worker=0 -n 1
+fails_with 2 "this claimant asks for 'worker of time:41@1ms,datacenter:5,worker:5,seq:12 epoch 1288834974658'" \
+    next --lease "$U7" --layout twitter --epoch 1288834974658 --node datacenter=1 -n 1
+fails_with 2 "this claimant asks for 'worker of time:41@1ms,worker:10,seq:12" \
+    next --lease "$U7" --layout time:41@1ms,worker:10,seq:12 --epoch "$TW_EPOCH" -n 1
+check "a refused claimant claimed nothing" test "$(ls "$T/l7" | grep -c '^worker-')" -eq 1
+run next --lease "$U7" --layout time:41@1ms,datacenter:5,worker:5,seq:12 --epoch 1288834974657 --node datacenter=2 -n 1
+check "the same layout spelled out shares the coordinator [$(show)]" test "$RC" -eq 0
 # ---- bad input: exit status and one stderr line ----
 
 fails_with 2 "'nope' is not a URL" lease list nope

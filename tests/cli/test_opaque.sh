@@ -5,8 +5,9 @@
 # ids): known answers, round trips in every format, fixed-length texts, key
 # file forms (with and without a line end, upper case, CRLF), different keys
 # giving different ids; and every error: key files missing, unreadable,
-# empty, short, long, not hex, two lines, a NUL byte (exit 2, one stderr
-# line that never shows the key), bad ids and texts, bad options.
+# not regular files (a directory, a device, a FIFO: refused at once, not
+# waited on), empty, short, long, not hex, two lines, a NUL byte (exit 2,
+# one stderr line that never shows the key), bad ids and texts, bad options.
 #
 # Usage: bash test_opaque.sh /path/to/idmint
 # Ends with one line "N passed, N failed"; exits non-zero if any check failed.
@@ -123,8 +124,27 @@ for c in encrypt decrypt; do
     usage_exact "idmint: $c: no --key-file given (try 'idmint $c --help')" "$c" "$arg"
     usage_exact "idmint: $c: cannot open key file '$T/none.key': No such file or directory" \
         "$c" --key-file "$T/none.key" "$arg"
-    usage_exact "idmint: $c: cannot read key file '$T': Is a directory" "$c" --key-file "$T" "$arg"
+    usage_exact "idmint: $c: bad key file '$T': not a regular file (it is a directory)" "$c" --key-file "$T" "$arg"
+    usage_exact "idmint: $c: bad key file '/dev/null': not a regular file (it is a character device)" \
+        "$c" --key-file /dev/null "$arg"
 done
+
+# A FIFO is refused at once, with or without a writer; it was opened
+# blocking and hung until one came. (timeout only ends a hang.)
+mkfifo "$T/fifo.key"
+for c in encrypt decrypt; do
+    arg=1
+    [ "$c" = decrypt ] && arg=0000000000001
+    timeout 10 "$BIN" "$c" --key-file "$T/fifo.key" "$arg" >"$T/out" 2>"$T/err"
+    RC=$?
+    check "$c --key-file FIFO: exit 2 at once, one line naming it" \
+        test "$RC" -eq 2 -a ! -s "$T/out" -a \
+        "$(cat "$T/err")" = "idmint: $c: bad key file '$T/fifo.key': not a regular file (it is a FIFO)"
+done
+timeout 10 "$BIN" encrypt --key-file <(printf '%s\n' "$KEY_A") 1 >"$T/out" 2>"$T/err"
+RC=$?
+check "a pipe with a writer (process substitution) is refused too" \
+    test "$RC" -eq 2 -a ! -s "$T/out" -a "$(grep -c "not a regular file (it is a FIFO)$" "$T/err")" -eq 1
 
 # bad_key NAME CONTENT EXPECTED-DETAIL: a key file holding CONTENT (printf
 # format) is refused with one line ending in EXPECTED-DETAIL, which shows

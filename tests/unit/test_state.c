@@ -6,7 +6,10 @@
  * while running and exact after a clean close, restarts with the clock
  * stepped back a little or far (C3), a crash without close, the lookahead
  * (one write per period, not per id), state-file write failures injected
- * through the library's fault hook (H3), and .tmp leftovers from a crash.
+ * through the library's fault hook (H3), .tmp leftovers from a crash, a
+ * state file behind a symbolic link (written through, locked as the real
+ * file), and FIFOs, directories and the like at the state, lock and
+ * temporary files' names (refused at once, never waited on).
  */
 #include "testutil.h"
 
@@ -17,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -755,6 +759,150 @@ static void state_tmp_leftover(void **state)
     sfx_done(&f);
 }
 
+static bool is_link(const char *path)
+{
+    struct stat sb;
+    return lstat(path, &sb) == 0 && S_ISLNK(sb.st_mode);
+}
+
+static void check_detail(const char *want)
+{
+    const char *d = idm_error_detail();
+    CHECK(d != NULL && strstr(d, want) != NULL, "detail [%s] lacks [%s]",
+          d != NULL ? d : "(none)", want);
+}
+
+/* A symbolic link to the state file: the file it points to is written (the
+ * link stays a link) and its lock is the real file's, so a generator
+ * through the link and one through the real path exclude each other. */
+static void state_symlink_written_through(void **state)
+{
+    (void)state;
+    sfx f;
+    sfx_init(&f);
+    char *link = idm_test_path(f.dir, "link.state");
+    char *link_lock = idm_test_path(f.dir, "link.state.lock");
+    char *link_tmp = idm_test_path(f.dir, "link.state.tmp");
+    char *dangling = idm_test_path(f.dir, "dangling.state");
+    char *later = idm_test_path(f.dir, "later.state");
+    CHECK(symlink("gen.state", link) == 0, "symlink: %s", strerror(errno));
+
+    /* Through the link, fresh: the real path is locked meanwhile. */
+    idm_snowflake_opts other = f.o;
+    idm_snowflake *g2 = NULL;
+    f.o.state_path = link;
+    f.o.state_fresh = true;
+    IDM_ASSERT_OK(idm_snowflake_open(&f.g, &f.o));
+    other.state_path = f.path;
+    other.state_fresh = true;
+    IDM_ASSERT_RC(idm_snowflake_open(&g2, &other), IDM_EBUSY);
+    for (int i = 0; i < 30; i++) { /* 3 s: several lookahead writes */
+        idm_manual_clock_advance(f.mc, 100);
+        sfx_mint(&f);
+        CHECK(is_link(link), "a state write replaced the link");
+        CHECK(disk_mark(f.path) >= last_ms(&f), "the real file's mark is "
+              "behind an id minted through the link");
+    }
+    CHECK(!exists(link_lock) && !exists(link_tmp),
+          "a lock or temporary file was made beside the link");
+    sfx_close(&f);
+    CHECK(is_link(link), "close replaced the link");
+    CHECK(disk_mark(f.path) >= last_ms(&f), "the exact mark at close did "
+          "not reach the real file");
+
+    /* Through the real path: the link is locked meanwhile. */
+    f.o.state_path = f.path;
+    f.o.state_fresh = false;
+    IDM_ASSERT_OK(idm_snowflake_open(&f.g, &f.o));
+    other.state_path = link;
+    other.state_fresh = false;
+    IDM_ASSERT_RC(idm_snowflake_open(&g2, &other), IDM_EBUSY);
+    sfx_mint(&f);
+    sfx_close(&f);
+
+    /* The two directly, on the file layer. */
+    idm__state a, b;
+    idm_unix_ms m = 0;
+    bool found = false;
+    IDM_ASSERT_OK(idm__state_open(&a, link, false, &m, &found));
+    CHECK(found, "no mark read through the link");
+    IDM_ASSERT_RC(idm__state_open(&b, f.path, false, &m, &found), IDM_EBUSY);
+    idm__state_close(&a);
+
+    /* Back through the link: it starts above everything minted so far. */
+    f.o.state_path = link;
+    IDM_ASSERT_OK(idm_snowflake_open(&f.g, &f.o));
+    sfx_mint(&f);
+    sfx_close(&f);
+    CHECK(is_link(link), "the link is gone");
+    idm_test_check_ids(&f.ids);
+
+    /* A dangling link: the file is made where it points (a new file, so
+     * its ids are checked apart). */
+    f.ids.n = 0;
+    CHECK(symlink("later.state", dangling) == 0, "symlink: %s", strerror(errno));
+    f.o.state_path = dangling;
+    f.o.state_fresh = true;
+    IDM_ASSERT_OK(idm_snowflake_open(&f.g, &f.o));
+    sfx_mint(&f);
+    sfx_close(&f);
+    CHECK(is_link(dangling), "the dangling link was replaced");
+    CHECK(disk_mark(later) >= last_ms(&f), "no mark at the link's target");
+
+    idm_test_check_ids(&f.ids);
+    free(link);
+    free(link_lock);
+    free(link_tmp);
+    free(dangling);
+    free(later);
+    sfx_done(&f);
+}
+
+/* A FIFO (or a directory) where the state, lock or temporary file goes:
+ * refused at once with IDM_EIO naming it, nothing created; a FIFO at the
+ * temporary file's name is replaced. An open that blocked on a FIFO ends
+ * the test through the alarm. */
+static void state_not_regular_refused(void **state)
+{
+    (void)state;
+    sfx f;
+    sfx_init(&f);
+    alarm(20);
+
+    CHECK(mkfifo(f.path, 0600) == 0, "mkfifo: %s", strerror(errno));
+    for (int fresh = 0; fresh < 2; fresh++) {
+        f.o.state_fresh = fresh != 0;
+        IDM_ASSERT_RC(idm_snowflake_open(&f.g, &f.o), IDM_EIO);
+        check_detail("gen.state is not a regular file (it is a FIFO)");
+        CHECK(!exists(f.lock), "a lock file was made beside a FIFO");
+    }
+    CHECK(unlink(f.path) == 0, "unlink: %s", strerror(errno));
+
+    CHECK(mkdir(f.path, 0700) == 0, "mkdir: %s", strerror(errno));
+    f.o.state_fresh = true;
+    IDM_ASSERT_RC(idm_snowflake_open(&f.g, &f.o), IDM_EIO);
+    check_detail("gen.state is not a regular file (it is a directory)");
+    CHECK(rmdir(f.path) == 0, "rmdir: %s", strerror(errno));
+
+    CHECK(mkfifo(f.lock, 0600) == 0, "mkfifo: %s", strerror(errno));
+    IDM_ASSERT_RC(idm_snowflake_open(&f.g, &f.o), IDM_EIO);
+    check_detail("lock file");
+    check_detail("gen.state.lock is not a regular file (it is a FIFO)");
+    CHECK(!exists(f.path), "a state file was made with a FIFO as its lock");
+    CHECK(unlink(f.lock) == 0, "unlink: %s", strerror(errno));
+
+    /* The temporary file is ours under the lock: a FIFO there goes. */
+    CHECK(mkfifo(f.tmp, 0600) == 0, "mkfifo: %s", strerror(errno));
+    IDM_ASSERT_OK(idm_snowflake_open(&f.g, &f.o));
+    sfx_mint(&f);
+    sfx_close(&f);
+    CHECK(disk_mark(f.path) >= last_ms(&f), "mark after a FIFO at .tmp");
+
+    alarm(0);
+    idm_test_check_ids(&f.ids);
+    sfx_done(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -769,6 +917,8 @@ int main(void)
         cmocka_unit_test(state_lookahead_writes),
         cmocka_unit_test(state_write_faults),
         cmocka_unit_test(state_tmp_leftover),
+        cmocka_unit_test(state_symlink_written_through),
+        cmocka_unit_test(state_not_regular_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
