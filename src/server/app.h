@@ -22,12 +22,10 @@
 
 #include "config.h"
 
-#define IDMD_MAX_SEQS 256
-
 enum { IDMD_K_SNOWFLAKE, IDMD_K_SEGMENT, IDMD_K_UUID7, IDMD_K_UUID4, IDMD_K_ULID, IDMD_K_N };
 
 /* Status codes counted one by one; others go to "other". */
-#define IDMD_CODES(X) X(200) X(400) X(401) X(404) X(405) X(408) X(413) X(429) X(431) X(500) X(503)
+#define IDMD_CODES(X) X(200) X(400) X(401) X(404) X(405) X(408) X(413) X(414) X(429) X(431) X(500) X(503)
 enum {
 #define IDMD_CODE_ENUM(c) IDMD_C_##c,
     IDMD_CODES(IDMD_CODE_ENUM)
@@ -49,6 +47,8 @@ typedef struct idmd_metrics {
     _Atomic uint64_t lease_refusals;      /* 503s for the lease */
 } idmd_metrics;
 
+/* A sequence in use: its allocator, opened on first use (all of them share
+ * the store's one prefetch thread). */
 typedef struct idmd_seq_slot {
     char name[IDM_SEQ_NAME_MAX + 1];
     idm_seq *q;
@@ -64,12 +64,15 @@ typedef struct idmd_app {
     idm_uuid7_gen *uuid7;
     idm_ulid_gen *ulid;
     idm_store *store;          /* NULL: no segments */
-    pthread_mutex_t seq_mu;
-    idmd_seq_slot seqs[IDMD_MAX_SEQS];
-    size_t nseqs;
+    pthread_mutex_t seq_mu;    /* guards seqs, nseqs, seqs_cap */
+    idmd_seq_slot *seqs;       /* the sequences in use, sorted by name; no
+                                  limit but the store's sequences (it grows;
+                                  idmd_seqs_close frees it) */
+    size_t nseqs, seqs_cap;
     bool has_opaque;           /* ?format=opaque: ids under opaque_key */
     idm_opaque_key opaque_key;
-    char token[256];           /* "" : no authentication */
+    char token[IDMD_TOKEN_MAX + 1]; /* the whole bearer token; "": no
+                                       authentication */
     size_t token_len;
     idmd_metrics m;
     _Atomic int draining;      /* shutting down: health says so */
@@ -105,7 +108,7 @@ void idmd_fail(idmd_response *rs, int status, const char *param, const char *fmt
 /* Count a response and its latency in the metrics. */
 void idmd_count(idmd_app *app, int status, int64_t latency_ns);
 
-/* Close every segment allocator (at shutdown). */
+/* Close every segment allocator and free the table (at shutdown). */
 void idmd_seqs_close(idmd_app *app);
 
 #endif /* IDMD_APP_H */

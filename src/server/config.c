@@ -15,6 +15,7 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -28,6 +29,7 @@
 
 enum cfg_key {
     K_LISTEN,
+    K_ADMIN_LISTEN,
     K_DATA_DIR,
     K_LEASE,
     K_LEASE_TTL,
@@ -41,28 +43,32 @@ enum cfg_key {
     K_COUNT_MAX,
     K_TOKEN_FILE,
     K_IDLE_TIMEOUT,
+    K_HEAD_TIMEOUT,
     K_MAX_REQUEST,
     K_THREADS,
     K_MAX_CONNECTIONS,
+    K_MAX_CONNECTIONS_PER_IP,
     K_CLOCK,
     K_SEGMENT_WAIT,
     K_OPAQUE_KEY_FILE,
     K_COUNT
 };
+_Static_assert(K_COUNT <= IDMD_KEYS_MAX, "IDMD_KEYS_MAX is too small for the keys");
 
 /* Key names and their environment variables, in print order. */
 static const char *const cfg_names[K_COUNT] = {
-    "listen", "data-dir", "lease", "lease-ttl", "store", "layout", "epoch",
-    "policy", "exhaust", "node", "lease-field", "count-max", "token-file",
-    "idle-timeout", "max-request", "threads", "max-connections", "clock",
-    "segment-wait", "opaque-key-file",
+    "listen", "admin-listen", "data-dir", "lease", "lease-ttl", "store", "layout",
+    "epoch", "policy", "exhaust", "node", "lease-field", "count-max", "token-file",
+    "idle-timeout", "head-timeout", "max-request", "threads", "max-connections",
+    "max-connections-per-ip", "clock", "segment-wait", "opaque-key-file",
 };
 static const char *const cfg_envs[K_COUNT] = {
-    "IDMINT_LISTEN", "IDMINT_DATA_DIR", "IDMINT_LEASE", "IDMINT_LEASE_TTL",
-    "IDMINT_STORE", "IDMINT_LAYOUT", "IDMINT_EPOCH", "IDMINT_POLICY",
-    "IDMINT_EXHAUST", "IDMINT_NODE", "IDMINT_LEASE_FIELD", "IDMINT_COUNT_MAX",
-    "IDMINT_TOKEN_FILE", "IDMINT_IDLE_TIMEOUT", "IDMINT_MAX_REQUEST",
-    "IDMINT_THREADS", "IDMINT_MAX_CONNECTIONS", "IDMINT_CLOCK",
+    "IDMINT_LISTEN", "IDMINT_ADMIN_LISTEN", "IDMINT_DATA_DIR", "IDMINT_LEASE",
+    "IDMINT_LEASE_TTL", "IDMINT_STORE", "IDMINT_LAYOUT", "IDMINT_EPOCH",
+    "IDMINT_POLICY", "IDMINT_EXHAUST", "IDMINT_NODE", "IDMINT_LEASE_FIELD",
+    "IDMINT_COUNT_MAX", "IDMINT_TOKEN_FILE", "IDMINT_IDLE_TIMEOUT",
+    "IDMINT_HEAD_TIMEOUT", "IDMINT_MAX_REQUEST", "IDMINT_THREADS",
+    "IDMINT_MAX_CONNECTIONS", "IDMINT_MAX_CONNECTIONS_PER_IP", "IDMINT_CLOCK",
     "IDMINT_SEGMENT_WAIT", "IDMINT_OPAQUE_KEY_FILE",
 };
 
@@ -78,6 +84,7 @@ const char idmd_usage[] =
     "  --help, -h                                 print this text and exit\n"
     "\n"
     "  --listen HOST:PORT      IDMINT_LISTEN      where to listen: IPv4, localhost or [IPv6] (default 127.0.0.1:7070)\n"
+    "  --admin-listen HOST:PORT  IDMINT_ADMIN_LISTEN  a listener of its own for /healthz, /metrics, /ping (default none)\n"
     "  --data-dir DIR          IDMINT_DATA_DIR    where state lives (default ./var)\n"
     "  --lease URL             IDMINT_LEASE       lease backend, file:// or etcd:// (default file://DATA-DIR/leases)\n"
     "  --lease-ttl MS          IDMINT_LEASE_TTL   lease time to live, 1000..3600000 ms (default 10000)\n"
@@ -87,13 +94,17 @@ const char idmd_usage[] =
     "  --policy POLICY         IDMINT_POLICY      clock step back: logical, refuse or wait (default logical)\n"
     "  --exhaust MODE          IDMINT_EXHAUST     sequence exhausted: wait or borrow (default wait)\n"
     "  --node NAME=N,...       IDMINT_NODE        extra node fields, e.g. datacenter=1 (default none)\n"
-    "  --lease-field NAME      IDMINT_LEASE_FIELD the node field the lease fills (default worker)\n"
-    "  --count-max N           IDMINT_COUNT_MAX   most ids one request may ask for, 1..1000000 (default 10000)\n"
+    "  --lease-field NAME      IDMINT_LEASE_FIELD the node field the lease fills (default worker, shard or machine,\n"
+    "                                             whichever the layout has, else its only node field)\n"
+    "  --count-max N           IDMINT_COUNT_MAX   most ids one request may ask for, 1..1000000 (default 10000, or\n"
+    "                                             less: what the layout can always mint in one request)\n"
     "  --token-file FILE       IDMINT_TOKEN_FILE  file holding the bearer token (default none: no authentication)\n"
     "  --idle-timeout MS       IDMINT_IDLE_TIMEOUT  idle connection timeout, 100..3600000 ms (default 10000)\n"
+    "  --head-timeout MS       IDMINT_HEAD_TIMEOUT  time to send a whole request, 100..3600000 ms (default 5000)\n"
     "  --max-request BYTES     IDMINT_MAX_REQUEST request line + headers, 1024..1048576 (default 8192)\n"
     "  --threads N             IDMINT_THREADS     worker threads, 1..64 (default 2)\n"
     "  --max-connections N     IDMINT_MAX_CONNECTIONS  open connections, 1..100000 (default 1024)\n"
+    "  --max-connections-per-ip N  IDMINT_MAX_CONNECTIONS_PER_IP  from one address, 1..100000 (default 256)\n"
     "  --clock CLOCK           IDMINT_CLOCK       system or offset-file:/ABS/PATH (default system)\n"
     "  --segment-wait MS       IDMINT_SEGMENT_WAIT  ms a request waits for a block, 0..60000 (default 1000)\n"
     "  --opaque-key-file FILE  IDMINT_OPAQUE_KEY_FILE  key (32 hex digits) for ?format=opaque (default none)\n";
@@ -200,10 +211,10 @@ static int set_number(const char *source, const char *key, const char *value,
     return 0;
 }
 
-static int set_listen(idmd_config *c, const char *source, const char *value, char *err,
-                      size_t errlen)
+/* listen and admin-listen: HOST:PORT into host[256] and *port_out. */
+static int set_listen(const char *key, char *host_out, int *port_out, const char *source,
+                      const char *value, char *err, size_t errlen)
 {
-    const char *key = cfg_names[K_LISTEN];
     char host[256];
     const char *port;
     if (value[0] == '[') {
@@ -244,8 +255,8 @@ static int set_listen(idmd_config *c, const char *source, const char *value, cha
     uint64_t p = 0;
     if (!dec_u64(port, &p) || p > 65535)
         return cfg_bad(err, errlen, source, key, value, "port must be a decimal 0..65535");
-    memcpy(c->listen_host, host, strlen(host) + 1);
-    c->listen_port = (int)p;
+    memcpy(host_out, host, strlen(host) + 1);
+    *port_out = (int)p;
     return 0;
 }
 
@@ -358,27 +369,45 @@ void idmd_config_defaults(idmd_config *c)
     strcpy(c->lease_field, "worker");
     c->count_max = 10000;
     c->idle_timeout_ms = 10000;
+    c->head_timeout_ms = 5000;
     c->max_request = 8192;
     c->threads = 2;
     c->max_connections = 1024;
+    c->max_connections_per_ip = 256;
     strcpy(c->clock, "system");
     c->segment_wait_ms = 1000;
 }
 
-int idmd_config_set(idmd_config *c, const char *key, const char *value, const char *source,
-                    char *err, size_t errlen)
+/* Keep where key k's value came from (its last bytes if it is long). */
+static void note_source(idmd_config *c, int k, const char *source)
 {
-    if (source == NULL)
-        source = "?";
-    if (key == NULL || value == NULL)
-        return cfg_fail(err, errlen, "%s: no key or no value", source);
-    int k = key_index(key, strlen(key));
-    if (k < 0)
-        return cfg_fail(err, errlen, "%s: unknown key '%.*s'", source, CFG_SHOW_MAX, key);
+    size_t n = strlen(source);
+    char *dst = c->source[k];
+    if (n < IDMD_SOURCE_MAX) {
+        memcpy(dst, source, n + 1);
+    } else {
+        size_t keep = IDMD_SOURCE_MAX - 4;
+        memcpy(dst, "...", 3);
+        memcpy(dst + 3, source + n - keep, keep + 1);
+    }
+}
+
+/* Set key k from value; idmd_config_set notes the source when it is set. */
+static int set_key(idmd_config *c, int k, const char *key, const char *value,
+                   const char *source, char *err, size_t errlen)
+{
     uint64_t v = 0;
     switch ((enum cfg_key)k) {
     case K_LISTEN:
-        return set_listen(c, source, value, err, errlen);
+        return set_listen(key, c->listen_host, &c->listen_port, source, value, err, errlen);
+    case K_ADMIN_LISTEN:
+        /* Empty: no admin listener (as when the key is left out). */
+        if (value[0] == '\0') {
+            c->admin_host[0] = '\0';
+            c->admin_port = 0;
+            return 0;
+        }
+        return set_listen(key, c->admin_host, &c->admin_port, source, value, err, errlen);
     case K_DATA_DIR:
         return set_string(source, key, value, c->data_dir, sizeof c->data_dir, false, err,
                           errlen);
@@ -439,6 +468,11 @@ int idmd_config_set(idmd_config *c, const char *key, const char *value, const ch
             return -1;
         c->idle_timeout_ms = (int64_t)v;
         return 0;
+    case K_HEAD_TIMEOUT:
+        if (set_number(source, key, value, 100, 3600000, &v, err, errlen) != 0)
+            return -1;
+        c->head_timeout_ms = (int64_t)v;
+        return 0;
     case K_MAX_REQUEST:
         if (set_number(source, key, value, 1024, 1048576, &v, err, errlen) != 0)
             return -1;
@@ -453,6 +487,11 @@ int idmd_config_set(idmd_config *c, const char *key, const char *value, const ch
         if (set_number(source, key, value, 1, 100000, &v, err, errlen) != 0)
             return -1;
         c->max_connections = (unsigned)v;
+        return 0;
+    case K_MAX_CONNECTIONS_PER_IP:
+        if (set_number(source, key, value, 1, 100000, &v, err, errlen) != 0)
+            return -1;
+        c->max_connections_per_ip = (unsigned)v;
         return 0;
     case K_CLOCK:
         if (strcmp(value, "system") != 0) {
@@ -476,6 +515,22 @@ int idmd_config_set(idmd_config *c, const char *key, const char *value, const ch
         break;
     }
     return cfg_fail(err, errlen, "%s: unknown key '%s'", source, key);
+}
+
+int idmd_config_set(idmd_config *c, const char *key, const char *value, const char *source,
+                    char *err, size_t errlen)
+{
+    if (source == NULL)
+        source = "?";
+    if (key == NULL || value == NULL)
+        return cfg_fail(err, errlen, "%s: no key or no value", source);
+    int k = key_index(key, strlen(key));
+    if (k < 0)
+        return cfg_fail(err, errlen, "%s: unknown key '%.*s'", source, CFG_SHOW_MAX, key);
+    if (set_key(c, k, cfg_names[k], value, source, err, errlen) != 0)
+        return -1;
+    note_source(c, k, source);
+    return 0;
 }
 
 /* ---- the config file ---- */
@@ -813,17 +868,485 @@ static void cfg_out_str(outbuf *o, const char *key, const char *value)
     cfg_out(o, quote ? "%s = \"%s\"\n" : "%s = %s\n", key, value);
 }
 
+/* ---- the checks that need more than one value, or a file ---- */
+
+/* Where key k's value came from, for a message. */
+static const char *src_of(const idmd_config *c, int k)
+{
+    return c->source[k][0] != '\0' ? c->source[k] : "default";
+}
+
+/* The value of key k as text, for a message about a number. */
+#define BAD(k, value, ...) cfg_bad(err, errlen, src_of(c, (k)), cfg_names[(k)], (value), __VA_ARGS__)
+
+/* Clear a buffer that held a secret (a plain memset may be optimised away). */
+static void wipe(void *p, size_t n)
+{
+    volatile unsigned char *v = p;
+    while (n-- > 0)
+        *v++ = 0;
+}
+
+/*
+ * Open path for reading. O_NONBLOCK, so that a FIFO does not hang us before
+ * the type check; it must be a regular file. 0 with *out (blocking again),
+ * or -1 with why.
+ */
+static int open_regular(const char *path, int *out, char *why, size_t whylen)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (fd < 0) {
+        snprintf(why, whylen, "cannot open it: %s", strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        snprintf(why, whylen, "cannot stat it: %s", strerror(errno));
+        close(fd);
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        snprintf(why, whylen, "not a regular file");
+        close(fd);
+        return -1;
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0)
+        (void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    *out = fd;
+    return 0;
+}
+
+/* Read up to cap bytes (all of a shorter file); the count, or -1. */
+static ssize_t read_upto(int fd, char *buf, size_t cap)
+{
+    size_t n = 0;
+    while (n < cap) {
+        ssize_t r = read(fd, buf + n, cap - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return -1;
+        if (r == 0)
+            break;
+        n += (size_t)r;
+    }
+    return (ssize_t)n;
+}
+
+/* token-file: one token of 16..IDMD_TOKEN_MAX printable ASCII bytes without
+ * spaces, then line ends only (CR, LF), as main.c reads it. The messages
+ * never quote the token. */
+static int check_token_file(const idmd_config *c, char *err, size_t errlen)
+{
+    /* room for the longest token, its line ends and a byte that says more
+     * (as main.c reads it: a file that fills this is too long) */
+    enum { MIN_TOKEN = 16, CAP = IDMD_TOKEN_MAX + 64 };
+    char why[256];
+    char buf[CAP];
+    int fd;
+    int rc = 0;
+    if (open_regular(c->token_file, &fd, why, sizeof why) != 0)
+        return BAD(K_TOKEN_FILE, c->token_file, "%s", why);
+    ssize_t got = read_upto(fd, buf, sizeof buf);
+    int e = errno;
+    close(fd);
+    if (got < 0)
+        return BAD(K_TOKEN_FILE, c->token_file, "cannot read it: %s", strerror(e));
+    size_t n = (size_t)got;
+    bool more = n == sizeof buf;
+    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+        n--;
+    if (more || n > IDMD_TOKEN_MAX) {
+        rc = BAD(K_TOKEN_FILE, c->token_file, "the token is longer than %d bytes",
+                 IDMD_TOKEN_MAX);
+    } else if (n == 0) {
+        rc = BAD(K_TOKEN_FILE, c->token_file, "empty: it holds no token");
+    } else if (n < MIN_TOKEN) {
+        rc = BAD(K_TOKEN_FILE, c->token_file, "the token is %zu bytes; at least %d", n,
+                 MIN_TOKEN);
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            if (buf[i] <= ' ' || buf[i] > '~') {
+                rc = BAD(K_TOKEN_FILE, c->token_file,
+                         "byte %zu of the token is not printable ASCII (a token is one line "
+                         "without spaces)",
+                         i + 1);
+                break;
+            }
+        }
+    }
+    wipe(buf, sizeof buf);
+    return rc;
+}
+
+/* opaque-key-file: read as idmintd reads it at start (its first 79 bytes)
+ * and parsed. */
+static int check_opaque_key_file(const idmd_config *c, char *err, size_t errlen)
+{
+    char why[256];
+    char hex[80];
+    int fd;
+    if (open_regular(c->opaque_key_file, &fd, why, sizeof why) != 0)
+        return BAD(K_OPAQUE_KEY_FILE, c->opaque_key_file, "%s", why);
+    ssize_t n = read_upto(fd, hex, sizeof hex - 1);
+    int e = errno;
+    close(fd);
+    if (n < 0)
+        return BAD(K_OPAQUE_KEY_FILE, c->opaque_key_file, "cannot read it: %s", strerror(e));
+    hex[n] = '\0';
+    idm_opaque_key key;
+    int rc = idm_opaque_key_parse(hex, &key);
+    wipe(hex, sizeof hex);
+    wipe(&key, sizeof key);
+    if (rc != 0)
+        return BAD(K_OPAQUE_KEY_FILE, c->opaque_key_file, "%s", idm_error_detail());
+    return 0;
+}
+
+/* clock offset-file:PATH: a signed ms offset, read as idmintd reads it (its
+ * first 63 bytes). *offset_ms: the offset. */
+static int check_offset_file(const idmd_config *c, int64_t *offset_ms, char *err,
+                             size_t errlen)
+{
+    const char *path = c->clock + strlen("offset-file:");
+    char why[256];
+    char buf[64];
+    int fd;
+    if (open_regular(path, &fd, why, sizeof why) != 0)
+        return BAD(K_CLOCK, c->clock, "the offset file: %s", why);
+    ssize_t n = read_upto(fd, buf, sizeof buf - 1);
+    int e = errno;
+    close(fd);
+    if (n < 0)
+        return BAD(K_CLOCK, c->clock, "cannot read the offset file: %s", strerror(e));
+    buf[n] = '\0';
+    char *end = buf;
+    errno = 0;
+    long long ms = strtoll(buf, &end, 10);
+    while (*end == '\n' || *end == ' ')
+        end++;
+    if (n == 0 || errno != 0 || end == buf || *end != '\0' || ms < -86400000000LL ||
+        ms > 86400000000LL)
+        return BAD(K_CLOCK, c->clock,
+                   "the offset file must hold a signed ms offset within a thousand days");
+    *offset_ms = ms;
+    return 0;
+}
+
+/* A lease or store URL: a known scheme; file:// and sqlite:// take an
+ * absolute path (as the backends do at start). k names the key blamed, what
+ * says which URL when it is made from data-dir. */
+static int check_url(const idmd_config *c, int k, const char *url, bool is_lease,
+                     const char *what, char *err, size_t errlen)
+{
+    const char *value = k == K_DATA_DIR ? c->data_dir : url;
+    const char *sep = strstr(url, "://");
+    size_t slen = sep != NULL ? (size_t)(sep - url) : 0;
+    const char *path = sep != NULL ? sep + 3 : url;
+    bool file = is_lease && slen == 4 && memcmp(url, "file", 4) == 0;
+    bool sqlite = !is_lease && slen == 6 && memcmp(url, "sqlite", 6) == 0;
+    bool known = file || sqlite ||
+                 (is_lease && slen == 4 && memcmp(url, "etcd", 4) == 0) ||
+                 (!is_lease && slen == 8 && memcmp(url, "postgres", 8) == 0) ||
+                 (!is_lease && slen == 10 && memcmp(url, "postgresql", 10) == 0);
+    if (!known)
+        return BAD(k, value, "%sunknown scheme (known: %s)", what,
+                   is_lease ? "file://, etcd://" : "sqlite://, postgres://, postgresql://");
+    if (!file && !sqlite)
+        return 0;
+    if (path[0] != '/')
+        return BAD(k, value, "%sneeds an absolute path, as %s:///%s (three slashes)", what,
+                   file ? "file" : "sqlite", file ? "dir" : "path/file.db");
+    if (sqlite) {
+        size_t n = strlen(path);
+        if (path[n - 1] == '/')
+            return BAD(k, value, "%snames a directory, not a file", what);
+        for (const char *p = path; *p != '\0'; p++) {
+            unsigned char u = (unsigned char)*p;
+            if (u == '?' || u == '#' || u == '%' || u < 0x20 || u == 0x7f)
+                return BAD(k, value,
+                           "%shas a '%c' (sqlite:// paths take no options, escapes or control "
+                           "characters)",
+                           what, u >= 0x20 && u != 0x7f ? (char)u : '?');
+        }
+    }
+    return 0;
+}
+
+/* data-dir made absolute (the URLs made from it must be), and a directory if
+ * it exists. */
+static int check_data_dir(idmd_config *c, char *err, size_t errlen)
+{
+    if (c->data_dir[0] != '/') {
+        char cwd[IDMD_PATH_MAX];
+        const char *rel = c->data_dir;
+        if (getcwd(cwd, sizeof cwd) == NULL)
+            return BAD(K_DATA_DIR, c->data_dir,
+                       "a relative directory, and the current one is unknown: %s",
+                       strerror(errno));
+        while (rel[0] == '.' && rel[1] == '/')
+            for (rel += 2; *rel == '/'; rel++)
+                ;
+        char abs[2 * IDMD_PATH_MAX + 2];
+        if (strcmp(rel, ".") == 0 || rel[0] == '\0')
+            snprintf(abs, sizeof abs, "%s", cwd);
+        else
+            snprintf(abs, sizeof abs, "%s%s%s", cwd, strcmp(cwd, "/") == 0 ? "" : "/", rel);
+        if (strlen(abs) >= sizeof c->data_dir)
+            return BAD(K_DATA_DIR, c->data_dir, "made absolute, %.60s..., it is longer than %zu bytes",
+                       abs, sizeof c->data_dir - 1);
+        memcpy(c->data_dir, abs, strlen(abs) + 1);
+    }
+    struct stat st;
+    if (stat(c->data_dir, &st) == 0 && !S_ISDIR(st.st_mode))
+        return BAD(K_DATA_DIR, c->data_dir, "exists and is not a directory");
+    return 0;
+}
+
+/* The node fields of l, "a, b", into out. */
+static void node_names(const idm_layout *l, char *out, size_t len)
+{
+    size_t used = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < idm_layout_field_count(l); i++) {
+        idm_field_info f;
+        if (idm_layout_field(l, i, &f) != 0 || f.kind != IDM_FIELD_NODE)
+            continue;
+        int w = snprintf(out + used, len - used, "%s%s", used > 0 ? ", " : "", f.name);
+        if (w < 0 || (size_t)w >= len - used)
+            break;
+        used += (size_t)w;
+    }
+}
+
+/*
+ * lease-field: the named node field, or left to its default, as the CLI
+ * picks it: worker, shard or machine, whichever the layout has first, else
+ * the layout's only node field. Resolved into c->lease_field; *index its
+ * field index.
+ */
+static int check_lease_field(idmd_config *c, const idm_layout *l, int *index, char *err,
+                             size_t errlen)
+{
+    size_t count = idm_layout_field_count(l);
+    idm_field_info f;
+    char nodes[256];
+    node_names(l, nodes, sizeof nodes);
+    if (c->source[K_LEASE_FIELD][0] != '\0') {
+        for (size_t i = 0; i < count; i++) {
+            if (idm_layout_field(l, i, &f) == 0 && strcmp(f.name, c->lease_field) == 0) {
+                if (f.kind != IDM_FIELD_NODE)
+                    return BAD(K_LEASE_FIELD, c->lease_field,
+                               "it is layout %s's %s field, not a node field (node fields: %s)",
+                               c->layout, f.kind == IDM_FIELD_TIME ? "time" : "sequence",
+                               nodes[0] != '\0' ? nodes : "none");
+                *index = (int)i;
+                return 0;
+            }
+        }
+        return BAD(K_LEASE_FIELD, c->lease_field, "layout %s has no such field (node fields: %s)",
+                   c->layout, nodes[0] != '\0' ? nodes : "none");
+    }
+    static const char *const names[] = {"worker", "shard", "machine"};
+    int only = -1, nnodes = 0;
+    for (size_t n = 0; n < sizeof names / sizeof names[0]; n++) {
+        for (size_t i = 0; i < count; i++) {
+            if (idm_layout_field(l, i, &f) == 0 && f.kind == IDM_FIELD_NODE &&
+                strcmp(f.name, names[n]) == 0) {
+                *index = (int)i;
+                snprintf(c->lease_field, sizeof c->lease_field, "%s", f.name);
+                return 0;
+            }
+        }
+    }
+    for (size_t i = 0; i < count; i++) {
+        if (idm_layout_field(l, i, &f) == 0 && f.kind == IDM_FIELD_NODE) {
+            only = (int)i;
+            nnodes++;
+        }
+    }
+    if (nnodes == 1) {
+        idm_layout_field(l, (size_t)only, &f);
+        *index = only;
+        snprintf(c->lease_field, sizeof c->lease_field, "%s", f.name);
+        return 0;
+    }
+    if (nnodes == 0)
+        return BAD(K_LAYOUT, c->layout, "no node field for the lease to fill");
+    return BAD(K_LEASE_FIELD, c->lease_field,
+               "layout %s has no worker, shard or machine field: name the node field the lease "
+               "fills, one of %s",
+               c->layout, nodes);
+}
+
+/* node: each name=value against the layout; none may be the lease's field. */
+static int check_node(const idmd_config *c, const idm_layout *l, int lease_index, char *err,
+                      size_t errlen)
+{
+    char buf[sizeof c->node];
+    char *save = NULL;
+    uint64_t node[IDM_LAYOUT_MAX_FIELDS] = {0};
+    uint32_t set = 0;
+    memcpy(buf, c->node, sizeof buf);
+    for (char *tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
+        if (idm_layout_parse_node(l, tok, node, &set) != 0) {
+            char nodes[256];
+            node_names(l, nodes, sizeof nodes);
+            return BAD(K_NODE, c->node, "%s (layout %s; node fields: %s)", idm_error_detail(),
+                       c->layout, nodes[0] != '\0' ? nodes : "none");
+        }
+    }
+    if (set & (UINT32_C(1) << lease_index))
+        return BAD(K_NODE, c->node,
+                   "gives %s, the node field the lease fills (lease-field %s, from %s): leave it "
+                   "out, or name another lease-field",
+                   c->lease_field, c->lease_field, src_of(c, K_LEASE_FIELD));
+    return 0;
+}
+
+/*
+ * The most ids one request can always get from the layout, within the
+ * generator's default wait bound (5 ms + one tick; idmintd sets no other).
+ * A batch is all or nothing: n ids that would run more than the bound ahead
+ * of the clock are refused however long the caller retries. At worst the
+ * batch starts on the last sequence value of the current tick, at the
+ * tick's very start, so it may fill k = floor(bound / tick) whole ticks
+ * after it: k * 2^seq_bits ids always fit (one more would, too, but a
+ * request racing another may find less of the current tick left).
+ */
+static uint64_t layout_count_max(const idm_layout *l)
+{
+    int64_t tick = idm_layout_tick_ms(l);
+    uint64_t k = (uint64_t)((5 + tick) / tick);
+    unsigned sb = idm_layout_seq_bits(l);
+    if (sb >= 32)
+        return UINT64_MAX;
+    return k << sb;
+}
+
 int idmd_config_check(idmd_config *c, char *err, size_t errlen)
 {
     idm_layout *l = NULL;
     char e[32];
-    snprintf(e, sizeof e, "%lld", (long long)c->epoch);
+    char v[32];
+    int rc = -1;
+    int lease_index = -1;
+    int64_t offset_ms = 0;
+
+    if (err != NULL && errlen > 0)
+        err[0] = '\0';
+    snprintf(e, sizeof e, "%" PRId64, c->epoch);
     if (idm_layout_from_spec(&l, c->layout, c->epoch_set ? e : NULL) != 0) {
-        snprintf(err, errlen, "layout %s: %s", c->layout, idm_error_detail());
-        return -1;
+        if (c->epoch_set)
+            return BAD(K_LAYOUT, c->layout, "with epoch %s (from %s): %s", e, src_of(c, K_EPOCH),
+                       idm_error_detail());
+        return BAD(K_LAYOUT, c->layout, "%s", idm_error_detail());
     }
+
+    /* The epoch and the time field against the clock idmintd will use. */
+    if (strcmp(c->clock, "system") != 0 && check_offset_file(c, &offset_ms, err, errlen) != 0)
+        goto out;
+    {
+        const idm_clock *sys = idm_clock_system();
+        int64_t now_ms = sys->wall_ns(sys->ctx) / 1000000 + offset_ms;
+        idm_unix_ms epoch = idm_layout_epoch(l);
+        idm_unix_ms end = idm_layout_time_end(l);
+        int k = c->epoch_set ? K_EPOCH : K_LAYOUT;
+        const char *value = c->epoch_set ? e : c->layout;
+        if (epoch > now_ms) {
+            BAD(k, value, "the epoch %" PRId64 " is in the future (the clock reads %" PRId64 ")",
+                (int64_t)epoch, now_ms);
+            goto out;
+        }
+        if (now_ms >= end) {
+            BAD(k, value, "the time field ran out at %" PRId64 " (the clock reads %" PRId64 ")",
+                (int64_t)end, now_ms);
+            goto out;
+        }
+    }
+
+    if (check_lease_field(c, l, &lease_index, err, errlen) != 0 ||
+        check_node(c, l, lease_index, err, errlen) != 0)
+        goto out;
+
+    /* count-max against what one request can get. */
+    {
+        uint64_t most = layout_count_max(l);
+        if (most > 1000000)
+            most = 1000000;
+        c->count_max_layout = (uint32_t)most;
+        if (c->count_max > most) {
+            snprintf(v, sizeof v, "%" PRIu32, c->count_max);
+            if (c->source[K_COUNT_MAX][0] != '\0') {
+                BAD(K_COUNT_MAX, v,
+                    "layout %s can always mint at most %" PRIu64 " ids in one request (%" PRIu64
+                    " a %" PRId64 " ms tick, within the generator's %" PRId64
+                    " ms wait): at most %" PRIu64,
+                    c->layout, most, (uint64_t)1 << idm_layout_seq_bits(l),
+                    idm_layout_tick_ms(l), 5 + idm_layout_tick_ms(l), most);
+                goto out;
+            }
+            snprintf(c->note, sizeof c->note,
+                     "count-max: the default %" PRIu32 " lowered to %" PRIu64
+                     ", the most ids layout %s can always mint in one request",
+                     c->count_max, most, c->layout);
+            c->count_max = (uint32_t)most;
+        }
+    }
+
+    if (check_data_dir(c, err, errlen) != 0)
+        goto out;
+    {
+        char url[IDMD_PATH_MAX + 32];
+        if (c->lease[0] != '\0') {
+            if (check_url(c, K_LEASE, c->lease, true, "", err, errlen) != 0)
+                goto out;
+        } else {
+            snprintf(url, sizeof url, "file://%s/leases", c->data_dir);
+            if (check_url(c, K_DATA_DIR, url, true, "the lease URL made from it: ", err,
+                          errlen) != 0)
+                goto out;
+        }
+        if (c->store[0] != '\0') {
+            if (check_url(c, K_STORE, c->store, false, "", err, errlen) != 0)
+                goto out;
+        } else {
+            snprintf(url, sizeof url, "sqlite://%s/segments.db", c->data_dir);
+            if (check_url(c, K_DATA_DIR, url, false, "the store URL made from it: ", err,
+                          errlen) != 0)
+                goto out;
+        }
+    }
+
+    if (c->token_file[0] != '\0' && check_token_file(c, err, errlen) != 0)
+        goto out;
+    if (c->opaque_key_file[0] != '\0' && check_opaque_key_file(c, err, errlen) != 0)
+        goto out;
+
+    /* admin-listen must not take listen's address (a wildcard host overlaps
+     * every host). Port 0 picks a free port each time. */
+    if (c->admin_host[0] != '\0' && c->admin_port != 0 && c->admin_port == c->listen_port) {
+        const char *a = strcmp(c->admin_host, "localhost") == 0 ? "127.0.0.1" : c->admin_host;
+        const char *m = strcmp(c->listen_host, "localhost") == 0 ? "127.0.0.1" : c->listen_host;
+        bool v6a = strchr(a, ':') != NULL, v6m = strchr(m, ':') != NULL;
+        bool wild = strcmp(a, "0.0.0.0") == 0 || strcmp(m, "0.0.0.0") == 0 ||
+                    strcmp(a, "::") == 0 || strcmp(m, "::") == 0;
+        if (strcmp(a, m) == 0 || (wild && (v6a == v6m || strcmp(a, "::") == 0 ||
+                                           strcmp(m, "::") == 0))) {
+            char shown[300];
+            snprintf(shown, sizeof shown, v6a ? "[%s]:%d" : "%s:%d", c->admin_host,
+                     c->admin_port);
+            BAD(K_ADMIN_LISTEN, shown, "the same address as listen (from %s); give it a port of "
+                                       "its own",
+                src_of(c, K_LISTEN));
+            goto out;
+        }
+    }
+    rc = 0;
+out:
     idm_layout_free(l);
-    return 0;
+    return rc;
 }
 
 void idmd_config_print(const idmd_config *c, char *buf, size_t len)
@@ -837,6 +1360,13 @@ void idmd_config_print(const idmd_config *c, char *buf, size_t len)
         case K_LISTEN:
             cfg_out(&o, strchr(c->listen_host, ':') != NULL ? "%s = [%s]:%d\n" : "%s = %s:%d\n",
                 key, c->listen_host, c->listen_port);
+            break;
+        case K_ADMIN_LISTEN:
+            if (c->admin_host[0] == '\0')
+                cfg_out_str(&o, key, "");
+            else
+                cfg_out(&o, strchr(c->admin_host, ':') != NULL ? "%s = [%s]:%d\n" : "%s = %s:%d\n",
+                    key, c->admin_host, c->admin_port);
             break;
         case K_DATA_DIR:
             cfg_out_str(&o, key, c->data_dir);
@@ -880,6 +1410,9 @@ void idmd_config_print(const idmd_config *c, char *buf, size_t len)
         case K_IDLE_TIMEOUT:
             cfg_out(&o, "%s = %" PRId64 "\n", key, c->idle_timeout_ms);
             break;
+        case K_HEAD_TIMEOUT:
+            cfg_out(&o, "%s = %" PRId64 "\n", key, c->head_timeout_ms);
+            break;
         case K_MAX_REQUEST:
             cfg_out(&o, "%s = %zu\n", key, c->max_request);
             break;
@@ -888,6 +1421,9 @@ void idmd_config_print(const idmd_config *c, char *buf, size_t len)
             break;
         case K_MAX_CONNECTIONS:
             cfg_out(&o, "%s = %u\n", key, c->max_connections);
+            break;
+        case K_MAX_CONNECTIONS_PER_IP:
+            cfg_out(&o, "%s = %u\n", key, c->max_connections_per_ip);
             break;
         case K_CLOCK:
             cfg_out_str(&o, key, c->clock);
@@ -901,5 +1437,14 @@ void idmd_config_print(const idmd_config *c, char *buf, size_t len)
         case K_COUNT:
             break;
         }
+    }
+    /* What idmd_config_check changed, as comment lines (the output stays a
+     * config file). */
+    for (const char *p = c->note; *p != '\0';) {
+        size_t n = strcspn(p, "\n");
+        cfg_out(&o, "# %.*s\n", (int)n, p);
+        p += n;
+        if (*p == '\n')
+            p++;
     }
 }

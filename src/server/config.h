@@ -17,11 +17,21 @@
 /* The longest bearer token accepted, in bytes (the token file's content
  * without its final newline). */
 #define IDMD_TOKEN_MAX 4096
+/* Room for every key's source (idmd_config.source), and the longest source
+ * kept: a longer one (a config file's long path) keeps its last bytes. */
+#define IDMD_KEYS_MAX 32
+#define IDMD_SOURCE_MAX 80
 
 typedef struct idmd_config {
     char listen_host[256];      /* listen: HOST:PORT, default 127.0.0.1:7070; the
                                    host without IPv6 brackets */
     int listen_port;            /*   (port 0: any free port, for tests) */
+    char admin_host[256];       /* admin-listen: HOST:PORT of a second listener
+                                   serving only /healthz, /metrics and /ping,
+                                   with connections of its own (a flood on
+                                   listen cannot starve it); default none:
+                                   admin_host is "" */
+    int admin_port;
     char data_dir[IDMD_PATH_MAX]; /* data-dir: default ./var */
     char lease[IDMD_PATH_MAX];  /* lease: URL; "" = file://<data-dir>/leases */
     int64_t lease_ttl_ms;       /* lease-ttl: ms, 1000..3600000, default 10000 */
@@ -35,15 +45,32 @@ typedef struct idmd_config {
                                    lease gives the worker field) */
     char lease_field[64];       /* lease-field: the node field the lease fills,
                                    default "worker" */
-    uint32_t count_max;         /* count-max: 1..1000000, default 10000 */
+    uint32_t count_max;         /* count-max: 1..1000000, default 10000; at
+                                   most count_max_layout after
+                                   idmd_config_check (it lowers the default,
+                                   and refuses a larger value set) */
+    uint32_t count_max_layout;  /* set by idmd_config_check: the most ids one
+                                   request can always get from the layout
+                                   within the generator's wait bound (an
+                                   all-or-nothing batch of more could only be
+                                   refused); 0 before the check */
     char token_file[IDMD_PATH_MAX]; /* token-file: a file holding the bearer
                                        token; unset = no authentication (an
                                        empty value is refused from any source) */
     int64_t idle_timeout_ms;    /* idle-timeout: ms, 100..3600000, default 10000 */
+    int64_t head_timeout_ms;    /* head-timeout: ms a connection has, from its
+                                   start or the end of its previous answer, to
+                                   send a whole request (head, and a body if
+                                   any), 100..3600000, default 5000; a client
+                                   trickling bytes resets the idle timeout, not
+                                   this one */
     size_t max_request;         /* max-request: bytes of request line + headers,
                                    1024..1048576, default 8192 */
     unsigned threads;           /* threads: 1..64, default 2 */
     unsigned max_connections;   /* max-connections: 1..100000, default 1024 */
+    unsigned max_connections_per_ip; /* max-connections-per-ip: open connections
+                                        from one client address, 1..100000,
+                                        default 256; more are closed at once */
     char clock[IDMD_PATH_MAX];  /* clock: "system" (default) or "offset-file:PATH",
                                    a file holding a signed ms offset added to the
                                    system's wall clock (tests step the clock) */
@@ -52,6 +79,15 @@ typedef struct idmd_config {
     char opaque_key_file[IDMD_PATH_MAX]; /* opaque-key-file: a file holding the
                                            key (32 hex digits) of ?format=opaque;
                                            unset = that format is refused */
+    char note[512];             /* set by idmd_config_check: what it changed
+                                   that the operator should hear of (a lowered
+                                   count-max), "" if nothing; printed as a
+                                   comment by idmd_config_print */
+    /* Where each key's value came from, for the messages of
+     * idmd_config_check: "--key", "IDMINT_KEY" or "FILE:LINE" (its last
+     * IDMD_SOURCE_MAX - 1 bytes, after "..."), "" for the default. Indexed
+     * like the keys, in idmd_config_print's order. */
+    char source[IDMD_KEYS_MAX][IDMD_SOURCE_MAX];
 } idmd_config;
 
 /* Fill c with the defaults. */
@@ -76,9 +112,28 @@ int idmd_config_set(idmd_config *c, const char *key, const char *value, const ch
 /*
  * Every check of the settings that can be made without starting anything,
  * one function for --check-config and for a start, so that what one passes
- * the other does not refuse. On failure err holds one line naming the key
- * (and its value) and what is wrong, and it returns -1: idmintd exits 2.
- * It may fill in what a setting left to its default resolves to.
+ * the other does not refuse. On failure err holds one line naming the
+ * source, the key, its value and what is wrong, and it returns -1: idmintd
+ * exits 2.
+ *
+ * What it checks: the layout and epoch (an epoch in the future, a time field
+ * already run out); node against the layout (unknown fields, values that do
+ * not fit, the field the lease fills); lease-field (a node field of the
+ * layout); count-max against what the layout can mint in one request; the
+ * lease and store URLs (known schemes; file:// and sqlite:// take absolute
+ * paths); data-dir (a directory if it exists); token-file (a readable
+ * regular file holding one token of 16 to IDMD_TOKEN_MAX printable bytes,
+ * without spaces, then only line ends); opaque-key-file (a
+ * readable regular file holding a key); clock's offset file; admin-listen
+ * apart from listen. Files are opened without blocking (a FIFO is refused,
+ * not waited on).
+ *
+ * What it fills in, for settings left to their defaults: data-dir made
+ * absolute (the lease and store URLs derived from it must be); lease-field
+ * resolved as the CLI does (worker, shard or machine, whichever the layout
+ * has first, else its only node field); count-max lowered to
+ * count_max_layout, said in note. It sets count_max_layout. Calling it again
+ * on its result changes nothing.
  */
 int idmd_config_check(idmd_config *c, char *err, size_t errlen);
 

@@ -19,10 +19,30 @@
  * Input is checked strictly (FAULTS N1): count is 1 to count-max in plain
  * decimal (no sign, no space, no 0x, no exponent, no leading zero); unknown
  * or repeated parameters, percent-encoding and any byte outside the path
- * alphabet are 400 with a JSON error naming the parameter. Nothing is
- * minted for a request that is refused. Batches are all or nothing: the
- * generator reserves the whole batch with one CAS under the lease guard, so
- * no batch straddles the lease deadline (N6).
+ * alphabet are 400 with a JSON error naming the parameter. A count above
+ * count-max is 400 naming count-max, the most ids one request gets (the
+ * configuration check lowers it to what the layout mints within the wait
+ * bound, so a count the server accepts is never refused for the layout's
+ * sake). Nothing is minted for a request that is refused. Batches are all
+ * or nothing: the generator reserves the whole batch with one CAS under the
+ * lease guard, so no batch straddles the lease deadline (N6).
+ *
+ * Sequences: any number can be in use (no limit but the sequences the
+ * store holds, which only `idmint seq create` makes; an unknown name is 404
+ * and takes no room). Each is opened on first use and kept until shutdown;
+ * all of them share the store's one prefetch thread.
+ *
+ * /healthz answers 503 naming the first reason minting would fail now:
+ * shutting down, a lost worker-id lease, whatever idm_snowflake_check
+ * finds (the lease guard's deadlines and mark, the clock policies, the
+ * epoch and time field, a failed state-file write), a lease about to
+ * expire, a sequence with no ids left whose store fails. A full tick is
+ * not one: the next tick comes within the wait bound, and a busy server is
+ * not a broken one.
+ *
+ * Bearer tokens (token-file) are kept whole, up to IDMD_TOKEN_MAX bytes,
+ * and compared whole, in time that does not depend on where a presented
+ * token differs.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -34,8 +54,6 @@
 #include <time.h>
 
 #include "app.h"
-
-#define MAX_COUNT_TEXT 8 /* count-max is at most 1,000,000: 7 digits */
 
 /* ---------------------------------------------------------------- output */
 
@@ -180,21 +198,26 @@ typedef struct params {
     bool opaque; /* ids as opaque public ids (the key's permutation, base32) */
 } params;
 
-/* Strict decimal 1..max: digits only, no leading zero. */
-static bool parse_count(const char *s, size_t n, uint32_t max, uint32_t *out)
+enum { COUNT_OK, COUNT_BAD, COUNT_ABOVE };
+
+/* Strict decimal: digits only, no leading zero. COUNT_OK with *out in
+ * 1..max, COUNT_ABOVE for such a number above max (of any length),
+ * COUNT_BAD for anything else. */
+static int parse_count(const char *s, size_t n, uint32_t max, uint32_t *out)
 {
     uint64_t v = 0;
-    if (n == 0 || n > MAX_COUNT_TEXT || s[0] == '0')
-        return false;
+    if (n == 0 || s[0] == '0')
+        return COUNT_BAD;
     for (size_t i = 0; i < n; i++) {
         if (s[i] < '0' || s[i] > '9')
-            return false;
-        v = v * 10 + (uint64_t)(s[i] - '0');
+            return COUNT_BAD;
+        if (v <= max) /* past max it only needs to stay past it */
+            v = v * 10 + (uint64_t)(s[i] - '0');
     }
-    if (v < 1 || v > max)
-        return false;
+    if (v > max)
+        return COUNT_ABOVE;
     *out = (uint32_t)v;
-    return true;
+    return COUNT_OK;
 }
 
 /* Parse the query: count (when allowed) and format. 0 or an answer sent. */
@@ -225,7 +248,16 @@ static int parse_query(idmd_app *app, const char *query, bool count_ok, bool opa
                 return -1;
             }
             seen_count = true;
-            if (!parse_count(v, vlen, app->cfg->count_max, &p->count)) {
+            switch (parse_count(v, vlen, app->cfg->count_max, &p->count)) {
+            case COUNT_OK:
+                break;
+            case COUNT_ABOVE:
+                idmd_fail(rs, 400, "count",
+                     "count is at most %u, the most ids this server mints in one request "
+                     "(count-max); got '%.*s'",
+                     (unsigned)app->cfg->count_max, (int)(vlen < 24 ? vlen : 24), v);
+                return -1;
+            default:
                 idmd_fail(rs, 400, "count",
                      "count must be a plain decimal number from 1 to %u (got '%.*s')",
                      (unsigned)app->cfg->count_max, (int)(vlen < 24 ? vlen : 24), v);
@@ -384,36 +416,68 @@ static bool seq_name_ok(const char *s)
     return true;
 }
 
-/* The allocator of sequence name, opened on first use. */
+/* Where name is in the table, sorted by name (*found), or where it goes.
+ * Under seq_mu. */
+static size_t seq_find(const idmd_app *app, const char *name, bool *found)
+{
+    size_t lo = 0, hi = app->nseqs;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(app->seqs[mid].name, name);
+        if (c == 0) {
+            *found = true;
+            return mid;
+        }
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    *found = false;
+    return lo;
+}
+
+/* The allocator of sequence name, opened on first use. The table grows
+ * before the allocator opens, so an allocator once opened always finds
+ * its place (none is opened and dropped, which would abandon its block). */
 static int seq_for(idmd_app *app, const char *name, idm_seq **out)
 {
-    int rc = 0;
+    idm_seq_opts o;
+    idm_seq *q = NULL;
+    bool found;
+    size_t at;
+    int rc;
     pthread_mutex_lock(&app->seq_mu);
-    for (size_t i = 0; i < app->nseqs; i++) {
-        if (strcmp(app->seqs[i].name, name) == 0) {
-            *out = app->seqs[i].q;
-            pthread_mutex_unlock(&app->seq_mu);
-            return 0;
-        }
+    at = seq_find(app, name, &found);
+    if (found) {
+        *out = app->seqs[at].q;
+        pthread_mutex_unlock(&app->seq_mu);
+        return 0;
     }
-    if (app->nseqs == IDMD_MAX_SEQS) {
-        rc = idm_error_fail(IDM_EINVAL, "more than %d sequences in use", IDMD_MAX_SEQS);
-    } else {
-        idm_seq_opts o;
-        idm_seq *q = NULL;
-        idm_seq_opts_init(&o);
-        o.name = name;
-        o.stores = &app->store;
-        o.nstores = 1;
-        o.wait_ms = app->cfg->segment_wait_ms;
-        o.clock = app->clock;
-        rc = idm_seq_open(&q, &o);
-        if (rc == 0) {
-            snprintf(app->seqs[app->nseqs].name, sizeof app->seqs[app->nseqs].name, "%s", name);
-            app->seqs[app->nseqs].q = q;
-            app->nseqs++;
-            *out = q;
+    if (app->nseqs == app->seqs_cap) {
+        size_t cap = app->seqs_cap != 0 ? 2 * app->seqs_cap : 16;
+        idmd_seq_slot *grown = realloc(app->seqs, cap * sizeof *grown);
+        if (grown == NULL) {
+            pthread_mutex_unlock(&app->seq_mu);
+            return idm_error_fail(IDM_ENOMEM, "no room for one more sequence (%zu in use)",
+                                  app->nseqs);
         }
+        app->seqs = grown;
+        app->seqs_cap = cap;
+    }
+    idm_seq_opts_init(&o);
+    o.name = name;
+    o.stores = &app->store;
+    o.nstores = 1;
+    o.wait_ms = app->cfg->segment_wait_ms;
+    o.clock = app->clock;
+    rc = idm_seq_open(&q, &o);
+    if (rc == 0) {
+        memmove(&app->seqs[at + 1], &app->seqs[at], (app->nseqs - at) * sizeof *app->seqs);
+        snprintf(app->seqs[at].name, sizeof app->seqs[at].name, "%s", name);
+        app->seqs[at].q = q;
+        app->nseqs++;
+        *out = q;
     }
     pthread_mutex_unlock(&app->seq_mu);
     return rc;
@@ -576,34 +640,32 @@ static int64_t mono_ms_now(void)
 static void h_health(idmd_app *app, idmd_response *rs)
 {
     char why[400] = "";
-    idm_snowflake_stats st;
-    idm_wall_ns wall = app->clock->wall_ns(app->clock->ctx);
-    idm_unix_ms now = wall / 1000000;
-    int64_t bound = 10;
     uint32_t worker = 0;
-    idm_snowflake_stats_get(app->gen, &st);
-    if (idm_layout_tick_ms(app->layout) > bound)
-        bound = idm_layout_tick_ms(app->layout);
-    if (atomic_load(&app->draining))
-        snprintf(why, sizeof why, "shutting down");
-    else if (st.last_unix_ms > now + bound)
-        snprintf(why, sizeof why,
-                 "the clock is %lld ms behind the last id minted, beyond the %lld ms the policy "
-                 "bridges",
-                 (long long)(st.last_unix_ms - now), (long long)bound);
-    if (why[0] == '\0' && app->lease != NULL) {
-        idm_lease_status ls;
+    idm_lease_status ls;
+    int rc;
+    memset(&ls, 0, sizeof ls);
+    if (app->lease != NULL) {
         idm_lease_status_get(app->lease, &ls);
         worker = ls.worker;
-        if (ls.lost)
-            snprintf(why, sizeof why, "the worker-id lease for worker %u is lost",
-                     (unsigned)ls.worker);
-        else if (ls.deadline / 1000000 - mono_ms_now() < app->lease_ttl_ms / 4)
-            snprintf(why, sizeof why,
-                     "the worker-id lease for worker %u is about to expire (renewals failing: "
-                     "%s)",
-                     (unsigned)ls.worker, ls.last_error != 0 ? idm_err_name(ls.last_error) : "no");
     }
+    /* The first reason found. idm_snowflake_check gives every reason a mint
+     * would fail with now, as the generator sees it: among them a wall
+     * clock stepped past the lease's wall deadline, which the lease's own
+     * (monotonic) status does not show. A full tick (IDM_EEXHAUSTED) is
+     * load, gone within the wait bound: not a reason. */
+    if (atomic_load(&app->draining))
+        snprintf(why, sizeof why, "shutting down");
+    else if (app->lease != NULL && ls.lost)
+        snprintf(why, sizeof why, "the worker-id lease for worker %u is lost",
+                 (unsigned)ls.worker);
+    else if ((rc = idm_snowflake_check(app->gen)) != 0 && rc != IDM_EEXHAUSTED)
+        snprintf(why, sizeof why, "Snowflake ids cannot be minted now (%s): %s",
+                 idm_err_name(rc), idm_error_detail());
+    else if (app->lease != NULL && ls.deadline / 1000000 - mono_ms_now() < app->lease_ttl_ms / 4)
+        snprintf(why, sizeof why,
+                 "the worker-id lease for worker %u is about to expire (renewals failing: "
+                 "%s)",
+                 (unsigned)ls.worker, ls.last_error != 0 ? idm_err_name(ls.last_error) : "no");
     if (why[0] == '\0') {
         pthread_mutex_lock(&app->seq_mu);
         for (size_t i = 0; i < app->nseqs && why[0] == '\0'; i++) {
@@ -778,20 +840,23 @@ static int no_params(const char *path, const char *query, idmd_response *rs)
     return -1;
 }
 
-/* Constant-time comparison of the presented token with ours. */
+/* Whether the presented token is ours, whole. The time taken depends on
+ * the length of ours (every byte of it is compared, against 0 past the end
+ * of a shorter one) and of the one presented, never on where they differ;
+ * a difference in length joins the same result. */
 static bool token_ok(const idmd_app *app, const char *auth)
 {
-    const char *t;
+    const unsigned char *t;
     size_t n;
-    unsigned diff = 0;
+    unsigned diff;
     /* The scheme is case-insensitive (RFC 9110, section 11.1). */
     if (auth == NULL || strncasecmp(auth, "Bearer ", 7) != 0)
         return false;
-    t = auth + 7;
-    n = strlen(t);
+    t = (const unsigned char *)auth + 7;
+    n = strlen((const char *)t);
     diff = n != app->token_len;
     for (size_t i = 0; i < app->token_len; i++)
-        diff |= (unsigned)(unsigned char)app->token[i] ^ (unsigned)(unsigned char)(i < n ? t[i] : 0);
+        diff |= (unsigned)((unsigned char)app->token[i] ^ (i < n ? t[i] : 0u));
     return diff == 0;
 }
 
@@ -898,6 +963,8 @@ void idmd_seqs_close(idmd_app *app)
     pthread_mutex_lock(&app->seq_mu);
     for (size_t i = 0; i < app->nseqs; i++)
         idm_seq_close(app->seqs[i].q);
-    app->nseqs = 0;
+    free(app->seqs);
+    app->seqs = NULL;
+    app->nseqs = app->seqs_cap = 0;
     pthread_mutex_unlock(&app->seq_mu);
 }

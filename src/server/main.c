@@ -150,30 +150,55 @@ static int make_dir(const char *path)
     return 0;
 }
 
-static int read_token(const char *path, char *out, size_t cap)
+/* The bearer token: the whole file without its final line ends, 16 to
+ * IDMD_TOKEN_MAX bytes of printable ASCII without spaces, into out (room
+ * for IDMD_TOKEN_MAX + 1). A longer token is refused, never cut: a token
+ * cut short would let its prefix in. */
+static int read_token(const char *path, char *out, size_t *len)
 {
+    /* room for the longest token, its line ends and a byte that says more */
+    static char buf[IDMD_TOKEN_MAX + 64];
     FILE *f = fopen(path, "re");
     size_t n;
+    bool more;
+    int rc = -1;
     if (f == NULL) {
         say("token-file %s: %s", path, strerror(errno));
         return -1;
     }
-    n = fread(out, 1, cap - 1, f);
+    n = fread(buf, 1, sizeof buf, f);
+    more = n == sizeof buf;
+    if (ferror(f)) {
+        say("token-file %s: %s", path, strerror(errno));
+        fclose(f);
+        goto out;
+    }
     fclose(f);
-    out[n] = '\0';
-    while (n > 0 && (out[n - 1] == '\n' || out[n - 1] == '\r'))
-        out[--n] = '\0';
-    if (n < 16 || strlen(out) != n) {
-        say("token-file %s: want a token of 16 to %zu bytes of text on one line", path, cap - 1);
-        return -1;
+    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+        n--;
+    if (more || n > IDMD_TOKEN_MAX) {
+        say("token-file %s: the token is longer than %d bytes, the most accepted", path,
+            IDMD_TOKEN_MAX);
+        goto out;
+    }
+    if (n < 16 || memchr(buf, '\0', n) != NULL) {
+        say("token-file %s: want a token of 16 to %d bytes of text on one line", path,
+            IDMD_TOKEN_MAX);
+        goto out;
     }
     for (size_t i = 0; i < n; i++) {
-        if (out[i] <= ' ' || out[i] > '~') {
+        if (buf[i] <= ' ' || buf[i] > '~') {
             say("token-file %s: the token may hold only printable ASCII without spaces", path);
-            return -1;
+            goto out;
         }
     }
-    return 0;
+    memcpy(out, buf, n);
+    out[n] = '\0';
+    *len = n;
+    rc = 0;
+out:
+    memset(buf, 0, sizeof buf); /* the token stays in one place only */
+    return rc;
 }
 
 /* The node values of cfg->node ("a=1,b=2") into opts. */
@@ -208,7 +233,7 @@ static int lease_and_generator(idmd_app *app, const idmd_config *cfg)
     idm_lease_opts lo;
     idm_snowflake_opts o;
     idm_field_info f;
-    char url[IDMD_PATH_MAX + 32];
+    char url[IDMD_PATH_MAX + 32], scope[IDM_LEASE_SCOPE_MAX];
     int idx, rc;
     idx = idm_layout_field_index(app->layout, cfg->lease_field);
     if (idx < 0 || idm_layout_field(app->layout, (size_t)idx, &f) != 0 || f.kind != IDM_FIELD_NODE) {
@@ -225,6 +250,13 @@ static int lease_and_generator(idmd_app *app, const idmd_config *cfg)
     lo.max_workers = f.max >= 65535 ? 65536 : (uint32_t)f.max + 1;
     lo.ttl_ms = cfg->lease_ttl_ms;
     lo.clock = app->clock;
+    /* The coordinator records what its worker ids are ids of and refuses
+     * a server that would mint another field or layout with them. */
+    if (idm_lease_scope(app->layout, cfg->lease_field, scope, sizeof scope) != 0) {
+        say("lease-field %s: %s", cfg->lease_field, idm_error_detail());
+        return -1;
+    }
+    lo.scope = scope;
     rc = idm_lease_open(&app->lease, &lo);
     if (rc != 0) {
         say("lease %s: %s", url, idm_error_detail());
@@ -341,9 +373,8 @@ static int setup(idmd_app *app, const idmd_config *cfg)
         app->has_opaque = true;
     }
     if (cfg->token_file[0] != '\0') {
-        if (read_token(cfg->token_file, app->token, sizeof app->token) != 0)
+        if (read_token(cfg->token_file, app->token, &app->token_len) != 0)
             return -1;
-        app->token_len = strlen(app->token);
     }
     return 0;
 }
@@ -403,6 +434,8 @@ int main(int argc, char **argv)
         fputs(out, stdout);
         return 0;
     }
+    if (cfg.note[0] != '\0')
+        say("%s", cfg.note);
 
     /* Every thread started from here on inherits the blocked signals; main
      * takes them with sigtimedwait. */
@@ -425,6 +458,9 @@ int main(int argc, char **argv)
         "'http://%s:%d/v1/snowflake?count=3'",
         cfg.listen_host, idmd_http_port(http), (unsigned)idm_lease_worker(app.lease),
         idm_layout_name(app.layout), cfg.listen_host, idmd_http_port(http));
+    if (idmd_http_admin_port(http) != 0)
+        say("admin: /healthz, /metrics and /ping on http://%s:%d", cfg.admin_host,
+            idmd_http_admin_port(http));
 
     for (;;) {
         struct timespec ts = {1, 0};

@@ -6,8 +6,10 @@
 # cap and the strict input rules (FAULTS N1), malformed and oversized
 # requests (the server keeps serving after each), idle connections timed
 # out, two servers sharing one lease directory, the clock stepped back and
-# forth through an offset file, SIGTERM under load (clean exit, no partial
-# body, the lease released), bearer tokens, sequence exhaustion (N5), a lost
+# forth through an offset file, the clock stepped forward past the lease's
+# wall deadline (/healthz follows minting), SIGTERM under load (clean exit,
+# no partial body, the lease released), bearer tokens (up to 4096 bytes,
+# compared whole), count-max lowered to what the layout mints (N5), a lost
 # lease (N6) and the configuration's errors.
 #
 # Usage: bash test_idmintd.sh /path/to/build/idmint  (idmintd is its sibling)
@@ -502,8 +504,8 @@ check "count=10000: want 10000 distinct id strings; got $CODE [$(head -c 100 "$T
     pyj 'len(j["ids"]) == 10000 and len(set(j["ids"])) == 10000 and all(type(x) is str for x in j["ids"])'
 M0=$(metric "$PORT_A" 'idmint_ids_minted_total{kind="snowflake"}')
 get "$PORT_A" '/v1/snowflake?count=10001'
-check "count=10001 (above count-max): want 400 with a JSON error naming param count; got $CODE [$(body_short)]" \
-    test "$CODE" = 400 -a "$(pyj 'j["error"]["status"] == 400 and j["error"]["param"]')" = count
+check "count=10001 (above count-max): want 400 with a JSON error naming param count and count-max 10000; got $CODE [$(body_short)]" \
+    test "$CODE" = 400 -a "$(pyj 'j["error"]["status"] == 400 and "at most 10000," in j["error"]["message"] and j["error"]["param"]')" = count
 N1_OK=1
 for v in 0 -1 +5 %205 0x10 1e3 1234567890123456789012345 '' %D9%A1 05 ' 5' '5,' 1.0; do
     vv=${v// /%20}
@@ -628,6 +630,18 @@ done
 NT=$(wc -l <"$T/two.ids")
 NU=$(sort -u "$T/two.ids" | wc -l)
 check "two servers: 6000 ids, all unique (got $NT, $NU distinct)" test "$NT" -eq 6000 -a "$NU" -eq 6000
+# A third server on that directory whose lease would fill another field
+# (datacenter, with worker=0) would mint the same ids as one of them: the
+# directory records what its worker ids are ids of, and refuses it.
+"$D" --listen 127.0.0.1:0 --data-dir "$T/s3" --lease "file://$T/shared" --lease-field datacenter \
+    --node worker=0 >"$T/s3.out" 2>"$T/s3.log" &
+PID_S3=$!
+PIDS+=("$PID_S3")
+{ wait "$PID_S3"; } 2>/dev/null
+S3=$?
+check "a server for another lease field is refused, naming both scopes (exit $S3) [$(head -c 400 "$T/s3.log")]" \
+    test "$S3" -ne 0 -a "$(grep -c "hands out ids for 'worker of time:41@1ms,datacenter:5,worker:5,seq:12 epoch 1288834974657'; this claimant asks for 'datacenter of" "$T/s3.log")" -eq 1
+check "the refused server claimed no worker id" test "$(ls "$T/shared" | grep -c '^worker-')" -eq 2
 stop_d "$PID_S1"
 check "server s1 exits 0 on SIGTERM (got $STOPPED)" test "$STOPPED" -eq 0
 stop_d "$PID_S2"
@@ -674,6 +688,57 @@ else
 fi
 stop_d "$PID_C"
 check "clock server exits 0 on SIGTERM (got $STOPPED)" test "$STOPPED" -eq 0
+
+# ================================================= 6b. the clock stepped forward past the lease
+
+# The wall clock steps 20 minutes forward, past the lease's wall deadline
+# (a renewal's send time + TTL - margin, on the wall clock) while monotonic
+# time stays well within its own (a machine resumed from suspend looks like
+# this): the generator refuses to mint, and /healthz must say so rather than
+# 200. The TTL is 10 minutes (renewals every 200 s), so no renewal re-anchors
+# the deadline at the stepped time while this runs; with the offset gone the
+# wall clock is back within the deadline and both answer 200 again.
+echo 0 >"$T/offset_fw"
+mkdir -p "$T/lfw"
+start_d fwd --data-dir "$T/fwd" --lease "file://$T/lfw" --lease-ttl 600000 \
+    --clock "offset-file:$T/offset_fw" || finish
+PID_FW=$DPID PORT_FW=$PORT
+get "$PORT_FW" /v1/snowflake
+check "clock forward: minting works before the step ($CODE)" test "$CODE" = 200
+get "$PORT_FW" /healthz
+check "clock forward: /healthz 200 before the step ($CODE [$(body_short)])" test "$CODE" = 200
+echo 1200000 >"$T/offset_fw"
+FW503=0 FWREASON=
+for _ in $(seq 150); do
+    get "$PORT_FW" /healthz
+    if [ "$CODE" = 503 ]; then
+        FW503=1
+        FWREASON=$(pyj 'j["reason"]')
+        break
+    fi
+    sleep 0.02
+done
+check "clock 20 min forward, past the lease's wall deadline: /healthz 503 (last $CODE [$(body_short)])" \
+    test "$FW503" -eq 1
+check "clock forward: the reason names the lease's wall-clock deadline [$FWREASON]" \
+    eval '[[ $FWREASON == *lease* && $FWREASON == *wall* ]]'
+get "$PORT_FW" /v1/snowflake
+RA=$(header Retry-After)
+check "clock forward: /v1/snowflake 503 with Retry-After; got $CODE, Retry-After [$RA] [$(body_short)]" \
+    test "$CODE" = 503 -a -n "$RA"
+echo 0 >"$T/offset_fw"
+FW200=0
+for _ in $(seq 150); do
+    get "$PORT_FW" /healthz
+    [ "$CODE" = 200 ] && FW200=1 && break
+    sleep 0.02
+done
+check "clock forward, offset removed: /healthz 200 again (last $CODE [$(body_short)])" \
+    test "$FW200" -eq 1
+get "$PORT_FW" /v1/snowflake
+check "clock forward, offset removed: minting works again ($CODE [$(body_short)])" test "$CODE" = 200
+stop_d "$PID_FW"
+check "clock-forward server exits 0 on SIGTERM (got $STOPPED)" test "$STOPPED" -eq 0
 
 # ================================================= 7. SIGTERM during load
 
@@ -740,22 +805,77 @@ stop_d "$PID_TK"
 not_in_log() { ! grep -qF "$TOKEN" "$T/tok.log" "$T/tok.out"; }
 check "token: the token never appears in the server's log or stdout" not_in_log
 
-# ================================================= 9. exhaustion (N5)
+# Long tokens are kept and compared whole (they were cut to 255 bytes: the
+# first 255 bytes of a longer token passed, the token itself did not); a
+# token file longer than 4096 bytes is refused at start, never cut.
+mktoken() { python3 -c 'import sys; print("".join(chr(33 + (i * 7 + i // 94) % 94) for i in range(int(sys.argv[1]))))' "$1"; }
+for LEN in 305 4096; do
+    LT=$(mktoken "$LEN")
+    printf '%s\n' "$LT" >"$T/token$LEN"
+    start_d "tok$LEN" --data-dir "$T/tok$LEN" --token-file "$T/token$LEN" || finish
+    PID_LT=$DPID PORT_LT=$PORT
+    get "$PORT_LT" /v1/snowflake -H "Authorization: Bearer $LT"
+    check "a $LEN-byte token: the token itself: want 200; got $CODE [$(body_short)]" \
+        test "$CODE" = 200
+    for PRE in 255 $((LEN - 1)); do
+        get "$PORT_LT" /v1/snowflake -H "Authorization: Bearer ${LT:0:PRE}"
+        check "a $LEN-byte token: its first $PRE bytes: want 401; got $CODE" test "$CODE" = 401
+    done
+    C=${LT:255:1}
+    [ "$C" = A ] && R=B || R=A
+    get "$PORT_LT" /v1/snowflake -H "Authorization: Bearer ${LT:0:255}$R${LT:256}"
+    check "a $LEN-byte token: byte 256 changed: want 401; got $CODE" test "$CODE" = 401
+    get "$PORT_LT" /v1/snowflake -H "Authorization: Bearer ${LT}x"
+    check "a $LEN-byte token: one byte more: want 401; got $CODE" test "$CODE" = 401
+    stop_d "$PID_LT"
+done
+mktoken 4097 >"$T/token4097"
+timeout 30 "$D" --listen 127.0.0.1:0 --data-dir "$T/tok4097" --token-file "$T/token4097" \
+    >"$T/out" 2>"$T/err"
+RC=$?
+check "a 4097-byte token file: refused at start, naming the 4096-byte limit (exit $RC) [$(head -c 300 "$T/err")]" \
+    eval '[ "$RC" -ne 0 ] && [ "$RC" -ne 124 ] && grep -q 4096 "$T/err"'
 
-start_d ex --data-dir "$T/ex" --layout 'time:41@1ms,datacenter:5,worker:5,seq:2' --epoch 2020-01-01 || finish
+# ================================================= 9. count-max and the layout (N5)
+
+# With 4 ids a tick and a wait bound of 5 ms + a tick, a request for 1000
+# ids could never be minted: it was a 503 with Retry-After, forever. The
+# configuration lowers count-max to what the layout always mints in one
+# request (--check-config shows it); count-max is minted, again and again,
+# never a 503, and more is a 400 naming count-max.
+EXL='time:41@1ms,datacenter:5,worker:5,seq:2'
+CMX=$("$D" --check-config --layout "$EXL" --epoch 2020-01-01 2>/dev/null | sed -n 's/^count-max = //p')
+check "count-max for a layout of 4 ids a tick: --check-config shows it lowered below 1000 (got [$CMX])" \
+    test "${CMX:-10000}" -lt 1000
+CMX=${CMX:-10000}
+start_d ex --data-dir "$T/ex" --layout "$EXL" --epoch 2020-01-01 || finish
 PID_EX=$DPID PORT_EX=$PORT
-get "$PORT_EX" '/v1/snowflake?count=1000'
-RA=$(header Retry-After)
-check "exhaustion: count=1000 with 4 ids a tick: want 503 with Retry-After; got $CODE, Retry-After [$RA] [$(body_short)]" \
-    test "$CODE" = 503 -a -n "$RA"
+for C in 1000 $((CMX + 1)); do
+    get "$PORT_EX" "/v1/snowflake?count=$C"
+    check "count=$C with count-max $CMX: want 400 naming count and 'at most $CMX'; got $CODE [$(body_short)]" \
+        eval '[ "$CODE" = 400 ] && [ "$(pyj "j[\"error\"][\"param\"]")" = count ] && pyj "\"at most $CMX,\" in j[\"error\"][\"message\"]" >/dev/null'
+done
+FULL=0
+for _ in 1 2 3 4 5; do
+    get "$PORT_EX" "/v1/snowflake?count=$CMX"
+    if pyj "len(j['ids']) == $CMX" >/dev/null; then
+        FULL=$((FULL + 1))
+    else
+        note "count=$CMX: $CODE [$(body_short)]"
+    fi
+done
+check "count=count-max ($CMX) back to back: 5 of 5 answered 200 with $CMX ids, no 503 (got $FULL)" \
+    test "$FULL" -eq 5
 SMALL=0
 for _ in 1 2 3 4 5; do
     get "$PORT_EX" '/v1/snowflake?count=2'
     pyj 'len(j["ids"]) == 2' >/dev/null && SMALL=$((SMALL + 1))
 done
-check "exhaustion: small requests keep working afterwards ($SMALL of 5)" test "$SMALL" -eq 5
+check "small requests keep working ($SMALL of 5)" test "$SMALL" -eq 5
+get "$PORT_EX" /api/snowflake/get/x
+check "Leaf's endpoint mints one ($CODE [$(body_short)])" test "$CODE" = 200
 get "$PORT_EX" /healthz
-check "exhaustion: /healthz stays 200 ($CODE)" test "$CODE" = 200
+check "count-max: /healthz stays 200 ($CODE)" test "$CODE" = 200
 stop_d "$PID_EX"
 
 # ================================================= 10. lease lost (N6)

@@ -7,13 +7,19 @@
  * whitespace, quotes, CRLF); every error case, each message naming its source
  * (FILE:LINE, the variable, the flag), key and value; strict numbers and
  * their ranges; the text layout that needs an epoch; --check-config and
- * --help; the printed configuration and the usage text.
+ * --help; the printed configuration and the usage text; and
+ * idmd_config_check, the checks that need several keys or a file (the
+ * layout against node, lease-field, count-max and the clock; the URLs;
+ * token, key and offset files), each message naming the source, key and
+ * value, and what it fills in for defaults.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "testutil.h"
@@ -155,9 +161,17 @@ static void test_defaults(void **state)
     assert_int_equal(d.count_max, 10000);
     assert_string_equal(d.token_file, "");
     assert_int_equal(d.idle_timeout_ms, 10000);
+    assert_int_equal(d.head_timeout_ms, 5000);
     assert_int_equal(d.max_request, 8192);
     assert_int_equal(d.threads, 2);
     assert_int_equal(d.max_connections, 1024);
+    assert_int_equal(d.max_connections_per_ip, 256);
+    assert_string_equal(d.admin_host, "");
+    assert_int_equal(d.admin_port, 0);
+    assert_int_equal(d.count_max_layout, 0);
+    assert_string_equal(d.note, "");
+    for (int k = 0; k < K_COUNT; k++)
+        assert_string_equal(d.source[k], "");
     assert_string_equal(d.clock, "system");
     assert_int_equal(d.segment_wait_ms, 1000);
 
@@ -188,6 +202,8 @@ typedef struct keycase {
 static const keycase keycases[] = {
     {"listen", "IDMINT_LISTEN", {"10.0.0.1:80", "localhost:0", "[::1]:9000"},
      {"10.0.0.1:80", "localhost:0", "[::1]:9000"}},
+    {"admin-listen", "IDMINT_ADMIN_LISTEN", {"10.0.0.1:81", "", "[::1]:9001"},
+     {"10.0.0.1:81", "\"\"", "[::1]:9001"}},
     {"data-dir", "IDMINT_DATA_DIR", {"/a", "/b b", "rel/c"}, {"/a", "/b b", "rel/c"}},
     {"lease", "IDMINT_LEASE", {"file:///l1", "etcd://h:2379/x", "file:///l3"},
      {"file:///l1", "etcd://h:2379/x", "file:///l3"}},
@@ -208,10 +224,14 @@ static const keycase keycases[] = {
     {"token-file", "IDMINT_TOKEN_FILE", {"/t1", "/t2", "/t3"}, {"/t1", "/t2", "/t3"}},
     {"idle-timeout", "IDMINT_IDLE_TIMEOUT", {"100", "3600000", "250"},
      {"100", "3600000", "250"}},
+    {"head-timeout", "IDMINT_HEAD_TIMEOUT", {"100", "3600000", "750"},
+     {"100", "3600000", "750"}},
     {"max-request", "IDMINT_MAX_REQUEST", {"1024", "1048576", "4096"},
      {"1024", "1048576", "4096"}},
     {"threads", "IDMINT_THREADS", {"1", "64", "8"}, {"1", "64", "8"}},
     {"max-connections", "IDMINT_MAX_CONNECTIONS", {"1", "100000", "5"}, {"1", "100000", "5"}},
+    {"max-connections-per-ip", "IDMINT_MAX_CONNECTIONS_PER_IP", {"1", "100000", "9"},
+     {"1", "100000", "9"}},
     {"clock", "IDMINT_CLOCK", {"offset-file:/tmp/o1", "system", "offset-file:/x"},
      {"offset-file:/tmp/o1", "system", "offset-file:/x"}},
     {"segment-wait", "IDMINT_SEGMENT_WAIT", {"0", "60000", "5"}, {"0", "60000", "5"}},
@@ -581,7 +601,8 @@ static const numcase numcases[] = {
     {"lease-ttl", 1000, 3600000},   {"count-max", 1, 1000000},
     {"idle-timeout", 100, 3600000}, {"max-request", 1024, 1048576},
     {"threads", 1, 64},             {"max-connections", 1, 100000},
-    {"segment-wait", 0, 60000},
+    {"segment-wait", 0, 60000},     {"head-timeout", 100, 3600000},
+    {"max-connections-per-ip", 1, 100000},
 };
 
 static void expect_set_fail(const char *key, const char *value, const char *why)
@@ -665,8 +686,25 @@ static void test_values(void **state)
         "1.2.3.4:8x", "256.1.1.1:80", "1.2.3:80", "1.2.3.4.5:80", "example.com:80",
         "LOCALHOST:80", " 1.2.3.4:80", "1.2.3.4 :80", "::1:80", "[::1]80", "[::1]", "[::1",
         "[]:80", "[zz]:80", "[1.2.3.4]:80", "[::1]:", "[::1]:99999", "1.2.3.4:0x50", NULL};
-    for (size_t i = 0; bad_listen[i] != NULL; i++)
+    for (size_t i = 0; bad_listen[i] != NULL; i++) {
         expect_set_fail("listen", bad_listen[i], NULL);
+        if (bad_listen[i][0] != '\0')
+            expect_set_fail("admin-listen", bad_listen[i], NULL);
+    }
+    expect_set_ok("admin-listen", "[::1]:0");
+    /* admin-listen: empty is none, from any source */
+    {
+        idmd_config a;
+        char e[256];
+        idmd_config_defaults(&a);
+        assert_int_equal(idmd_config_set(&a, "admin-listen", "127.0.0.1:8081", "S", e, sizeof e), 0);
+        assert_string_equal(a.admin_host, "127.0.0.1");
+        assert_int_equal(a.admin_port, 8081);
+        assert_int_equal(a.listen_port, 7070); /* listen is apart */
+        assert_int_equal(idmd_config_set(&a, "admin-listen", "", "S", e, sizeof e), 0);
+        assert_string_equal(a.admin_host, "");
+        assert_int_equal(a.admin_port, 0);
+    }
 
     /* clock */
     expect_set_ok("clock", "system");
@@ -879,6 +917,7 @@ static void test_print(void **state)
     idmd_config_defaults(&c);
     idmd_config_print(&c, dump, sizeof dump);
     assert_string_equal(dump, "listen = 127.0.0.1:7070\n"
+                              "admin-listen = \"\"\n"
                               "data-dir = ./var\n"
                               "lease = \"\"\n"
                               "lease-ttl = 10000\n"
@@ -892,9 +931,11 @@ static void test_print(void **state)
                               "count-max = 10000\n"
                               "token-file = \"\"\n"
                               "idle-timeout = 10000\n"
+                              "head-timeout = 5000\n"
                               "max-request = 8192\n"
                               "threads = 2\n"
                               "max-connections = 1024\n"
+                              "max-connections-per-ip = 256\n"
                               "clock = system\n"
                               "segment-wait = 1000\n"
                               "opaque-key-file = \"\"\n");
@@ -903,7 +944,8 @@ static void test_print(void **state)
     const char *full[] = {"--listen", "[::1]:1", "--data-dir", " /sp ", "--lease", "file:///l",
                           "--store", "sqlite:///s", "--layout", "time:40@1ms,w:10,seq:13",
                           "--epoch", "1700000000000", "--node", "dc=1", "--token-file", tok,
-                          "--opaque-key-file", "/k", NULL};
+                          "--opaque-key-file", "/k", "--admin-listen", "127.0.0.1:9",
+                          "--head-timeout", "777", "--max-connections-per-ip", "3", NULL};
     idmd_config a, b;
     expect_ok(&a, full, NULL);
     idmd_config_print(&a, dump, sizeof dump);
@@ -911,6 +953,11 @@ static void test_print(void **state)
     write_file("printed.conf", dump, path, sizeof path);
     const char *reread[] = {"--config", path, NULL};
     expect_ok(&b, reread, NULL);
+    /* the same values; the sources differ (flags, then the file) */
+    assert_string_equal(a.source[K_NODE], "--node");
+    CHECK(strstr(b.source[K_NODE], "printed.conf:") != NULL, "source '%s'", b.source[K_NODE]);
+    memset(a.source, 0, sizeof a.source);
+    memset(b.source, 0, sizeof b.source);
     assert_memory_equal(&a, &b, sizeof a);
 
     /* short buffers are cut, never overrun */
@@ -924,6 +971,452 @@ static void test_print(void **state)
     assert_int_equal(small[0], 'q');
     idmd_config_print(&a, small, 1);
     assert_int_equal(small[0], '\0');
+}
+
+
+/* ---- idmd_config_check ---- */
+
+/* Build from args (and env), then check: 0 or -1; err holds the message. */
+static int build_check(idmd_config *c, const char *const *args, const char *const *env,
+                       char *err, size_t errlen)
+{
+    int rc = build(c, args, env, err, errlen);
+    CHECK(rc == 0, "build failed: %s", err);
+    memset(err, 'Z', errlen);
+    err[errlen - 1] = '\0';
+    rc = idmd_config_check(c, err, errlen);
+    if (rc == 0)
+        CHECK(err[0] == '\0', "a passing check leaves an error: %s", err);
+    else
+        CHECK(err[0] != '\0' && strchr(err, '\n') == NULL, "bad error line '%s'", err);
+    return rc;
+}
+
+static void expect_check_ok(idmd_config *c, const char *const *args, const char *const *env)
+{
+    char err[1024];
+    int rc = build_check(c, args, env, err, sizeof err);
+    CHECK(rc == 0, "check failed: %s", err);
+}
+
+/* The check fails and its message holds each of the NULL-terminated needles. */
+static void expect_check_fail(const char *const *args, const char *const *env, ...)
+{
+    idmd_config c;
+    char err[1024];
+    int rc = build_check(&c, args, env, err, sizeof err);
+    CHECK(rc == -1, "check passed, expected an error");
+    va_list ap;
+    va_start(ap, env);
+    for (const char *want = va_arg(ap, const char *); want != NULL;
+         want = va_arg(ap, const char *))
+        CHECK(strstr(err, want) != NULL, "error '%s' lacks '%s'", err, want);
+    va_end(ap);
+}
+
+/* A data directory under the test directory, so nothing lands in the cwd. */
+static const char *data_dir(void)
+{
+    static char d[1200];
+    snprintf(d, sizeof d, "%s/data", g_dir);
+    return d;
+}
+
+/* The lease field, as the CLI picks it (src/cli/cmd_next.c), and the presets
+ * that name it shard or machine start out of the box. */
+static void test_check_lease_field(void **state)
+{
+    (void)state;
+    idmd_config c;
+    static const struct {
+        const char *layout, *field;
+    } presets[] = {{"twitter", "worker"}, {"discord", "worker"}, {"instagram", "shard"},
+                   {"sonyflake", "machine"}};
+    for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++) {
+        const char *a[] = {"--data-dir", data_dir(), "--layout", presets[i].layout, NULL};
+        expect_check_ok(&c, a, NULL);
+        assert_string_equal(c.lease_field, presets[i].field);
+        char line[128];
+        snprintf(line, sizeof line, "lease-field = %s", presets[i].field);
+        EXPECT_LINE(&c, line);
+    }
+    /* a text layout: its only node field, whatever its name */
+    const char *a1[] = {"--data-dir", data_dir(), "--layout", "time:41@1ms,host:10,seq:12",
+                        "--epoch", "2020-01-01", NULL};
+    expect_check_ok(&c, a1, NULL);
+    assert_string_equal(c.lease_field, "host");
+    /* worker before shard before machine, wherever they stand */
+    const char *a2[] = {"--data-dir", data_dir(), "--layout",
+                        "time:41@1ms,machine:4,shard:4,seq:14", "--epoch", "2020-01-01", NULL};
+    expect_check_ok(&c, a2, NULL);
+    assert_string_equal(c.lease_field, "shard");
+    /* two node fields, none of those names: name one */
+    const char *a3[] = {"--data-dir", data_dir(), "--layout", "time:41@1ms,dc:5,host:5,seq:12",
+                        "--epoch", "2020-01-01", NULL};
+    expect_check_fail(a3, NULL, "default: lease-field 'worker'", "dc, host", NULL);
+    /* no node field at all */
+    const char *a4[] = {"--data-dir", data_dir(), "--layout", "time:41@1ms,seq:22", "--epoch",
+                        "2020-01-01", NULL};
+    expect_check_fail(a4, NULL, "--layout: layout 'time:41@1ms,seq:22'", "no node field", NULL);
+    /* named: it must be one of the layout's node fields */
+    const char *a5[] = {"--data-dir", data_dir(), "--layout", "instagram", "--lease-field",
+                        "worker", NULL};
+    expect_check_fail(a5, NULL, "--lease-field: lease-field 'worker'", "no such field",
+                      "shard", NULL);
+    const char *e1[] = {"IDMINT_LEASE_FIELD=seq", NULL};
+    const char *a6[] = {"--data-dir", data_dir(), NULL};
+    expect_check_fail(a6, e1, "IDMINT_LEASE_FIELD: lease-field 'seq'", "sequence field",
+                      NULL);
+    const char *a7[] = {"--data-dir", data_dir(), "--layout", "twitter", "--lease-field",
+                        "datacenter", NULL};
+    expect_check_ok(&c, a7, NULL);
+    assert_string_equal(c.lease_field, "datacenter");
+}
+
+static void test_check_node(void **state)
+{
+    (void)state;
+    idmd_config c;
+    const char *a1[] = {"--data-dir", data_dir(), "--node", "datacenter=31", NULL};
+    expect_check_ok(&c, a1, NULL);
+    /* an unknown field, a value that does not fit, a time or seq field */
+    const char *a2[] = {"--data-dir", data_dir(), "--node", "datacentre=1", NULL};
+    expect_check_fail(a2, NULL, "--node: node 'datacentre=1'", "no field 'datacentre'",
+                      "datacenter, worker", NULL);
+    const char *a3[] = {"--data-dir", data_dir(), "--node", "datacenter=32", NULL};
+    expect_check_fail(a3, NULL, "--node: node 'datacenter=32'", "exceeds 31", NULL);
+    const char *e1[] = {"IDMINT_NODE=seq=1", NULL};
+    const char *a4[] = {"--data-dir", data_dir(), NULL};
+    expect_check_fail(a4, e1, "IDMINT_NODE: node 'seq=1'", "not a node field", NULL);
+    /* the field the lease fills, by default or named */
+    const char *a5[] = {"--data-dir", data_dir(), "--node", "datacenter=1,worker=5", NULL};
+    expect_check_fail(a5, NULL, "--node: node 'datacenter=1,worker=5'", "gives worker",
+                      "lease-field worker, from default", NULL);
+    const char *a6[] = {"--data-dir", data_dir(), "--node", "worker=5", "--lease-field",
+                        "datacenter", NULL};
+    expect_check_ok(&c, a6, NULL);
+    const char *a7[] = {"--data-dir", data_dir(), "--layout", "instagram", "--node", "shard=1",
+                        NULL};
+    expect_check_fail(a7, NULL, "gives shard", NULL);
+    /* a file source is named with its line */
+    char path[1200], where[1300];
+    write_file("node.conf", "# x\nnode = bogus=1\n", path, sizeof path);
+    snprintf(where, sizeof where, "%s:2: node 'bogus=1'", path);
+    const char *a8[] = {"--data-dir", data_dir(), "--config", path, NULL};
+    expect_check_fail(a8, NULL, where, NULL);
+}
+
+static void test_check_epoch_and_clock(void **state)
+{
+    (void)state;
+    idmd_config c;
+    char epoch[32], off[1200], clock[1300];
+    /* an epoch a day ahead */
+    snprintf(epoch, sizeof epoch, "%lld", (long long)time(NULL) * 1000 + 86400000);
+    const char *a1[] = {"--data-dir", data_dir(), "--epoch", epoch, NULL};
+    expect_check_fail(a1, NULL, "--epoch: epoch '", epoch, "is in the future", NULL);
+    const char *a2[] = {"--data-dir", data_dir(), "--layout", "time:41@1ms,worker:10,seq:12",
+                        "--epoch", epoch, NULL};
+    expect_check_fail(a2, NULL, "in the future", NULL);
+    /* the clock idmintd will use: an offset file two days ahead makes it past */
+    write_file("offset", "172800000\n", off, sizeof off);
+    snprintf(clock, sizeof clock, "offset-file:%s", off);
+    const char *a3[] = {"--data-dir", data_dir(), "--epoch", epoch, "--clock", clock, NULL};
+    expect_check_ok(&c, a3, NULL);
+    /* a time field already run out: 20 bits of ms from 2020 */
+    const char *a4[] = {"--data-dir", data_dir(), "--layout", "time:20@1ms,worker:10,seq:12",
+                        "--epoch", "2020-01-01", NULL};
+    expect_check_fail(a4, NULL, "--epoch: epoch '1577836800000'", "ran out", NULL);
+    /* the offset file: missing, not a regular file (a FIFO does not hang
+     * us), not a number */
+    snprintf(clock, sizeof clock, "offset-file:%s/no-offset", g_dir);
+    const char *a5[] = {"--data-dir", data_dir(), "--clock", clock, NULL};
+    expect_check_fail(a5, NULL, "--clock: clock 'offset-file:", "No such file", NULL);
+    char fifo[1200];
+    snprintf(fifo, sizeof fifo, "%s/offset.fifo", g_dir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    snprintf(clock, sizeof clock, "offset-file:%s", fifo);
+    expect_check_fail(a5, NULL, "not a regular file", NULL);
+    write_file("offset-bad", "soon\n", off, sizeof off);
+    snprintf(clock, sizeof clock, "offset-file:%s", off);
+    expect_check_fail(a5, NULL, "signed ms offset", NULL);
+    write_file("offset-neg", "-5000\n", off, sizeof off);
+    snprintf(clock, sizeof clock, "offset-file:%s", off);
+    expect_check_ok(&c, a5, NULL);
+}
+
+/* count-max: twitter's default fits; a preset that cannot mint the default
+ * in one request gets the default lowered (said in a comment line of the
+ * printed configuration); a value set above the layout's is refused. */
+static void test_check_count_max(void **state)
+{
+    (void)state;
+    idmd_config c;
+    char err[1024];
+    const char *a1[] = {"--data-dir", data_dir(), NULL};
+    expect_check_ok(&c, a1, NULL);
+    assert_int_equal(c.count_max, 10000);
+    assert_int_equal(c.count_max_layout, 6 * 4096); /* 5 + 1 ms, 4096 a ms */
+    assert_string_equal(c.note, "");
+
+    static const struct {
+        const char *layout;
+        uint32_t most;
+    } cases[] = {{"instagram", 6 * 1024}, /* 1 ms ticks of 1024: 6 in the 6 ms wait */
+                 {"sonyflake", 256},      /* 10 ms ticks of 256: 1 in the 15 ms wait */
+                 {"time:41@1ms,worker:10,seq:2", 24},
+                 {"time:39@10ms,worker:10,seq:1", 2},
+                 {"time:38@1s,worker:10,seq:12", 4096}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *layout = cases[i].layout;
+        uint32_t most = cases[i].most;
+        const char *a2[] = {"--data-dir", data_dir(), "--layout", layout, "--epoch",
+                            "2020-01-01", NULL};
+        expect_check_ok(&c, a2, NULL);
+        assert_int_equal(c.count_max_layout, most);
+        assert_int_equal(c.count_max, most);
+        char line[300];
+        snprintf(line, sizeof line, "count-max = %" PRIu32, most);
+        EXPECT_LINE(&c, line);
+        snprintf(line, sizeof line,
+                 "# count-max: the default 10000 lowered to %" PRIu32
+                 ", the most ids layout %s can always mint in one request",
+                 most, layout);
+        EXPECT_LINE(&c, line);
+        /* checking again changes nothing */
+        idmd_config again = c;
+        assert_int_equal(idmd_config_check(&again, err, sizeof err), 0);
+        assert_memory_equal(&again, &c, sizeof c);
+
+        /* set: at most that, from any source */
+        char v[32], want[200];
+        snprintf(v, sizeof v, "%" PRIu32, most);
+        const char *a3[] = {"--data-dir", data_dir(), "--layout", layout, "--epoch",
+                            "2020-01-01", "--count-max", v, NULL};
+        expect_check_ok(&c, a3, NULL);
+        assert_int_equal(c.count_max, most);
+        assert_string_equal(c.note, "");
+        snprintf(v, sizeof v, "%" PRIu32, most + 1);
+        snprintf(want, sizeof want, "--count-max: count-max '%s'", v);
+        char atmost[64];
+        snprintf(atmost, sizeof atmost, "at most %" PRIu32, most);
+        expect_check_fail(a3, NULL, want, layout, atmost, NULL);
+        char env[64];
+        snprintf(env, sizeof env, "IDMINT_COUNT_MAX=%" PRIu32, most + 1);
+        const char *e1[] = {env, NULL};
+        expect_check_fail(a2, e1, "IDMINT_COUNT_MAX: count-max", atmost, NULL);
+    }
+    /* the cases: instagram 8000, sonyflake 600 */
+    const char *a4[] = {"--data-dir", data_dir(), "--layout", "instagram", "--count-max", "8000",
+                        NULL};
+    expect_check_fail(a4, NULL, "count-max '8000'", "at most 6144", NULL);
+    const char *a5[] = {"--data-dir", data_dir(), "--layout", "sonyflake", "--count-max", "600",
+                        NULL};
+    expect_check_fail(a5, NULL, "count-max '600'", "at most 256", NULL);
+}
+
+static void test_check_urls(void **state)
+{
+    (void)state;
+    idmd_config c;
+    const char *a1[] = {"--data-dir", data_dir(), "--lease", "file://rel/leases", NULL};
+    expect_check_fail(a1, NULL, "--lease: lease 'file://rel/leases'", "absolute", NULL);
+    const char *a2[] = {"--data-dir", data_dir(), "--store", "sqlite://var/x.db", NULL};
+    expect_check_fail(a2, NULL, "--store: store 'sqlite://var/x.db'", "absolute", NULL);
+    const char *e1[] = {"IDMINT_STORE=sqlite://./x.db", NULL};
+    expect_check_fail(a1, e1, "--lease: lease", NULL); /* the lease is checked first */
+    const char *a3[] = {"--data-dir", data_dir(), NULL};
+    expect_check_fail(a3, e1, "IDMINT_STORE: store 'sqlite://./x.db'", "absolute", NULL);
+    const char *a4[] = {"--data-dir", data_dir(), "--lease", "zookeeper://h/x", NULL};
+    expect_check_fail(a4, NULL, "lease 'zookeeper://h/x'", "unknown scheme", NULL);
+    const char *a5[] = {"--data-dir", data_dir(), "--store", "file:///x.db", NULL};
+    expect_check_fail(a5, NULL, "store 'file:///x.db'", "unknown scheme", NULL);
+    const char *a6[] = {"--data-dir", data_dir(), "--store", "sqlite:///x/", NULL};
+    expect_check_fail(a6, NULL, "store 'sqlite:///x/'", "directory", NULL);
+    const char *a7[] = {"--data-dir", data_dir(), "--store", "sqlite:///x.db?mode=ro", NULL};
+    expect_check_fail(a7, NULL, "'?'", NULL);
+    const char *a8[] = {"--data-dir", data_dir(), "--lease", "etcd://127.0.0.1:2379/x",
+                        "--store", "postgres://u@h/db", NULL};
+    expect_check_ok(&c, a8, NULL);
+    const char *a9[] = {"--data-dir", data_dir(), "--lease", "file:///abs/leases", "--store",
+                        "sqlite:///abs/s.db", NULL};
+    expect_check_ok(&c, a9, NULL);
+    /* a data-dir whose store URL sqlite would refuse */
+    char odd[1300];
+    snprintf(odd, sizeof odd, "%s/50%%", g_dir);
+    const char *a10[] = {"--data-dir", odd, NULL};
+    expect_check_fail(a10, NULL, "--data-dir: data-dir '", "the store URL made from it", "'%'",
+                      NULL);
+}
+
+/* data-dir is made absolute (the URLs made from it must be); a file in its
+ * place is refused. */
+static void test_check_data_dir(void **state)
+{
+    (void)state;
+    idmd_config c;
+    char cwd[1024], want[1200];
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    assert_int_equal(chdir(g_dir), 0);
+    const char *a1[] = {NULL};
+    expect_check_ok(&c, a1, NULL);
+    snprintf(want, sizeof want, "%s/var", g_dir);
+    assert_string_equal(c.data_dir, want);
+    const char *a2[] = {"--data-dir", "././sub/dir", NULL};
+    expect_check_ok(&c, a2, NULL);
+    snprintf(want, sizeof want, "%s/sub/dir", g_dir);
+    assert_string_equal(c.data_dir, want);
+    const char *a3[] = {"--data-dir", ".", NULL};
+    expect_check_ok(&c, a3, NULL);
+    assert_string_equal(c.data_dir, g_dir);
+    assert_int_equal(chdir(cwd), 0);
+    char file[1200];
+    write_file("not-a-dir", "x", file, sizeof file);
+    const char *a4[] = {"--data-dir", file, NULL};
+    expect_check_fail(a4, NULL, "--data-dir: data-dir '", "not a directory", NULL);
+}
+
+static void test_check_token_file(void **state)
+{
+    (void)state;
+    idmd_config c;
+    char path[1200], flag[1300];
+    const char *a[] = {"--data-dir", data_dir(), flag, NULL};
+    snprintf(flag, sizeof flag, "--token-file=%s/missing", g_dir);
+    expect_check_fail(a, NULL, "--token-file: token-file '", "missing'", "No such file", NULL);
+    snprintf(flag, sizeof flag, "--token-file=%s", g_dir);
+    expect_check_fail(a, NULL, "not a regular file", NULL);
+    snprintf(path, sizeof path, "%s/token.fifo", g_dir);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    snprintf(flag, sizeof flag, "--token-file=%s", path);
+    expect_check_fail(a, NULL, "token.fifo'", "not a regular file", NULL);
+
+    /* IDMD_TOKEN_MAX bytes pass, with or without a final LF or CRLF; one
+     * more does not; nor does an empty file, a short token, a space, a
+     * second line. Trailing line ends are not the token (as main.c reads
+     * it). */
+    char *tok = malloc(IDMD_TOKEN_MAX + 8);
+    assert_non_null(tok);
+    for (size_t i = 0; i < IDMD_TOKEN_MAX + 1; i++)
+        tok[i] = (char)('A' + i % 26);
+    static const char *const ends[] = {"", "\n", "\r\n"};
+    for (size_t i = 0; i < 3; i++) {
+        strcpy(tok + IDMD_TOKEN_MAX, ends[i]);
+        write_file("token", tok, path, sizeof path);
+        snprintf(flag, sizeof flag, "--token-file=%s", path);
+        expect_check_ok(&c, a, NULL);
+        tok[IDMD_TOKEN_MAX] = 'Q';
+        strcpy(tok + IDMD_TOKEN_MAX + 1, ends[i]);
+        write_file("token", tok, path, sizeof path);
+        expect_check_fail(a, NULL, "longer than 4096 bytes", NULL);
+    }
+    /* a 305-byte token (the issue's) passes */
+    tok[305] = '\0';
+    write_file("token", tok, path, sizeof path);
+    expect_check_ok(&c, a, NULL);
+    free(tok);
+    static const struct {
+        const char *text, *why;
+    } bad[] = {{"", "empty"},
+               {"\n", "empty"},
+               {"\r\n", "empty"},
+               {"0123456789abcde\n", "15 bytes; at least 16"},
+               {"0123456789 abcdef\n", "byte 11"},
+               {"0123456789abcdef\nsecond-line-here\n", "byte 17"},
+               {"0123456789abcdef\t\n", "byte 17"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        write_file("token", bad[i].text, path, sizeof path);
+        idmd_config cc;
+        char err[1024];
+        assert_int_equal(build_check(&cc, a, NULL, err, sizeof err), -1);
+        CHECK(strstr(err, bad[i].why) != NULL, "token %zu: error '%s' lacks '%s'", i, err,
+              bad[i].why);
+        CHECK(strstr(err, "0123456789") == NULL, "the token leaked: %s", err);
+    }
+    write_file("token", "0123456789abcdef", path, sizeof path);
+    expect_check_ok(&c, a, NULL);
+    write_file("token", "0123456789abcdef\r\n\n", path, sizeof path); /* line ends only */
+    expect_check_ok(&c, a, NULL);
+    /* a file that is mostly line ends is still too long */
+    char *ends_only = malloc(IDMD_TOKEN_MAX + 128);
+    assert_non_null(ends_only);
+    memset(ends_only, '\n', IDMD_TOKEN_MAX + 100);
+    memcpy(ends_only, "0123456789abcdef", 16);
+    ends_only[IDMD_TOKEN_MAX + 100] = '\0';
+    write_file("token", ends_only, path, sizeof path);
+    expect_check_fail(a, NULL, "longer than 4096 bytes", NULL);
+    free(ends_only);
+    /* from the environment, named so */
+    char env[1300];
+    snprintf(env, sizeof env, "IDMINT_TOKEN_FILE=%s/none", g_dir);
+    const char *e1[] = {env, NULL};
+    const char *a2[] = {"--data-dir", data_dir(), NULL};
+    expect_check_fail(a2, e1, "IDMINT_TOKEN_FILE: token-file '", NULL);
+}
+
+static void test_check_opaque_key_file(void **state)
+{
+    (void)state;
+    idmd_config c;
+    char path[1200], flag[1300];
+    const char *a[] = {"--data-dir", data_dir(), flag, NULL};
+    snprintf(flag, sizeof flag, "--opaque-key-file=%s/missing", g_dir);
+    expect_check_fail(a, NULL, "--opaque-key-file: opaque-key-file '", "No such file", NULL);
+    snprintf(path, sizeof path, "%s/key.fifo", g_dir);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    snprintf(flag, sizeof flag, "--opaque-key-file=%s", path);
+    expect_check_fail(a, NULL, "not a regular file", NULL);
+    write_file("key", "00112233445566778899aabbccddeeff\n", path, sizeof path);
+    snprintf(flag, sizeof flag, "--opaque-key-file=%s", path);
+    expect_check_ok(&c, a, NULL);
+    write_file("key", "00112233445566778899aabbccddee\n", path, sizeof path);
+    expect_check_fail(a, NULL, "opaque-key-file '", "30 hex digits", NULL);
+    write_file("key", "", path, sizeof path);
+    expect_check_fail(a, NULL, "empty", NULL);
+}
+
+static void test_check_admin_listen(void **state)
+{
+    (void)state;
+    idmd_config c;
+    const char *a1[] = {"--data-dir", data_dir(), "--admin-listen", "127.0.0.1:7071", NULL};
+    expect_check_ok(&c, a1, NULL);
+    EXPECT_LINE(&c, "admin-listen = 127.0.0.1:7071");
+    const char *a2[] = {"--data-dir", data_dir(), "--admin-listen", "localhost:7070", NULL};
+    expect_check_fail(a2, NULL, "--admin-listen: admin-listen 'localhost:7070'",
+                      "the same address as listen (from default)", NULL);
+    const char *a3[] = {"--data-dir", data_dir(), "--listen", "0.0.0.0:8000", "--admin-listen",
+                        "127.0.0.1:8000", NULL};
+    expect_check_fail(a3, NULL, "same address as listen (from --listen)", NULL);
+    const char *a4[] = {"--data-dir", data_dir(), "--listen", "[::]:8000", "--admin-listen",
+                        "127.0.0.1:8000", NULL};
+    expect_check_fail(a4, NULL, "same address", NULL);
+    const char *a5[] = {"--data-dir", data_dir(), "--listen", "[::1]:8000", "--admin-listen",
+                        "127.0.0.1:8000", NULL};
+    expect_check_ok(&c, a5, NULL);
+    const char *a6[] = {"--data-dir", data_dir(), "--listen", "127.0.0.1:0", "--admin-listen",
+                        "127.0.0.1:0", NULL};
+    expect_check_ok(&c, a6, NULL);
+}
+
+/* Sources: a long one keeps its end; failures keep nothing. */
+static void test_sources(void **state)
+{
+    (void)state;
+    idmd_config c;
+    char err[256];
+    char longsrc[300];
+    idmd_config_defaults(&c);
+    memset(longsrc, 'p', sizeof longsrc);
+    strcpy(longsrc + 200, "/idmintd.conf:12");
+    assert_int_equal(idmd_config_set(&c, "threads", "3", longsrc, err, sizeof err), 0);
+    assert_int_equal(strlen(c.source[K_THREADS]), IDMD_SOURCE_MAX - 1);
+    assert_int_equal(strncmp(c.source[K_THREADS], "...", 3), 0);
+    assert_non_null(strstr(c.source[K_THREADS], "pp/idmintd.conf:12"));
+    assert_int_equal(idmd_config_set(&c, "threads", "99", "S", err, sizeof err), -1);
+    assert_non_null(strstr(c.source[K_THREADS], "idmintd.conf:12"));
+    assert_int_equal(idmd_config_set(&c, "threads", "4", "--threads", err, sizeof err), 0);
+    assert_string_equal(c.source[K_THREADS], "--threads");
 }
 
 /* ---- usage ---- */
@@ -974,6 +1467,16 @@ int main(void)
         cmocka_unit_test(test_check_and_help),
         cmocka_unit_test(test_print),
         cmocka_unit_test(test_usage),
+        cmocka_unit_test(test_check_lease_field),
+        cmocka_unit_test(test_check_node),
+        cmocka_unit_test(test_check_epoch_and_clock),
+        cmocka_unit_test(test_check_count_max),
+        cmocka_unit_test(test_check_urls),
+        cmocka_unit_test(test_check_data_dir),
+        cmocka_unit_test(test_check_token_file),
+        cmocka_unit_test(test_check_opaque_key_file),
+        cmocka_unit_test(test_check_admin_listen),
+        cmocka_unit_test(test_sources),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

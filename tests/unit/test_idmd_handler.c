@@ -59,8 +59,12 @@ typedef struct tapp {
     mstore *ms;
 } tapp;
 
-/* layout_text NULL: the twitter preset. mc NULL: the system clock. */
-static tapp *tapp_new(const char *layout_text, idm_manual_clock *mc)
+/* layout_text NULL: the twitter preset; a name without ':' another preset
+ * (its node fields all 1, its name in cfg.layout). mc NULL: the system
+ * clock. guarded: the generator mints only under idm_snowflake_guard, as
+ * with a lease (the app has none). backwards: its clock policy. */
+static tapp *tapp_new_ex(const char *layout_text, idm_manual_clock *mc, bool guarded,
+                         idm_backwards_policy backwards)
 {
     tapp *t = calloc(1, sizeof *t);
     idm_snowflake_opts o;
@@ -69,15 +73,29 @@ static tapp *tapp_new(const char *layout_text, idm_manual_clock *mc)
     t->mc = mc;
     t->app.cfg = &t->cfg;
     t->app.clock = mc != NULL ? idm_manual_clock_clock(mc) : idm_clock_system();
-    if (layout_text == NULL)
-        IDM_ASSERT_OK(idm_layout_preset(&t->app.layout, "twitter"));
-    else
-        IDM_ASSERT_OK(idm_layout_parse(&t->app.layout, layout_text, INT64_C(1577836800000)));
     idm_snowflake_opts_init(&o);
-    o.layout = t->app.layout;
+    if (layout_text != NULL && strchr(layout_text, ':') == NULL) {
+        IDM_ASSERT_OK(idm_layout_preset(&t->app.layout, layout_text));
+        snprintf(t->cfg.layout, sizeof t->cfg.layout, "%s", layout_text);
+        o.layout = t->app.layout;
+        for (size_t i = 0; i < idm_layout_field_count(t->app.layout); i++) {
+            idm_field_info f;
+            IDM_ASSERT_OK(idm_layout_field(t->app.layout, i, &f));
+            if (f.kind == IDM_FIELD_NODE)
+                IDM_ASSERT_OK(idm_snowflake_opts_node(&o, f.name, 1));
+        }
+    } else {
+        if (layout_text == NULL)
+            IDM_ASSERT_OK(idm_layout_preset(&t->app.layout, "twitter"));
+        else
+            IDM_ASSERT_OK(idm_layout_parse(&t->app.layout, layout_text, INT64_C(1577836800000)));
+        o.layout = t->app.layout;
+        IDM_ASSERT_OK(idm_snowflake_opts_node(&o, "datacenter", 1));
+        IDM_ASSERT_OK(idm_snowflake_opts_node(&o, "worker", 2));
+    }
     o.clock = t->app.clock;
-    IDM_ASSERT_OK(idm_snowflake_opts_node(&o, "datacenter", 1));
-    IDM_ASSERT_OK(idm_snowflake_opts_node(&o, "worker", 2));
+    o.guarded = guarded;
+    o.backwards = backwards;
     IDM_ASSERT_OK(idm_snowflake_open(&t->app.gen, &o));
     t->app.lease = NULL;
     IDM_ASSERT_OK(idm_uuid7_gen_new(&t->app.uuid7, t->app.clock, NULL));
@@ -87,6 +105,11 @@ static tapp *tapp_new(const char *layout_text, idm_manual_clock *mc)
     IDM_ASSERT_OK(idm_store_create(t->app.store, "orders", 1, 0, 1));
     pthread_mutex_init(&t->app.seq_mu, NULL);
     return t;
+}
+
+static tapp *tapp_new(const char *layout_text, idm_manual_clock *mc)
+{
+    return tapp_new_ex(layout_text, mc, false, IDM_BACKWARDS_LOGICAL);
 }
 
 static void tapp_free(tapp *t)
@@ -703,6 +726,187 @@ static void test_health_store_down(void **state)
     tapp_free(t);
 }
 
+/* A ticket store with room for many sequences (the memstore holds 8). */
+#define BIG_CAP 512
+
+typedef struct bigstore {
+    pthread_mutex_t mu;
+    char names[BIG_CAP][IDM_SEQ_NAME_MAX + 1];
+    int64_t next[BIG_CAP];
+    size_t n;
+} bigstore;
+
+static int big_find(const bigstore *b, const char *name)
+{
+    for (size_t i = 0; i < b->n; i++)
+        if (strcmp(b->names[i], name) == 0)
+            return (int)i;
+    return -1;
+}
+
+static int big_create(void *ctx, const char *name, int64_t start, uint32_t k, uint32_t n)
+{
+    bigstore *b = ctx;
+    int rc = 0;
+    (void)k;
+    (void)n;
+    pthread_mutex_lock(&b->mu);
+    if (big_find(b, name) >= 0 || b->n == BIG_CAP) {
+        rc = idm_error_fail(IDM_EEXIST, "bigstore: %s exists, or full", name);
+    } else {
+        snprintf(b->names[b->n], sizeof b->names[b->n], "%s", name);
+        b->next[b->n++] = start;
+    }
+    pthread_mutex_unlock(&b->mu);
+    return rc;
+}
+
+static int big_take(void *ctx, const char *name, int64_t size, uint32_t k, uint32_t n,
+                    int64_t limit, int64_t *start)
+{
+    bigstore *b = ctx;
+    int i, rc = 0;
+    (void)k;
+    (void)n;
+    pthread_mutex_lock(&b->mu);
+    i = big_find(b, name);
+    if (i < 0) {
+        rc = idm_error_fail(IDM_ENOSEQ, "bigstore: no %s", name);
+    } else if (b->next[i] > limit - size) {
+        rc = idm_error_fail(IDM_ERANGE, "bigstore: %s is full", name);
+    } else {
+        *start = b->next[i];
+        b->next[i] += size;
+    }
+    pthread_mutex_unlock(&b->mu);
+    return rc;
+}
+
+static int big_list(void *ctx, idm_seq_info **out, size_t *count)
+{
+    bigstore *b = ctx;
+    pthread_mutex_lock(&b->mu);
+    *out = calloc(b->n + 1, sizeof **out);
+    if (*out == NULL) {
+        pthread_mutex_unlock(&b->mu);
+        return idm_error_fail(IDM_ENOMEM, "bigstore: out of memory");
+    }
+    for (size_t i = 0; i < b->n; i++) {
+        snprintf((*out)[i].name, sizeof(*out)[i].name, "%s", b->names[i]);
+        (*out)[i].next = b->next[i];
+        (*out)[i].n = 1;
+    }
+    *count = b->n;
+    pthread_mutex_unlock(&b->mu);
+    return 0;
+}
+
+static int big_floor_get(void *ctx, const char *name, uint32_t k, int64_t *floor)
+{
+    (void)ctx;
+    (void)name;
+    (void)k;
+    *floor = 0;
+    return 0;
+}
+
+static int big_floor_raise(void *ctx, const char *name, uint32_t k, int64_t floor)
+{
+    (void)ctx;
+    (void)name;
+    (void)k;
+    (void)floor;
+    return 0;
+}
+
+static void big_close(void *ctx)
+{
+    (void)ctx;
+}
+
+static const idm_store_ops big_ops = {big_create,    big_take,        big_list,
+                                      big_floor_get, big_floor_raise, big_close};
+
+/* The threads of this process ("Threads:" in /proc/self/status). */
+static int threads_now(void)
+{
+    int n = 0;
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    assert_non_null(f);
+    while (fgets(line, sizeof line, f) != NULL)
+        if (sscanf(line, "Threads: %d", &n) == 1)
+            break;
+    fclose(f);
+    assert_true(n > 0);
+    return n;
+}
+
+/* 300 sequences in use at once (more than the 256 a fixed table held: the
+ * 257th was a 500), each answering from its own counter, looked up again
+ * in another order, all of them on one prefetch thread; a name the store
+ * does not have is 404 and takes no room; /healthz and /metrics go through
+ * them all. */
+static void test_many_sequences(void **state)
+{
+    enum { N = 300 };
+    tapp *t = tapp_new(NULL, NULL);
+    bigstore *b = calloc(1, sizeof *b);
+    idm_store *big, *mem = t->app.store;
+    idmd_response rs;
+    char path[64];
+    int before, n;
+    (void)state;
+    assert_non_null(b);
+    pthread_mutex_init(&b->mu, NULL);
+    IDM_ASSERT_OK(idm_store_custom(&big, &big_ops, b));
+    for (int i = 0; i < N; i++) {
+        snprintf(path, sizeof path, "q%03d", i);
+        IDM_ASSERT_OK(idm_store_create(big, path, 1, 0, 1));
+    }
+    t->app.store = big;
+    before = threads_now();
+    for (int i = 0; i < N; i++) {
+        snprintf(path, sizeof path, "/v1/segment/q%03d", i);
+        call(t, path, "count=3", &rs);
+        if (rs.status != 200)
+            fail_msg("sequence %d of %d: %d %s", i + 1, N, rs.status, rs.body);
+        assert_string_equal(rs.body, "{\"ids\":[\"1\",\"2\",\"3\"]}\n");
+        free(rs.body);
+    }
+    assert_int_equal(t->app.nseqs, N);
+    n = threads_now();
+    CHECK(n - before <= 1, "%d sequences in use: %d threads more (want the one keeper)", N,
+          n - before);
+    for (int i = N - 1; i >= 0; i -= 7) {
+        snprintf(path, sizeof path, "/api/segment/get/q%03d", i);
+        call(t, path, NULL, &rs);
+        assert_int_equal(rs.status, 200);
+        assert_string_equal(rs.body, "4");
+        free(rs.body);
+    }
+    call(t, "/v1/segment/q300", NULL, &rs);
+    assert_error(&rs, 404, NULL);
+    free(rs.body);
+    assert_int_equal(t->app.nseqs, N);
+    call(t, "/healthz", NULL, &rs);
+    assert_int_equal(rs.status, 200);
+    free(rs.body);
+    call(t, "/metrics", NULL, &rs);
+    assert_int_equal(rs.status, 200);
+    CHECK(metric_value(rs.body, "idmint_segment_fetches_total") >= N, "fetches: %s",
+          rs.body);
+    free(rs.body);
+    assert_int_equal(minted(t, IDMD_K_SEGMENT), 3 * N + (N + 6) / 7);
+    idmd_seqs_close(&t->app);
+    assert_null(t->app.seqs);
+    idm_store_close(big);
+    pthread_mutex_destroy(&b->mu);
+    free(b);
+    t->app.store = mem;
+    tapp_free(t);
+}
+
 /* ?format=opaque: each id as its opaque public id under the service's key
  * (base32), which the key's holder turns back into the id; refused without
  * a key and on the 128-bit endpoints. */
@@ -948,9 +1152,88 @@ static void test_count_cap(void **state)
     free(rs.body);
     call(t, "/v1/snowflake", "count=4", &rs);
     assert_error(&rs, 400, "count");
-    assert_non_null(strstr(rs.body, "from 1 to 3"));
+    CHECK(strstr(rs.body, "at most 3,") != NULL && strstr(rs.body, "count-max") != NULL,
+          "count=4 over count-max 3: %s", rs.body);
     free(rs.body);
+    /* any number above, however long, is named as such */
+    call(t, "/v1/snowflake", "count=123456789012345678901234567890", &rs);
+    assert_error(&rs, 400, "count");
+    CHECK(strstr(rs.body, "at most 3,") != NULL, "a 30-digit count: %s", rs.body);
+    free(rs.body);
+    /* what is no number says what a count is */
+    call(t, "/v1/snowflake", "count=4x", &rs);
+    assert_error(&rs, 400, "count");
+    CHECK(strstr(rs.body, "from 1 to 3") != NULL, "count=4x: %s", rs.body);
+    free(rs.body);
+    assert_int_equal(minted(t, IDMD_K_SNOWFLAKE), 10003);
     tapp_free(t);
+}
+
+/* count-max is the most ids one request mints. For a layout that mints
+ * fewer than the default 10,000 within the wait bound (instagram: 1024 a
+ * ms; sonyflake: 256 per 10 ms; the wait bound is 5 ms and a tick), the
+ * configuration check lowers it, and then count=count-max is minted, again
+ * and again back to back (each batch starting where the last left its
+ * tick), never a 503; count-max + 1 is a 400 naming count-max, minting
+ * nothing. Leaf's endpoints mint one id. (It was a 503 with Retry-After
+ * that no retry could ever satisfy.) */
+static void test_count_max_layouts(void **state)
+{
+    static const char *const layouts[] = {"instagram", "sonyflake"};
+    (void)state;
+    for (size_t li = 0; li < sizeof layouts / sizeof layouts[0]; li++) {
+        idm_manual_clock *mc;
+        tapp *t;
+        idmd_response rs;
+        idlist l;
+        char err[512], q[64], want[64];
+        uint32_t max;
+        uint64_t last = 0;
+        IDM_ASSERT_OK(idm_manual_clock_new(&mc, INT64_C(1700000000000), true));
+        t = tapp_new(layouts[li], mc);
+        if (idmd_config_check(&t->cfg, err, sizeof err) != 0)
+            fail_msg("%s: idmd_config_check: %s", layouts[li], err);
+        max = t->cfg.count_max;
+        print_message("layout %s: count-max %u\n", layouts[li], (unsigned)max);
+        CHECK(max >= 1 && max < 10000,
+              "layout %s: count-max %u: it mints fewer within the wait bound", layouts[li],
+              (unsigned)max);
+        for (int round = 0; round < 4; round++) {
+            snprintf(q, sizeof q, "count=%u", (unsigned)max);
+            call(t, "/v1/snowflake", q, &rs);
+            if (rs.status != 200)
+                fail_msg("%s, batch %d of count-max %u: %d %s", layouts[li], round,
+                         (unsigned)max, rs.status, rs.body);
+            parse_json_ids(rs.body, &l);
+            assert_int_equal(l.n, max);
+            for (size_t i = 0; i < l.n; i++) {
+                uint64_t v = dec(l.v[i]);
+                CHECK(v > last, "%s: id %zu of batch %d not above the one before", layouts[li],
+                      i, round);
+                last = v;
+            }
+            idlist_free(&l);
+            free(rs.body);
+        }
+        snprintf(q, sizeof q, "count=%u", (unsigned)max + 1);
+        call(t, "/v1/snowflake", q, &rs);
+        assert_error(&rs, 400, "count");
+        snprintf(want, sizeof want, "at most %u,", (unsigned)max);
+        CHECK(strstr(rs.body, want) != NULL, "%s: count-max + 1: %s", layouts[li], rs.body);
+        assert_int_equal(rs.retry_after_s, 0);
+        free(rs.body);
+        call(t, "/v1/snowflake", "count=1000000", &rs);
+        assert_error(&rs, 400, "count");
+        CHECK(strstr(rs.body, want) != NULL, "%s: count=1000000: %s", layouts[li], rs.body);
+        free(rs.body);
+        assert_int_equal(minted(t, IDMD_K_SNOWFLAKE), 4 * (uint64_t)max);
+        call(t, "/api/snowflake/get/x", NULL, &rs);
+        assert_int_equal(rs.status, 200);
+        CHECK(dec(rs.body) > last, "%s: Leaf's id not above the last", layouts[li]);
+        free(rs.body);
+        tapp_free(t);
+        idm_manual_clock_free(mc);
+    }
 }
 
 static void test_params(void **state)
@@ -1209,6 +1492,63 @@ static void test_auth(void **state)
     tapp_free(t);
 }
 
+/* Tokens are kept and compared whole, up to IDMD_TOKEN_MAX bytes (it was
+ * cut to 255: the first 255 bytes of a 305-byte token passed, the token
+ * itself did not). For a 305-byte and a 4096-byte token, only the token
+ * itself passes: not its first 255 or 4095 bytes, not one byte changed
+ * after them or at its start, not one byte more or less. */
+static void test_auth_long_tokens(void **state)
+{
+    static const size_t lens[] = {305, IDMD_TOKEN_MAX};
+    static char tok[IDMD_TOKEN_MAX + 1], auth[IDMD_TOKEN_MAX + 16];
+    (void)state;
+    assert_int_equal(IDMD_TOKEN_MAX, 4096);
+    for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+        size_t len = lens[li];
+        tapp *t = tapp_new(NULL, NULL);
+        idmd_response rs;
+        struct {
+            size_t n;   /* bytes of the token presented */
+            long flip;  /* the byte changed, -1: none */
+            const char *tail;
+        } wrong[] = {
+            {255, -1, ""},       {256, -1, ""},      {len - 1, -1, ""}, {4095, -1, ""},
+            {len, 255, ""},      {len, 256, ""},     {len, (long)len - 1, ""},
+            {len, 0, ""},        {len, -1, "x"},     {255, -1, "x"},
+        };
+        for (size_t i = 0; i < len; i++)
+            tok[i] = (char)('!' + (i * 7 + i / 94) % 94); /* printable, no space */
+        tok[len] = '\0';
+        tapp_token(t, tok);
+        assert_int_equal(t->app.token_len, len);
+        for (size_t w = 0; w < sizeof wrong / sizeof wrong[0]; w++) {
+            size_t n = wrong[w].n < len ? wrong[w].n : len;
+            snprintf(auth, sizeof auth, "Bearer %.*s%s", (int)n, tok, wrong[w].tail);
+            if (wrong[w].flip >= 0)
+                auth[7 + wrong[w].flip] ^= 0x01;
+            if (strcmp(auth + 7, tok) == 0)
+                continue; /* {4095} with a 305-byte token is the token */
+            call_auth(t, "GET", "/v1/snowflake", NULL, auth, &rs);
+            if (rs.status != 401)
+                fail_msg("a %zu-byte token; presented %zu bytes%s, byte %ld changed: %d %s",
+                         len, strlen(auth + 7), wrong[w].tail[0] ? " plus one" : "",
+                         wrong[w].flip, rs.status, rs.body);
+            assert_error(&rs, 401, NULL);
+            assert_true(rs.www_authenticate);
+            free(rs.body);
+        }
+        assert_int_equal(minted(t, IDMD_K_SNOWFLAKE), 0);
+        snprintf(auth, sizeof auth, "Bearer %s", tok);
+        call_auth(t, "GET", "/v1/snowflake", NULL, auth, &rs);
+        if (rs.status != 200)
+            fail_msg("the %zu-byte token itself: %d %s", len, rs.status, rs.body);
+        assert_false(rs.www_authenticate);
+        free(rs.body);
+        assert_int_equal(minted(t, IDMD_K_SNOWFLAKE), 1);
+        tapp_free(t);
+    }
+}
+
 /* ------------------------------------------------ exhaustion, clock back */
 
 static void test_exhaustion(void **state)
@@ -1323,6 +1663,91 @@ static void test_clock_back(void **state)
     idm_manual_clock_free(mc);
 }
 
+/* /healthz answers 503 whenever a mint would fail now, naming the reason
+ * (idm_snowflake_check), and 200 again when it would work:
+ *  - a wall clock stepped forward past the lease guard's wall deadline
+ *    (monotonic time within its own): minting fails, and /healthz said 200;
+ *    a renewal at the new time makes both work again; a dropped guard;
+ *  - under the refuse policy, a clock 5 ms back (within the 10 ms /healthz
+ *    used to allow whatever the policy): minting fails, /healthz said 200. */
+static void test_health_mint_check(void **state)
+{
+    idm_manual_clock *mc;
+    const idm_clock *c;
+    tapp *t;
+    idmd_response rs;
+    int64_t s = INT64_C(1000000000);
+    (void)state;
+    IDM_ASSERT_OK(idm_manual_clock_new(&mc, INT64_C(1700000000000), false));
+    c = idm_manual_clock_clock(mc);
+    t = tapp_new_ex(NULL, mc, true, IDM_BACKWARDS_LOGICAL);
+    call(t, "/healthz", NULL, &rs); /* no guard given yet: nothing is minted */
+    assert_int_equal(rs.status, 503);
+    CHECK(strstr(rs.body, "lease") != NULL, "no guard: %s", rs.body);
+    free(rs.body);
+    /* a renewal: 10 s on the monotonic clock, 8 s on the wall clock */
+    IDM_ASSERT_OK(idm_snowflake_guard(t->app.gen, c->mono_ns(c->ctx) + 10 * s,
+                                      c->wall_ns(c->ctx) + 8 * s,
+                                      idm_manual_clock_now_ms(mc) + 10000));
+    call(t, "/healthz", NULL, &rs);
+    assert_int_equal(rs.status, 200);
+    free(rs.body);
+    call(t, "/v1/snowflake", NULL, &rs);
+    assert_int_equal(rs.status, 200);
+    free(rs.body);
+
+    idm_manual_clock_skew(mc, 9000, 0); /* the wall clock steps 9 s forward */
+    call(t, "/v1/snowflake", NULL, &rs);
+    assert_error(&rs, 503, NULL);
+    assert_true(rs.retry_after_s > 0);
+    free(rs.body);
+    call(t, "/healthz", NULL, &rs);
+    print_message("wall clock past the lease's wall deadline: healthz %d %s", rs.status,
+                  rs.body);
+    assert_int_equal(rs.status, 503);
+    assert_string_equal(rs.content_type, CT_JSON);
+    assert_true(strncmp(rs.body, "{\"status\":\"unavailable\",\"reason\":\"", 34) == 0);
+    CHECK(strstr(rs.body, "lease") != NULL && strstr(rs.body, "wall") != NULL,
+          "the reason names the lease's wall deadline: %s", rs.body);
+    free(rs.body);
+    IDM_ASSERT_OK(idm_snowflake_guard(t->app.gen, c->mono_ns(c->ctx) + 10 * s,
+                                      c->wall_ns(c->ctx) + 8 * s,
+                                      idm_manual_clock_now_ms(mc) + 10000));
+    call(t, "/healthz", NULL, &rs);
+    assert_int_equal(rs.status, 200);
+    free(rs.body);
+    call(t, "/v1/snowflake", NULL, &rs);
+    assert_int_equal(rs.status, 200);
+    free(rs.body);
+    idm_snowflake_guard_drop(t->app.gen);
+    call(t, "/healthz", NULL, &rs);
+    assert_int_equal(rs.status, 503);
+    CHECK(strstr(rs.body, "lease") != NULL, "guard dropped: %s", rs.body);
+    free(rs.body);
+    assert_int_equal(minted(t, IDMD_K_SNOWFLAKE), 2);
+    tapp_free(t);
+
+    t = tapp_new_ex(NULL, mc, false, IDM_BACKWARDS_REFUSE);
+    call(t, "/v1/snowflake", NULL, &rs);
+    assert_int_equal(rs.status, 200);
+    free(rs.body);
+    idm_manual_clock_advance(mc, -5);
+    call(t, "/v1/snowflake", NULL, &rs);
+    assert_error(&rs, 503, NULL);
+    free(rs.body);
+    call(t, "/healthz", NULL, &rs);
+    print_message("refuse policy, clock 5 ms back: healthz %d %s", rs.status, rs.body);
+    assert_int_equal(rs.status, 503);
+    CHECK(strstr(rs.body, "clock") != NULL, "refuse, 5 ms back: %s", rs.body);
+    free(rs.body);
+    idm_manual_clock_advance(mc, 6);
+    call(t, "/healthz", NULL, &rs);
+    assert_int_equal(rs.status, 200);
+    free(rs.body);
+    tapp_free(t);
+    idm_manual_clock_free(mc);
+}
+
 /* --------------------------------------------------------------- threads */
 
 #define TH_N 4
@@ -1405,17 +1830,21 @@ int main(void)
         cmocka_unit_test(test_leaf),
         cmocka_unit_test(test_health_ping),
         cmocka_unit_test(test_health_store_down),
+        cmocka_unit_test(test_many_sequences),
         cmocka_unit_test(test_opaque_format),
         cmocka_unit_test(test_metrics),
         cmocka_unit_test(test_n1_count),
         cmocka_unit_test(test_count_cap),
+        cmocka_unit_test(test_count_max_layouts),
         cmocka_unit_test(test_params),
         cmocka_unit_test(test_no_param_endpoints_name_it),
         cmocka_unit_test(test_methods_paths),
         cmocka_unit_test(test_auth),
+        cmocka_unit_test(test_auth_long_tokens),
         cmocka_unit_test(test_scheme_case_insensitive),
         cmocka_unit_test(test_exhaustion),
         cmocka_unit_test(test_clock_back),
+        cmocka_unit_test(test_health_mint_check),
         cmocka_unit_test(test_threads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
