@@ -24,83 +24,11 @@ SHOW_ERR=600
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 
-D="$(dirname "$BIN")/idmintd"
-if [ ! -x "$D" ]; then
-    bad "no idmintd next to $BIN"
-    finish
-fi
-for tool in curl python3; do
-    if ! command -v "$tool" >/dev/null; then
-        bad "$tool is needed"
-        finish
-    fi
-done
+# shellcheck source=lib_idmintd.sh
+source "$(dirname "$0")/lib_idmintd.sh"
 
-PIDS=()
-cleanup() {
-    local p
-    for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
-    for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
-    rm -rf "$T"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-# Keep the environment's idmintd keys out of the servers started here.
-while IFS='=' read -r name _; do
-    case $name in IDMINT_*) unset "$name" ;; esac
-done < <(env)
-export HOME="$T/home"
-
-# note TEXT: printed when IDMD_TEST_VERBOSE is set (timings, for tuning).
-note() { [ -z "${IDMD_TEST_VERBOSE:-}" ] || printf 'note: %s\n' "$*" >&3; }
-now_ms() { echo $(($(date +%s%N) / 1000000)); }
-
-# start_d NAME ARGS...: idmintd --listen 127.0.0.1:0 ARGS in the background,
-# its stderr in $T/NAME.log; waits up to 10 s for its "listening" line. Sets
-# DPID and PORT (empty if it did not come up) and START_MS (ms it took).
-start_d() {
-    local name=$1 t0
-    shift
-    t0=$(now_ms)
-    "$D" --listen 127.0.0.1:0 "$@" >"$T/$name.out" 2>"$T/$name.log" &
-    DPID=$!
-    PIDS+=("$DPID")
-    PORT=
-    for _ in $(seq 200); do
-        PORT=$(sed -n 's|^idmintd: listening on http://127\.0\.0\.1:\([0-9]*\) (worker .*|\1|p' "$T/$name.log")
-        [ -n "$PORT" ] && break
-        kill -0 "$DPID" 2>/dev/null || break
-        sleep 0.05
-    done
-    START_MS=$(($(now_ms) - t0))
-    if [ -z "$PORT" ]; then
-        bad "idmintd $name did not start: $(head -c 600 "$T/$name.log")"
-        return 1
-    fi
-}
-
-# stop_d PID [SIGNAL]: signal (TERM), wait; exit status in STOPPED, ms in STOP_MS.
-stop_d() {
-    local t0
-    t0=$(now_ms)
-    kill -"${2:-TERM}" "$1" 2>/dev/null
-    { wait "$1"; } 2>/dev/null
-    STOPPED=$?
-    STOP_MS=$(($(now_ms) - t0))
-}
-
-# get PORT PATH [CURL ARGS...]: one request; status in CODE, body in
-# $T/body, headers in $T/hdr.
-get() {
-    local port=$1 path=$2
-    shift 2
-    CODE=$(curl -sg --max-time 10 -o "$T/body" -D "$T/hdr" -w '%{http_code}' "$@" \
-        "http://127.0.0.1:$port$path" 2>/dev/null)
-}
 # header NAME: the value of header NAME in $T/hdr (case-insensitive).
 header() { tr -d '\r' <"$T/hdr" | sed -n "s/^$1: *//Ip" | head -n 1; }
-# body_short: the start of the last body, for messages.
-body_short() { head -c 300 "$T/body" | tr '\n' ' '; }
 # pyj EXPR: evaluate EXPR with j = the last body parsed as JSON; prints the
 # result, fails if the body is no JSON or EXPR is false/raises.
 pyj() {
@@ -128,52 +56,11 @@ health_worker() {
 # The raw-socket side, in Python: see each command's docstring.
 cat >"$T/h.py" <<'PY'
 import http.client, json, socket, sys, threading, time
+from idmd_http import read_all, read_one, status_of
 
 def conn(port, timeout=5):
     s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
     return s
-
-def read_all(s, limit=10):
-    """Everything until the peer closes or the timeout."""
-    out = b""
-    s.settimeout(limit)
-    try:
-        while True:
-            b = s.recv(65536)
-            if not b:
-                break
-            out += b
-    except (socket.timeout, ConnectionResetError):
-        pass
-    return out
-
-def status_of(data):
-    line = data.split(b"\r\n", 1)[0].split()
-    return int(line[1]) if len(line) >= 2 and line[0].startswith(b"HTTP/") else 0
-
-def read_one(s, limit=5):
-    """One response (headers and a Content-Length body), or what came
-    before the peer closed, reset or the timeout."""
-    out = b""
-    s.settimeout(limit)
-    try:
-        while True:
-            i = out.find(b"\r\n\r\n")
-            if i >= 0:
-                n = 0
-                for h in out[:i].split(b"\r\n")[1:]:
-                    k, _, v = h.partition(b":")
-                    if k.strip().lower() == b"content-length":
-                        n = int(v.strip())
-                if len(out) >= i + 4 + n:
-                    break
-            b = s.recv(65536)
-            if not b:
-                break
-            out += b
-    except (socket.timeout, ConnectionResetError):
-        pass
-    return out
 
 def one(port, raw, limit=5):
     """Send raw bytes, return the status of the first answer (0: none)."""
@@ -391,13 +278,6 @@ cmds = {"full": cmd_full, "bigheader": cmd_bigheader, "bigbody": cmd_bigbody, "g
 port = int(sys.argv[2])
 cmds[sys.argv[1]](port, *sys.argv[3:])
 PY
-h() { python3 "$T/h.py" "$@" 2>>"$T/py.err"; }
-
-# alive PORT NAME: the server answers /ping with 200 (it kept serving).
-alive() {
-    get "$1" /ping
-    check "$2: the server still answers (/ping $CODE)" test "$CODE" = 200
-}
 
 T_START=$(now_ms)
 

@@ -28,76 +28,14 @@ set -u
 exec 3>&2
 FAIL_FD=3
 SHOW_ERR=600
+IDMD_NEEDS=timeout
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 
-D="$(cd "$(dirname "$BIN")" && pwd)/idmintd"
-if [ ! -x "$D" ]; then
-    bad "no idmintd next to $BIN"
-    finish
-fi
-for tool in curl python3 timeout; do
-    if ! command -v "$tool" >/dev/null; then
-        bad "$tool is needed"
-        finish
-    fi
-done
-
-PIDS=()
-cleanup() {
-    local p
-    for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
-    for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
-    rm -rf "$T"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-# Keep the environment's idmintd keys out of the servers started here.
-while IFS='=' read -r name _; do
-    case $name in IDMINT_*) unset "$name" ;; esac
-done < <(env)
-export HOME="$T/home"
+# shellcheck source=lib_idmintd.sh
+source "$(dirname "$0")/lib_idmintd.sh"
 cd "$T" || exit 1
 
-# note TEXT: printed when IDMD_TEST_VERBOSE is set (timings, for tuning).
-note() { [ -z "${IDMD_TEST_VERBOSE:-}" ] || printf 'note: %s\n' "$*" >&3; }
-
-# start_d NAME ARGS...: idmintd --listen 127.0.0.1:0 ARGS in the background,
-# its stderr in $T/NAME.log; waits up to 10 s for its "listening" line. Sets
-# DPID and PORT (empty if it did not come up).
-start_d() {
-    local name=$1
-    shift
-    : >"$T/$name.log"
-    "$D" --listen 127.0.0.1:0 "$@" >"$T/$name.out" 2>>"$T/$name.log" &
-    DPID=$!
-    PIDS+=("$DPID")
-    PORT=
-    for _ in $(seq 200); do
-        PORT=$(sed -n 's|^idmintd: listening on http://127\.0\.0\.1:\([0-9]*\) (worker .*|\1|p' "$T/$name.log")
-        [ -n "$PORT" ] && break
-        kill -0 "$DPID" 2>/dev/null || break
-        sleep 0.05
-    done
-    if [ -z "$PORT" ]; then
-        bad "idmintd $name ($*) did not start: $(head -c 600 "$T/$name.log")"
-        return 1
-    fi
-}
-# stop_d PID: SIGTERM and wait; exit status in STOPPED.
-stop_d() {
-    kill -TERM "$1" 2>/dev/null
-    { wait "$1"; } 2>/dev/null
-    STOPPED=$?
-}
-# get PORT PATH [CURL ARGS...]: one request; status in CODE, body in $T/body.
-get() {
-    local port=$1 path=$2
-    shift 2
-    CODE=$(curl -sg --max-time 10 -o "$T/body" -w '%{http_code}' "$@" \
-        "http://127.0.0.1:$port$path" 2>/dev/null)
-}
-body_short() { head -c 300 "$T/body" | tr '\n' ' '; }
 # metric PORT NAME: the value of the metric line starting with NAME (0 if none).
 metric() {
     curl -sg --max-time 10 "http://127.0.0.1:$1/metrics" 2>/dev/null |
@@ -108,15 +46,12 @@ not_ok_total() {
     curl -sg --max-time 10 "http://127.0.0.1:$1/metrics" 2>/dev/null |
         awk 'BEGIN { s = 0 } /^idmint_http_requests_total\{code="/ && !/code="200"/ { s += $2 } END { print s }'
 }
-alive() {
-    get "$1" /ping
-    check "$2: the server still answers (/ping $CODE)" test "$CODE" = 200
-}
 
 # The raw-socket side, in Python: see each command's docstring. Every
 # socket has a timeout; every loop a bound.
 cat >"$T/h.py" <<'PY'
 import os, select, socket, sys, time
+from idmd_http import read_one, status_of
 
 def conn(port, src=None, timeout=10):
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -125,34 +60,6 @@ def conn(port, src=None, timeout=10):
         s.bind((src, 0))
     s.connect(("127.0.0.1", port))
     return s
-
-def read_one(s, limit=10):
-    """One response (head and Content-Length body), or what came before the
-    peer closed, reset or the timeout."""
-    out = b""
-    s.settimeout(limit)
-    try:
-        while True:
-            i = out.find(b"\r\n\r\n")
-            if i >= 0:
-                n = 0
-                for h in out[:i].split(b"\r\n")[1:]:
-                    k, _, v = h.partition(b":")
-                    if k.strip().lower() == b"content-length":
-                        n = int(v.strip())
-                if len(out) >= i + 4 + n:
-                    break
-            b = s.recv(65536)
-            if not b:
-                break
-            out += b
-    except (socket.timeout, ConnectionResetError):
-        pass
-    return out
-
-def status_of(data):
-    line = data.split(b"\r\n", 1)[0].split()
-    return int(line[1]) if len(line) >= 2 and line[0].startswith(b"HTTP/") else 0
 
 def closed_after(s, limit=10):
     """True if the peer closes (or resets) within limit s, reading on."""
@@ -314,7 +221,6 @@ cmds = {"head": cmd_head, "line": cmd_line, "framing": cmd_framing, "trickle": c
         "keepalive": cmd_keepalive, "flood": cmd_flood, "freeport": cmd_freeport}
 cmds[sys.argv[1]](int(sys.argv[2]), *sys.argv[3:])
 PY
-h() { python3 "$T/h.py" "$@" 2>>"$T/py.err"; }
 
 # flood_start PORT N SRC WANT_CLOSED: slow clients in the background (at most
 # 30 s); waits for them to settle. flood_end: lets them go; their final

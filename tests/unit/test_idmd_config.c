@@ -97,20 +97,29 @@ static int build(idmd_config *c, const char *const *args, const char *const *env
     return rc;
 }
 
-static void expect_ok(idmd_config *c, const char *const *args, const char *const *env)
+/* A step that builds from args (and env): build, or build_check (below),
+ * which also checks; 0 or -1, err holds the message. */
+typedef int (*build_fn)(idmd_config *c, const char *const *args, const char *const *env,
+                        char *err, size_t errlen);
+
+/* step (named what in a failure) passes. */
+static void expect_ok_by(build_fn step, const char *what, idmd_config *c,
+                         const char *const *args, const char *const *env)
 {
-    char err[512];
-    int rc = build(c, args, env, err, sizeof err);
-    CHECK(rc == 0, "build failed: %s", err);
+    char err[1024];
+    int rc = step(c, args, env, err, sizeof err);
+    CHECK(rc == 0, "%s failed: %s", what, err);
 }
 
-/* The build fails and the message holds each of the NULL-terminated needles. */
-static void expect_fail(const char *const *args, const char *const *env, ...)
+/* step (named what in a failure) fails and its message holds each of the
+ * NULL-terminated needles. */
+static void expect_fail_by(build_fn step, const char *what, const char *const *args,
+                           const char *const *env, ...)
 {
     idmd_config c;
     char err[1024];
-    int rc = build(&c, args, env, err, sizeof err);
-    CHECK(rc == -1, "build succeeded, expected an error");
+    int rc = step(&c, args, env, err, sizeof err);
+    CHECK(rc == -1, "%s passed, expected an error", what);
     va_list ap;
     va_start(ap, env);
     for (const char *want = va_arg(ap, const char *); want != NULL;
@@ -118,6 +127,11 @@ static void expect_fail(const char *const *args, const char *const *env, ...)
         CHECK(strstr(err, want) != NULL, "error '%s' lacks '%s'", err, want);
     va_end(ap);
 }
+
+/* The build passes; the build fails with the NULL-terminated needles
+ * (expect_fail(args, env, needle..., NULL)). */
+#define expect_ok(c, args, env) expect_ok_by(build, "build", c, args, env)
+#define expect_fail(...) expect_fail_by(build, "build", __VA_ARGS__)
 
 static bool has_line(const idmd_config *c, const char *line)
 {
@@ -992,27 +1006,10 @@ static int build_check(idmd_config *c, const char *const *args, const char *cons
     return rc;
 }
 
-static void expect_check_ok(idmd_config *c, const char *const *args, const char *const *env)
-{
-    char err[1024];
-    int rc = build_check(c, args, env, err, sizeof err);
-    CHECK(rc == 0, "check failed: %s", err);
-}
-
-/* The check fails and its message holds each of the NULL-terminated needles. */
-static void expect_check_fail(const char *const *args, const char *const *env, ...)
-{
-    idmd_config c;
-    char err[1024];
-    int rc = build_check(&c, args, env, err, sizeof err);
-    CHECK(rc == -1, "check passed, expected an error");
-    va_list ap;
-    va_start(ap, env);
-    for (const char *want = va_arg(ap, const char *); want != NULL;
-         want = va_arg(ap, const char *))
-        CHECK(strstr(err, want) != NULL, "error '%s' lacks '%s'", err, want);
-    va_end(ap);
-}
+/* The build and the check pass; the check fails with the NULL-terminated
+ * needles (expect_check_fail(args, env, needle..., NULL)). */
+#define expect_check_ok(c, args, env) expect_ok_by(build_check, "check", c, args, env)
+#define expect_check_fail(...) expect_fail_by(build_check, "check", __VA_ARGS__)
 
 /* A data directory under the test directory, so nothing lands in the cwd. */
 static const char *data_dir(void)

@@ -726,122 +726,6 @@ static void test_health_store_down(void **state)
     tapp_free(t);
 }
 
-/* A ticket store with room for many sequences (the memstore holds 8). */
-#define BIG_CAP 512
-
-typedef struct bigstore {
-    pthread_mutex_t mu;
-    char names[BIG_CAP][IDM_SEQ_NAME_MAX + 1];
-    int64_t next[BIG_CAP];
-    size_t n;
-} bigstore;
-
-static int big_find(const bigstore *b, const char *name)
-{
-    for (size_t i = 0; i < b->n; i++)
-        if (strcmp(b->names[i], name) == 0)
-            return (int)i;
-    return -1;
-}
-
-static int big_create(void *ctx, const char *name, int64_t start, uint32_t k, uint32_t n)
-{
-    bigstore *b = ctx;
-    int rc = 0;
-    (void)k;
-    (void)n;
-    pthread_mutex_lock(&b->mu);
-    if (big_find(b, name) >= 0 || b->n == BIG_CAP) {
-        rc = idm_error_fail(IDM_EEXIST, "bigstore: %s exists, or full", name);
-    } else {
-        snprintf(b->names[b->n], sizeof b->names[b->n], "%s", name);
-        b->next[b->n++] = start;
-    }
-    pthread_mutex_unlock(&b->mu);
-    return rc;
-}
-
-static int big_take(void *ctx, const char *name, int64_t size, uint32_t k, uint32_t n,
-                    int64_t limit, int64_t *start)
-{
-    bigstore *b = ctx;
-    int i, rc = 0;
-    (void)k;
-    (void)n;
-    pthread_mutex_lock(&b->mu);
-    i = big_find(b, name);
-    if (i < 0) {
-        rc = idm_error_fail(IDM_ENOSEQ, "bigstore: no %s", name);
-    } else if (b->next[i] > limit - size) {
-        rc = idm_error_fail(IDM_ERANGE, "bigstore: %s is full", name);
-    } else {
-        *start = b->next[i];
-        b->next[i] += size;
-    }
-    pthread_mutex_unlock(&b->mu);
-    return rc;
-}
-
-static int big_list(void *ctx, idm_seq_info **out, size_t *count)
-{
-    bigstore *b = ctx;
-    pthread_mutex_lock(&b->mu);
-    *out = calloc(b->n + 1, sizeof **out);
-    if (*out == NULL) {
-        pthread_mutex_unlock(&b->mu);
-        return idm_error_fail(IDM_ENOMEM, "bigstore: out of memory");
-    }
-    for (size_t i = 0; i < b->n; i++) {
-        snprintf((*out)[i].name, sizeof(*out)[i].name, "%s", b->names[i]);
-        (*out)[i].next = b->next[i];
-        (*out)[i].n = 1;
-    }
-    *count = b->n;
-    pthread_mutex_unlock(&b->mu);
-    return 0;
-}
-
-static int big_floor_get(void *ctx, const char *name, uint32_t k, int64_t *floor)
-{
-    (void)ctx;
-    (void)name;
-    (void)k;
-    *floor = 0;
-    return 0;
-}
-
-static int big_floor_raise(void *ctx, const char *name, uint32_t k, int64_t floor)
-{
-    (void)ctx;
-    (void)name;
-    (void)k;
-    (void)floor;
-    return 0;
-}
-
-static void big_close(void *ctx)
-{
-    (void)ctx;
-}
-
-static const idm_store_ops big_ops = {big_create,    big_take,        big_list,
-                                      big_floor_get, big_floor_raise, big_close};
-
-/* The threads of this process ("Threads:" in /proc/self/status). */
-static int threads_now(void)
-{
-    int n = 0;
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    assert_non_null(f);
-    while (fgets(line, sizeof line, f) != NULL)
-        if (sscanf(line, "Threads: %d", &n) == 1)
-            break;
-    fclose(f);
-    assert_true(n > 0);
-    return n;
-}
-
 /* 300 sequences in use at once (more than the 256 a fixed table held: the
  * 257th was a 500), each answering from its own counter, looked up again
  * in another order, all of them on one prefetch thread; a name the store
@@ -851,21 +735,16 @@ static void test_many_sequences(void **state)
 {
     enum { N = 300 };
     tapp *t = tapp_new(NULL, NULL);
-    bigstore *b = calloc(1, sizeof *b);
     idm_store *big, *mem = t->app.store;
+    mstore *b = idm_test_memstore_new(&big);
     idmd_response rs;
     char path[64];
     int before, n;
     (void)state;
     assert_non_null(b);
-    pthread_mutex_init(&b->mu, NULL);
-    IDM_ASSERT_OK(idm_store_custom(&big, &big_ops, b));
-    for (int i = 0; i < N; i++) {
-        snprintf(path, sizeof path, "q%03d", i);
-        IDM_ASSERT_OK(idm_store_create(big, path, 1, 0, 1));
-    }
+    IDM_ASSERT_OK(idm_test_memstore_create_many(big, "q", N, 1, 0, 1));
     t->app.store = big;
-    before = threads_now();
+    before = idm_test_threads_now();
     for (int i = 0; i < N; i++) {
         snprintf(path, sizeof path, "/v1/segment/q%03d", i);
         call(t, path, "count=3", &rs);
@@ -875,7 +754,7 @@ static void test_many_sequences(void **state)
         free(rs.body);
     }
     assert_int_equal(t->app.nseqs, N);
-    n = threads_now();
+    n = idm_test_threads_now();
     CHECK(n - before <= 1, "%d sequences in use: %d threads more (want the one keeper)", N,
           n - before);
     for (int i = N - 1; i >= 0; i -= 7) {
@@ -900,9 +779,7 @@ static void test_many_sequences(void **state)
     assert_int_equal(minted(t, IDMD_K_SEGMENT), 3 * N + (N + 6) / 7);
     idmd_seqs_close(&t->app);
     assert_null(t->app.seqs);
-    idm_store_close(big);
-    pthread_mutex_destroy(&b->mu);
-    free(b);
+    idm_test_memstore_free(b, big);
     t->app.store = mem;
     tapp_free(t);
 }
@@ -1663,6 +1540,24 @@ static void test_clock_back(void **state)
     idm_manual_clock_free(mc);
 }
 
+/* A lease renewal at mc's time now (10 s on the monotonic clock, 8 s on the
+ * wall clock), after which /healthz answers 200 and a snowflake is minted. */
+static void renew_mints(tapp *t, idm_manual_clock *mc)
+{
+    const idm_clock *c = idm_manual_clock_clock(mc);
+    int64_t s = INT64_C(1000000000);
+    idmd_response rs;
+    IDM_ASSERT_OK(idm_snowflake_guard(t->app.gen, c->mono_ns(c->ctx) + 10 * s,
+                                      c->wall_ns(c->ctx) + 8 * s,
+                                      idm_manual_clock_now_ms(mc) + 10000));
+    call(t, "/healthz", NULL, &rs);
+    assert_int_equal(rs.status, 200);
+    free(rs.body);
+    call(t, "/v1/snowflake", NULL, &rs);
+    assert_int_equal(rs.status, 200);
+    free(rs.body);
+}
+
 /* /healthz answers 503 whenever a mint would fail now, naming the reason
  * (idm_snowflake_check), and 200 again when it would work:
  *  - a wall clock stepped forward past the lease guard's wall deadline
@@ -1673,28 +1568,16 @@ static void test_clock_back(void **state)
 static void test_health_mint_check(void **state)
 {
     idm_manual_clock *mc;
-    const idm_clock *c;
     tapp *t;
     idmd_response rs;
-    int64_t s = INT64_C(1000000000);
     (void)state;
     IDM_ASSERT_OK(idm_manual_clock_new(&mc, INT64_C(1700000000000), false));
-    c = idm_manual_clock_clock(mc);
     t = tapp_new_ex(NULL, mc, true, IDM_BACKWARDS_LOGICAL);
     call(t, "/healthz", NULL, &rs); /* no guard given yet: nothing is minted */
     assert_int_equal(rs.status, 503);
     CHECK(strstr(rs.body, "lease") != NULL, "no guard: %s", rs.body);
     free(rs.body);
-    /* a renewal: 10 s on the monotonic clock, 8 s on the wall clock */
-    IDM_ASSERT_OK(idm_snowflake_guard(t->app.gen, c->mono_ns(c->ctx) + 10 * s,
-                                      c->wall_ns(c->ctx) + 8 * s,
-                                      idm_manual_clock_now_ms(mc) + 10000));
-    call(t, "/healthz", NULL, &rs);
-    assert_int_equal(rs.status, 200);
-    free(rs.body);
-    call(t, "/v1/snowflake", NULL, &rs);
-    assert_int_equal(rs.status, 200);
-    free(rs.body);
+    renew_mints(t, mc); /* a renewal: both work */
 
     idm_manual_clock_skew(mc, 9000, 0); /* the wall clock steps 9 s forward */
     call(t, "/v1/snowflake", NULL, &rs);
@@ -1710,15 +1593,7 @@ static void test_health_mint_check(void **state)
     CHECK(strstr(rs.body, "lease") != NULL && strstr(rs.body, "wall") != NULL,
           "the reason names the lease's wall deadline: %s", rs.body);
     free(rs.body);
-    IDM_ASSERT_OK(idm_snowflake_guard(t->app.gen, c->mono_ns(c->ctx) + 10 * s,
-                                      c->wall_ns(c->ctx) + 8 * s,
-                                      idm_manual_clock_now_ms(mc) + 10000));
-    call(t, "/healthz", NULL, &rs);
-    assert_int_equal(rs.status, 200);
-    free(rs.body);
-    call(t, "/v1/snowflake", NULL, &rs);
-    assert_int_equal(rs.status, 200);
-    free(rs.body);
+    renew_mints(t, mc); /* a renewal at the new time: both work again */
     idm_snowflake_guard_drop(t->app.gen);
     call(t, "/healthz", NULL, &rs);
     assert_int_equal(rs.status, 503);

@@ -518,139 +518,6 @@ static void test_sqlite(void **state)
 
 /* ------------------------------------------- one keeper thread a store */
 
-/* A ticket store with room for many sequences (the memstore holds 8), one
- * store of one (k 0 of 1), that notes the threads its blocks are taken on
- * and can be made slow. */
-#define MANY_CAP 512
-#define MANY_TAKERS 16
-
-typedef struct many {
-    pthread_mutex_t mu;
-    char names[MANY_CAP][IDM_SEQ_NAME_MAX + 1];
-    int64_t next[MANY_CAP];
-    size_t n;
-    pthread_t takers[MANY_TAKERS]; /* distinct threads that took blocks */
-    size_t ntakers;
-    atomic_int delay_ms;
-} many;
-
-static int many_find(const many *m, const char *name)
-{
-    for (size_t i = 0; i < m->n; i++)
-        if (strcmp(m->names[i], name) == 0)
-            return (int)i;
-    return -1;
-}
-
-static int many_create(void *ctx, const char *name, int64_t start, uint32_t k, uint32_t n)
-{
-    many *m = ctx;
-    int rc = 0;
-    if (k != 0 || n != 1)
-        return idm_error_fail(IDM_EINVAL, "many: one store only");
-    pthread_mutex_lock(&m->mu);
-    if (many_find(m, name) >= 0) {
-        rc = idm_error_fail(IDM_EEXIST, "many: %s exists", name);
-    } else if (m->n == MANY_CAP) {
-        rc = idm_error_fail(IDM_EINVAL, "many: full");
-    } else {
-        snprintf(m->names[m->n], sizeof m->names[m->n], "%s", name);
-        m->next[m->n++] = start;
-    }
-    pthread_mutex_unlock(&m->mu);
-    return rc;
-}
-
-static int many_take(void *ctx, const char *name, int64_t size, uint32_t k, uint32_t n,
-                     int64_t limit, int64_t *start)
-{
-    many *m = ctx;
-    int i, rc = 0, delay = atomic_load(&m->delay_ms);
-    size_t t;
-    (void)k;
-    (void)n;
-    if (delay > 0)
-        sleep_ms(delay);
-    pthread_mutex_lock(&m->mu);
-    for (t = 0; t < m->ntakers && !pthread_equal(m->takers[t], pthread_self()); t++)
-        ;
-    if (t == m->ntakers && t < MANY_TAKERS)
-        m->takers[m->ntakers++] = pthread_self();
-    i = many_find(m, name);
-    if (i < 0) {
-        rc = idm_error_fail(IDM_ENOSEQ, "many: no %s", name);
-    } else if (m->next[i] > limit - size) {
-        rc = idm_error_fail(IDM_ERANGE, "many: %s would pass its limit", name);
-    } else {
-        *start = m->next[i];
-        m->next[i] += size;
-    }
-    pthread_mutex_unlock(&m->mu);
-    return rc;
-}
-
-static int many_list(void *ctx, idm_seq_info **out, size_t *count)
-{
-    many *m = ctx;
-    pthread_mutex_lock(&m->mu);
-    *out = calloc(m->n + 1, sizeof **out);
-    if (*out == NULL) {
-        pthread_mutex_unlock(&m->mu);
-        return idm_error_fail(IDM_ENOMEM, "many: out of memory");
-    }
-    for (size_t i = 0; i < m->n; i++) {
-        snprintf((*out)[i].name, sizeof(*out)[i].name, "%s", m->names[i]);
-        (*out)[i].next = m->next[i];
-        (*out)[i].k = 0;
-        (*out)[i].n = 1;
-    }
-    *count = m->n;
-    pthread_mutex_unlock(&m->mu);
-    return 0;
-}
-
-static int many_floor_get(void *ctx, const char *name, uint32_t k, int64_t *floor)
-{
-    (void)ctx;
-    (void)name;
-    (void)k;
-    *floor = 0;
-    return 0;
-}
-
-static int many_floor_raise(void *ctx, const char *name, uint32_t k, int64_t floor)
-{
-    (void)ctx;
-    (void)name;
-    (void)k;
-    (void)floor;
-    return 0;
-}
-
-static void many_close(void *ctx)
-{
-    (void)ctx; /* freed by many_free */
-}
-
-static const idm_store_ops many_ops = {many_create,    many_take,        many_list,
-                                       many_floor_get, many_floor_raise, many_close};
-
-static many *many_new(idm_store **store)
-{
-    many *m = calloc(1, sizeof *m);
-    assert_non_null(m);
-    pthread_mutex_init(&m->mu, NULL);
-    IDM_ASSERT_OK(idm_store_custom(store, &many_ops, m));
-    return m;
-}
-
-static void many_free(many *m, idm_store *store)
-{
-    idm_store_close(store);
-    pthread_mutex_destroy(&m->mu);
-    free(m);
-}
-
 /* The position in a block of size at which the default prefetch_pct (20)
  * asks for the next block. */
 static int trigger_of_test(int size)
@@ -658,29 +525,14 @@ static int trigger_of_test(int size)
     return size - (size * 20 + 99) / 100;
 }
 
-/* The threads of this process ("Threads:" in /proc/self/status). */
-static int threads_now(void)
-{
-    int n = 0;
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    assert_non_null(f);
-    while (fgets(line, sizeof line, f) != NULL)
-        if (sscanf(line, "Threads: %d", &n) == 1)
-            break;
-    fclose(f);
-    assert_true(n > 0);
-    return n;
-}
-
 /* Wait (at most 10 s) for the thread count to come down to want: a joined
  * thread may linger in the count for a moment after its exit. */
 static int threads_settle(int want)
 {
-    int n = threads_now();
+    int n = idm_test_threads_now();
     for (int i = 0; i < 1000 && n > want; i++) {
         sleep_ms(10);
-        n = threads_now();
+        n = idm_test_threads_now();
     }
     return n;
 }
@@ -689,11 +541,11 @@ static int threads_settle(int want)
  * in 5 readings 10 ms apart (at most 10 s). */
 static int threads_quiet(void)
 {
-    int n = threads_now(), same = 0;
+    int n = idm_test_threads_now(), same = 0;
     for (int i = 0; i < 1000 && same < 5; i++) {
         int m;
         sleep_ms(10);
-        m = threads_now();
+        m = idm_test_threads_now();
         same = m == n ? same + 1 : 0;
         n = m;
     }
@@ -734,7 +586,7 @@ static void *ks_work(void *arg)
 static void test_one_keeper_per_store(void **state)
 {
     idm_store *st, *st2;
-    many *m = many_new(&st), *m2 = many_new(&st2);
+    mstore *m = ms_new(&st), *m2 = ms_new(&st2);
     idm_seq **q = calloc(KS_SEQS, sizeof *q);
     idm_seq *q2[2];
     idm_seq_opts o;
@@ -743,14 +595,12 @@ static void test_one_keeper_per_store(void **state)
     uint64_t *all = malloc(sizeof *all * KS_THREADS * KS_PER);
     int before, n;
     char name[32];
-    pthread_t keeper1;
+    pthread_t takers[IDM_TEST_MS_TAKERS], keeper1;
+    size_t ntakers;
     (void)state;
     assert_non_null(q);
     assert_non_null(all);
-    for (int i = 0; i < KS_SEQS; i++) {
-        snprintf(name, sizeof name, "s%03d", i);
-        IDM_ASSERT_OK(idm_store_create(st, name, 1, 0, 1));
-    }
+    IDM_ASSERT_OK(idm_test_memstore_create_many(st, "s", KS_SEQS, 1, 0, 1));
     IDM_ASSERT_OK(idm_store_create(st2, "x", 1, 0, 1));
     IDM_ASSERT_OK(idm_store_create(st2, "y", 1, 0, 1));
     before = threads_quiet();
@@ -761,7 +611,7 @@ static void test_one_keeper_per_store(void **state)
         o.name = name;
         IDM_ASSERT_OK(idm_seq_open(&q[i], &o));
     }
-    n = threads_now();
+    n = idm_test_threads_now();
     CHECK(n == before + 1, "%d allocators on one store: %d threads, %d before (want one more)",
           KS_SEQS, n, before);
     seq_opts(&o, &st2, 1);
@@ -769,7 +619,7 @@ static void test_one_keeper_per_store(void **state)
     IDM_ASSERT_OK(idm_seq_open(&q2[0], &o));
     o.name = "y";
     IDM_ASSERT_OK(idm_seq_open(&q2[1], &o));
-    n = threads_now();
+    n = idm_test_threads_now();
     CHECK(n == before + 2, "a second store: %d threads, %d before (want two more)", n, before);
 
     for (int t = 0; t < KS_THREADS; t++) {
@@ -786,9 +636,8 @@ static void test_one_keeper_per_store(void **state)
     for (int i = 0; i < KS_SEQS; i++) {
         int64_t limit;
         idm_seq_stats sx;
-        pthread_mutex_lock(&m->mu);
-        limit = m->next[i];
-        pthread_mutex_unlock(&m->mu);
+        snprintf(name, sizeof name, "s%03d", i);
+        limit = ms_next(m, name);
         for (int t = 0; t < KS_THREADS; t++) {
             const int64_t *v = &a[t].ids[(size_t)i * KS_PER];
             CHECK(idm_test_strictly_increasing((const uint64_t *)v, KS_PER),
@@ -806,18 +655,16 @@ static void test_one_keeper_per_store(void **state)
     }
     /* Every block after the first of each allocator (taken by open, on this
      * thread) was taken on one other thread: the keeper. */
-    pthread_mutex_lock(&m->mu);
-    CHECK(m->ntakers == 2, "blocks of one store taken on %zu threads, want this one and one "
-                           "keeper", m->ntakers);
-    keeper1 = m->takers[1];
-    pthread_mutex_unlock(&m->mu);
-    pthread_mutex_lock(&m2->mu);
-    CHECK(m2->ntakers == 2, "blocks of store 2 taken on %zu threads, want this one and its "
-                            "keeper", m2->ntakers);
-    CHECK(!pthread_equal(m2->takers[1], keeper1), "store 2's keeper is store 1's");
-    pthread_mutex_unlock(&m2->mu);
-    CHECK(threads_now() == before + 2, "%d threads after the run, %d before", threads_now(),
-          before);
+    ntakers = idm_test_memstore_takers(m, takers, IDM_TEST_MS_TAKERS);
+    CHECK(ntakers == 2, "blocks of one store taken on %zu threads, want this one and one "
+                        "keeper", ntakers);
+    keeper1 = takers[1];
+    ntakers = idm_test_memstore_takers(m2, takers, IDM_TEST_MS_TAKERS);
+    CHECK(ntakers == 2, "blocks of store 2 taken on %zu threads, want this one and its "
+                        "keeper", ntakers);
+    CHECK(!pthread_equal(takers[1], keeper1), "store 2's keeper is store 1's");
+    CHECK(idm_test_threads_now() == before + 2, "%d threads after the run, %d before",
+          idm_test_threads_now(), before);
 
     /* The last allocator of a store out stops its keeper, the first in
      * starts one again. */
@@ -827,7 +674,7 @@ static void test_one_keeper_per_store(void **state)
     CHECK(n == before + 1, "every allocator of store 1 closed: %d threads, want %d", n,
           before + 1);
     idm_seq_close(q2[0]);
-    n = threads_now();
+    n = idm_test_threads_now();
     CHECK(n == before + 1, "one of two allocators of store 2 closed: %d threads, want %d", n,
           before + 1);
     idm_seq_close(q2[1]);
@@ -836,8 +683,8 @@ static void test_one_keeper_per_store(void **state)
     seq_opts(&o, &st, 1);
     o.name = "s000";
     IDM_ASSERT_OK(idm_seq_open(&q[0], &o));
-    CHECK(threads_now() == before + 1, "reopened: %d threads, want %d", threads_now(),
-          before + 1);
+    CHECK(idm_test_threads_now() == before + 1, "reopened: %d threads, want %d",
+          idm_test_threads_now(), before + 1);
     for (int j = 0; j < 200; j++) {
         int64_t id;
         IDM_ASSERT_OK(idm_seq_next(q[0], &id));
@@ -847,8 +694,8 @@ static void test_one_keeper_per_store(void **state)
         free(a[t].ids);
     free(all);
     free(q);
-    many_free(m, st);
-    many_free(m2, st2);
+    ms_free(m, st);
+    ms_free(m2, st2);
 }
 
 /* One keeper serves the allocators of a store one fetch at a time: a
@@ -861,7 +708,7 @@ static void test_keeper_serves_waiters_first(void **state)
 {
     enum { N = 100, B = 10 };
     idm_store *st;
-    many *m = many_new(&st);
+    mstore *m = ms_new(&st);
     idm_seq *q[N + 1];
     idm_seq_opts o;
     idm_seq_stats sx;
@@ -903,7 +750,7 @@ static void test_keeper_serves_waiters_first(void **state)
           ULL(sx.waits));
     for (int i = 0; i <= N; i++)
         idm_seq_close(q[i]);
-    many_free(m, st);
+    ms_free(m, st);
 }
 
 int main(void)

@@ -17,6 +17,29 @@ static idm_test_memseq *find(idm_test_memstore *m, const char *name)
     return NULL;
 }
 
+/* Room for twice as many sequences (8 at first); m->mu held. */
+static int grow_seqs(idm_test_memstore *m)
+{
+    size_t cap = m->capseq != 0 ? 2 * m->capseq : 8;
+    idm_test_memseq *grown = realloc(m->seqs, cap * sizeof *m->seqs);
+    if (grown == NULL)
+        return -1;
+    m->seqs = grown;
+    m->capseq = cap;
+    return 0;
+}
+
+/* Note the calling thread among the takers, if it is new; m->mu held. */
+static void note_taker(idm_test_memstore *m)
+{
+    pthread_t self = pthread_self();
+    for (size_t t = 0; t < m->ntakers; t++)
+        if (pthread_equal(m->takers[t], self))
+            return;
+    if (m->ntakers < IDM_TEST_MS_TAKERS)
+        m->takers[m->ntakers++] = self;
+}
+
 static int ms_create(void *ctx, const char *name, int64_t start, uint32_t k, uint32_t n)
 {
     idm_test_memstore *m = ctx;
@@ -24,8 +47,8 @@ static int ms_create(void *ctx, const char *name, int64_t start, uint32_t k, uin
     pthread_mutex_lock(&m->mu);
     if (find(m, name) != NULL) {
         rc = idm_error_fail(IDM_EEXIST, "memstore: %s exists", name);
-    } else if (m->nseq == IDM_TEST_MS_SEQS) {
-        rc = idm_error_fail(IDM_EINVAL, "memstore: full");
+    } else if (m->nseq == m->capseq && grow_seqs(m) != 0) {
+        rc = idm_error_fail(IDM_ENOMEM, "memstore: out of memory");
     } else {
         idm_test_memseq *s = &m->seqs[m->nseq++];
         memset(s, 0, sizeof *s);
@@ -49,9 +72,12 @@ static int ms_take(void *ctx, const char *name, int64_t size, uint32_t k, uint32
         struct timespec ts = {delay / 1000, (long)(delay % 1000) * 1000000L};
         nanosleep(&ts, NULL);
     }
-    if (atomic_load(&m->down))
-        return idm_error_fail(IDM_EUNAVAIL, "memstore: connection refused (test)");
     pthread_mutex_lock(&m->mu);
+    note_taker(m);
+    if (atomic_load(&m->down)) {
+        pthread_mutex_unlock(&m->mu);
+        return idm_error_fail(IDM_EUNAVAIL, "memstore: connection refused (test)");
+    }
     s = find(m, name);
     if (s == NULL) {
         rc = idm_error_fail(IDM_ENOSEQ, "memstore: no %s", name);
@@ -154,6 +180,7 @@ void idm_test_memstore_free(idm_test_memstore *m, idm_store *store)
 {
     idm_store_close(store);
     pthread_mutex_destroy(&m->mu);
+    free(m->seqs);
     free(m->log);
     free(m);
 }
@@ -198,4 +225,29 @@ int idm_test_memstore_owns(idm_test_memstore *m, uint32_t k, uint32_t n, int64_t
     v = lo > 0 && v < m->log[lo - 1][0] + m->log[lo - 1][1];
     pthread_mutex_unlock(&m->mu);
     return (int)v;
+}
+
+int idm_test_memstore_create_many(idm_store *store, const char *prefix, int count, int64_t start,
+                                  uint32_t k, uint32_t n)
+{
+    char name[IDM_SEQ_NAME_MAX + 1];
+    for (int i = 0; i < count; i++) {
+        int rc;
+        snprintf(name, sizeof name, "%s%03d", prefix, i);
+        rc = idm_store_create(store, name, start, k, n);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
+size_t idm_test_memstore_takers(idm_test_memstore *m, pthread_t *out, size_t max)
+{
+    size_t n;
+    pthread_mutex_lock(&m->mu);
+    n = m->ntakers;
+    for (size_t t = 0; t < n && t < max; t++)
+        out[t] = m->takers[t];
+    pthread_mutex_unlock(&m->mu);
+    return n;
 }

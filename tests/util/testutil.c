@@ -9,6 +9,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <idmint/lease.h>
+
 uint64_t idm_test_seed(void)
 {
     static uint64_t seed;
@@ -157,4 +159,30 @@ void idm_test_check_ids(const idm_test_idvec *iv)
     size_t dups = idm_test_count_duplicates(copy, iv->n);
     free(copy);
     CHECK(dups == 0, "%zu duplicate ids among %zu", dups, iv->n);
+}
+
+void idm_test_scope_of(const char *preset, const char *text, idm_unix_ms epoch,
+                       const char *field, char *out)
+{
+    idm_layout *l;
+    if (text != NULL)
+        IDM_ASSERT_OK(idm_layout_parse(&l, text, epoch));
+    else
+        IDM_ASSERT_OK(idm_layout_preset(&l, preset));
+    IDM_ASSERT_OK(idm_lease_scope(l, field, out, IDM_LEASE_SCOPE_MAX));
+    idm_layout_free(l);
+}
+
+int idm_test_threads_now(void)
+{
+    int n = 0;
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    assert_non_null(f);
+    while (fgets(line, sizeof line, f) != NULL)
+        if (sscanf(line, "Threads: %d", &n) == 1)
+            break;
+    fclose(f);
+    assert_true(n > 0);
+    return n;
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Helpers shared by the unit tests: cmocka's headers in the order it needs,
- * a seeded PRNG that reports its seed, uniqueness checks, temp directories.
+ * a seeded PRNG that reports its seed, uniqueness checks, temp directories,
+ * lease scopes, the process's thread count.
  */
 #ifndef IDM_TESTUTIL_H
 #define IDM_TESTUTIL_H
@@ -70,5 +71,14 @@ char *idm_test_tmpdir(void);
 void idm_test_rmtree(const char *path);
 /* Path join into a malloc'd string. */
 char *idm_test_path(const char *dir, const char *name);
+
+/* The lease scope (idm_lease_scope) of field of layout preset, or of the
+ * layout text at epoch when text is set, into out (room for
+ * IDM_LEASE_SCOPE_MAX bytes, <idmint/lease.h>). Fails the test on error. */
+void idm_test_scope_of(const char *preset, const char *text, idm_unix_ms epoch,
+                       const char *field, char *out);
+
+/* The threads of this process ("Threads:" in /proc/self/status). */
+int idm_test_threads_now(void);
 
 #endif /* IDM_TESTUTIL_H */
