@@ -8,7 +8,14 @@
  * Coordinators are chosen by URL:
  *   file:///dir   one lock file per worker id in dir, held with an OFD lock: the
  *                 kernel drops the lock when the process dies, so a crashed
- *                 holder frees its id at once. One machine only.
+ *                 holder frees its id at once. Each mark is also kept in
+ *                 dir/marks/, which removing a lock file does not touch:
+ *                 a claimant of an id whose lock file was removed under
+ *                 a live holder starts above that holder's mark, and the
+ *                 holder's next renewal finds its claim lost. One machine
+ *                 only: a directory on a network file system (NFS,
+ *                 SMB/CIFS, 9P, FUSE, Ceph, AFS, GFS2, OCFS2, Lustre, ...)
+ *                 is refused with IDM_EINVAL.
  *   etcd://host:port[,host:port...]/prefix
  *                 etcd v3 through its HTTP/JSON gateway (libcurl, json-c):
  *                 the taken ids read (and the scope recorded or compared)
@@ -163,7 +170,8 @@ IDM_EXTERN int idm_lease_scope(const idm_layout *l, const char *field, char *buf
 
 /*
  * Claim a free worker id. IDM_EINVAL (with a detail) for a bad URL or
- * option, or if the coordinator records another scope than opts.scope
+ * option, a file:// directory on a network file system, or if the
+ * coordinator records another scope than opts.scope
  * ("... hands out ids for '<recorded>'; this claimant asks for '<ours>'":
  * nothing was claimed or changed), IDM_EBUSY if every id is held ("no free
  * worker id"), IDM_EIO if the coordinator cannot be used (including a
@@ -185,12 +193,16 @@ IDM_EXTERN idm_unix_ms idm_lease_mark(const idm_lease *l);
 IDM_EXTERN int idm_lease_attach(idm_lease *l, idm_snowflake *g);
 IDM_EXTERN void idm_lease_status_get(idm_lease *l, idm_lease_status *out);
 /* Stop the keeper, stop g, record the final mark (the last tick g minted)
- * and release the worker id. Frees l. Returns the release's error, if any. */
+ * and release the worker id. Frees l. Returns the release's error, if any:
+ * IDM_ELEASE if only then the claim is found gone (a file:// lock file
+ * removed), and nothing is recorded, since another holder's mark may be
+ * above the final one (the marks recorded before cover every id minted). */
 IDM_EXTERN int idm_lease_close(idm_lease *l);
 
 /* Every worker id that has a record, held or not, into a malloc'd array
- * (free it with free()). The scope is not in it: see
- * idm_lease_scope_recorded. */
+ * (free it with free()); for file://, an id with a lock file or a mark in
+ * dir/marks, its mark the higher of the two (held is 0 for an id with only
+ * a mark left). The scope is not in it: see idm_lease_scope_recorded. */
 IDM_EXTERN int idm_lease_list(const char *url, uint32_t max_workers, idm_lease_entry **entries,
                               size_t *count);
 

@@ -136,6 +136,11 @@ static inline int idm__lease_scope_refuse(const char *where, const char *recorde
                           where, r, o);
 }
 
+/* 1 if statfs(2)'s f_type names a file system shared between machines
+ * (NFS, SMB/CIFS, 9P, FUSE, Ceph, AFS, GFS2, OCFS2, Lustre, ...), whose
+ * locks a file:// lease cannot rely on; file.c refuses such a directory. */
+int idm__lease_fs_is_network(unsigned long f_type);
+
 extern const idm__lease_backend idm__lease_file;
 extern const idm__lease_backend idm__lease_etcd;
 

@@ -8,19 +8,62 @@
  * lister can test one (F_OFD_GETLK) without taking it, so listing never
  * makes a claim skip a free id.
  *
- * A record is one text line, "idmint-lease 1 <seq> <mark_ms> <holder>
+ * A record is one text line, "idmint-lease 2 <seq> <mark_ms> <holder>
  * <check>", in one of two 128-byte slots written in turn (slot seq % 2),
- * each write followed by fsync: a write torn by a crash damages one slot and
- * the other still holds the previous mark. <check> is a 64-bit FNV-1a of the
- * line before it, in hex. If both slots are damaged, or the file is
- * shorter than its two slots but not empty (a torn creation, or a file cut
- * short), the mark is taken as the file's modification time plus the longest
- * TTL a lease may have, plus some slack: a holder records at most its
- * renewal's send time plus its TTL, so no mark it recorded can be later. An
+ * each write followed by fdatasync: a write torn by a crash damages one slot
+ * and the other still holds the previous mark. <check> is a 64-bit FNV-1a
+ * of the line before it, in hex. Slot 0 is at offset 0, slot 1 at offset
+ * 4096, in another 4 KiB block (and so another sector), so that one torn or
+ * lost sector or block cannot take both; a write of slot 0 also zeroes
+ * bytes 128..255. A claim's first write goes to the slot that does not hold
+ * the record it read, and to slot 1 in a new, damaged or version 1 file, so
+ * the file is 4224 bytes long from its first complete write on.
+ *
+ * Version 1 files (earlier builds: "idmint-lease 1", slots at 0 and 128,
+ * 256 bytes) are read as they are and rewritten in this layout by their
+ * next claim. How a reader tells them apart: a file of exactly 256 bytes is
+ * version 1 and only version 1 lines count in it; a file of at least 4224
+ * bytes is version 2. A version 1 line in a version 2 file (a claim that
+ * converted the file and died before its second write, or an older build
+ * that wrote into a newer file) makes the reader take the highest mark of
+ * any valid slot rather than the newest: never lower than any holder
+ * recorded. An older build finds no version 1 line in a version 2 file and
+ * takes it as damaged (below), never as a lower mark.
+ *
+ * If no slot is valid, or the file is not empty but of another length (a
+ * torn creation, a file cut short), the mark is taken as the file's
+ * modification time plus the longest TTL a lease may have, plus some slack:
+ * a holder records at most its renewal's send time plus its TTL, so no mark
+ * it recorded can be later. The seq of the next write is always above any
+ * slot that still parses, so that a stale slot can never outrank it. An
  * empty file is a new one: no holder recorded anything in it. A file that
  * cannot be read (or stat'ed) fails the claim or the listing with IDM_EIO;
  * it never reads as a new file, since a guessed mark could be below one the
  * last holder minted up to.
+ *
+ * Marks kept apart from the lock files: each mark is also recorded, before
+ * the lock file's record, in dir/marks/worker-NNNN.mark (same records and
+ * layout), which the removal of a lock file does not touch. A claimant takes
+ * the lock file's lock, then the marks file's lock (an OFD write lock held
+ * only while a record is read and written), and starts above the higher of
+ * the two marks; a holder, under the marks file's lock, first checks that
+ * its lock file is still the one at its path, then records. So an operator
+ * who removes a lock file under a live holder cannot make a new claimant
+ * start below the old holder's mark: either the old holder's record came
+ * first and the claimant reads it, or the claimant's new file came first
+ * and the old holder finds its claim lost and records nothing, and it only
+ * ever mints up to marks already recorded. The old holder's release
+ * records nothing either (its exact final mark could be below the new
+ * holder's). A removed marks file (or dir/marks) is made again by the
+ * holder's next renewal. Not covered: removing both a lock file and the
+ * marks (or the whole directory) while holders run, between two renewals:
+ * no file can keep a record its deleter removes. A directory without
+ * dir/marks (made by an older idmint) is read from its lock files alone.
+ *
+ * Network file systems (NFS, SMB/CIFS, 9P, FUSE, Ceph, AFS, GFS2, OCFS2,
+ * Lustre, ...) are refused when the directory is opened: their locks are
+ * leases of another server with their own expiry, which a client cut off
+ * for longer than that can outlive while it still mints.
  *
  * The scope (what the directory's worker ids are ids of, see lease.h) is
  * the file dir/scope: the scope and a newline, nothing else. The first
@@ -45,16 +88,41 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "backend.h"
 #include "lease_internal.h"
 
 #define SLOT 128
+/* Version 1: both slots in the first 256 bytes. */
+#define V1_LEN (2 * SLOT)
+/* Version 2: slot 1 in the second 4 KiB block. */
+#define SLOT1_AT 4096
+#define V2_LEN (SLOT1_AT + SLOT)
+
+/*
+ * Test builds only (tests/unit/test_lease_file_marks.c compiles this file
+ * in with IDM_TEST_HOOKS): a holder's record can be held at a named point,
+ * to show what a claim racing it sees. Nothing in the library.
+ */
+#ifdef IDM_TEST_HOOKS
+extern void (*idm__lease_file_test_hook)(const char *point);
+void (*idm__lease_file_test_hook)(const char *point);
+#define TEST_HOOK(point)                                                      \
+    do {                                                                      \
+        if (idm__lease_file_test_hook != NULL)                                \
+            idm__lease_file_test_hook(point);                                 \
+    } while (0)
+#else
+#define TEST_HOOK(point) ((void)0)
+#endif
+
 /* Room for a modification time coarser than the clock marks are read from:
  * up to a jiffy behind it on Linux, whole or even seconds on some file
  * systems. */
@@ -62,11 +130,13 @@
 
 typedef struct file_be {
     char *dir;
-    int fd;             /* the held id's file, -1 if none */
+    int fd;             /* the held id's lock file, -1 if none */
+    int mfd;            /* its marks file, -1 if not open */
     uint32_t worker;
-    uint64_t seq;       /* last record written */
+    uint64_t seq;       /* last record written to the lock file */
     char holder[64];
-    char path[4096];
+    char path[4096];    /* the lock file */
+    char mpath[4096];   /* the marks file */
 } file_be;
 
 static uint64_t fnv1a(const char *s, size_t n)
@@ -79,12 +149,15 @@ static uint64_t fnv1a(const char *s, size_t n)
     return h;
 }
 
-/* Parse one slot; 0 and its seq and mark if valid. */
-static int parse_slot(const char *slot, uint64_t *seq, idm_unix_ms *mark, char *holder, size_t hlen)
+/* Parse one slot; 0 and its version (1 or 2), seq, mark and holder if
+ * valid. */
+static int parse_slot(const char *slot, int *version, uint64_t *seq, idm_unix_ms *mark,
+                      char *holder, size_t hlen)
 {
     char line[SLOT + 1], h[64];
     const char *nl = memchr(slot, '\n', SLOT), *sp;
     unsigned long long s, m, check;
+    unsigned v;
     size_t n;
     if (nl == NULL)
         return -1;
@@ -95,8 +168,9 @@ static int parse_slot(const char *slot, uint64_t *seq, idm_unix_ms *mark, char *
     if (sp == NULL || sscanf(sp + 1, "%16llx", &check) != 1 || strlen(sp + 1) != 16 ||
         fnv1a(line, (size_t)(sp - line)) != check)
         return -1;
-    if (sscanf(line, "idmint-lease 1 %llu %llu %63s", &s, &m, h) != 3)
+    if (sscanf(line, "idmint-lease %u %llu %llu %63s", &v, &s, &m, h) != 4 || (v != 1 && v != 2))
         return -1;
+    *version = (int)v;
     *seq = s;
     *mark = (idm_unix_ms)m;
     if (holder != NULL)
@@ -122,72 +196,121 @@ static int lost_record_mark(int fd, const char *path, idm_unix_ms *mark)
     return 0;
 }
 
-/* The newest valid record of an open file: its seq, mark and holder; seq
- * and mark 0 for an empty (new) file; for a damaged one (both slots, or the
- * file's length), seq 0 and the fallback of lost_record_mark. Returns 0, or
- * IDM_EIO with a detail naming path if the file cannot be read. */
-static int read_record(int fd, const char *path, uint64_t *seq, idm_unix_ms *mark, char *holder,
-                       size_t hlen)
+/* What read_record found. */
+typedef struct record {
+    uint64_t seq;     /* the highest seq of any slot that parses, 0 if none */
+    idm_unix_ms mark; /* the mark to honour */
+    int next_slot;    /* where the next write must go: not over the record read */
+    bool empty;       /* a new file */
+    char holder[64];
+} record;
+
+/*
+ * The record of an open file (see the comment at the top): seq and mark 0
+ * for an empty (new) file; for a damaged one (no valid slot, or the file's
+ * length), the fallback of lost_record_mark. Returns 0, or IDM_EIO with a
+ * detail naming path if the file cannot be read.
+ */
+static int read_record(int fd, const char *path, record *r)
 {
-    char buf[2 * SLOT];
+    /* Where a slot may start, and which slot a write there is. */
+    static const struct {
+        size_t at;
+        int slot;
+    } where[3] = {{0, 0}, {SLOT, 0}, {SLOT1_AT, 1}};
+    char buf[V2_LEN], h[3][64];
     size_t n = 0;
-    uint64_t s[2] = {0, 0};
-    idm_unix_ms m[2] = {0, 0};
-    char h[2][64] = {"", ""};
-    int ok[2] = {0, 0};
-    *seq = 0;
-    *mark = 0;
-    if (holder != NULL && hlen > 0)
-        holder[0] = '\0';
+    int best = -1;
+    bool counts[3] = {false, false, false}, mixed = false;
+    uint64_t seq[3] = {0, 0, 0};
+    idm_unix_ms mark[3] = {0, 0, 0};
+    memset(r, 0, sizeof *r);
+    r->next_slot = 1;
     while (n < sizeof buf) {
-        ssize_t r = pread(fd, buf + n, sizeof buf - n, (off_t)n);
-        if (r < 0 && errno == EINTR)
+        ssize_t got = pread(fd, buf + n, sizeof buf - n, (off_t)n);
+        if (got < 0 && errno == EINTR)
             continue;
-        if (r < 0)
+        if (got < 0)
             return idm__lease_fail(IDM_EIO, "lease: cannot read %s: %s", path, strerror(errno));
-        if (r == 0)
+        if (got == 0)
             break;
-        n += (size_t)r;
+        n += (size_t)got;
     }
-    if (n == 0)
-        return 0; /* a new file: no holder before us */
-    /* Every completed write leaves both slots in the file (the first one
-     * written is the second slot), so a shorter file lost a write or was
-     * cut: a slot that still parses may not be the newest. */
-    if (n == sizeof buf) {
-        ok[0] = parse_slot(buf, &s[0], &m[0], h[0], sizeof h[0]) == 0;
-        ok[1] = parse_slot(buf + SLOT, &s[1], &m[1], h[1], sizeof h[1]) == 0;
-    }
-    if (!ok[0] && !ok[1]) {
-        int rc = lost_record_mark(fd, path, mark);
-        if (rc != 0)
-            return rc;
-        if (holder != NULL)
-            snprintf(holder, hlen, "(damaged record)");
+    if (n == 0) {
+        r->empty = true; /* a new file: no holder before us */
         return 0;
     }
-    int i = !ok[0] ? 1 : !ok[1] ? 0 : s[1] > s[0];
-    *seq = s[i];
-    *mark = m[i];
-    if (holder != NULL)
-        snprintf(holder, hlen, "%s", h[i]);
+    for (int i = 0; i < 3; i++) {
+        int v;
+        if (where[i].at + SLOT > n ||
+            parse_slot(buf + where[i].at, &v, &seq[i], &mark[i], h[i], sizeof h[i]) != 0)
+            continue;
+        /* Whatever counts, the next write goes above every seq in the
+         * file, so that a stale slot never outranks it. */
+        if (seq[i] > r->seq)
+            r->seq = seq[i];
+        if (n == V1_LEN) /* version 1: its lines at 0 and 128 */
+            counts[i] = v == 1;
+        else if (n >= V2_LEN) /* version 2 at 0 and 4096; version 1 left at 0 or 128 */
+            counts[i] = v == 2 ? where[i].at != SLOT : where[i].at != SLOT1_AT;
+        /* Any other length: every completed write leaves a file of one of
+         * those two, so it lost a write or was cut, and a slot that
+         * parses may not be the newest. */
+        mixed = mixed || (counts[i] && n >= V2_LEN && v == 1);
+    }
+    for (int i = 0; i < 3; i++) {
+        if (!counts[i])
+            continue;
+        /* The newest; in a file with lines of both versions, the highest
+         * mark (the versions' seqs are not comparable). */
+        if (best < 0 || (mixed ? mark[i] > mark[best] : seq[i] > seq[best]))
+            best = i;
+    }
+    if (best < 0) {
+        int rc = lost_record_mark(fd, path, &r->mark);
+        if (rc != 0)
+            return rc;
+        snprintf(r->holder, sizeof r->holder, "(damaged record)");
+        return 0;
+    }
+    r->mark = mark[best];
+    r->next_slot = 1 - where[best].slot;
+    snprintf(r->holder, sizeof r->holder, "%s", h[best]);
     return 0;
 }
 
-static int write_record(file_be *f, idm_unix_ms mark)
+/* The seq of the next write after seq that goes to slot. */
+static uint64_t seq_for_slot(uint64_t seq, int slot)
 {
-    char slot[SLOT];
-    int n;
-    uint64_t seq = f->seq + 1;
-    memset(slot, ' ', sizeof slot);
-    n = snprintf(slot, sizeof slot, "idmint-lease 1 %" PRIu64 " %lld %s", seq, (long long)mark,
-                 f->holder);
-    n += snprintf(slot + n, sizeof slot - (size_t)n, " %016" PRIx64 "\n", fnv1a(slot, (size_t)n));
-    slot[n] = ' '; /* snprintf's NUL: the slot is padded with spaces */
-    slot[SLOT - 1] = '\n';
-    if (pwrite(f->fd, slot, SLOT, (off_t)(seq % 2) * SLOT) != SLOT || fdatasync(f->fd) != 0)
-        return idm__lease_fail(IDM_EIO, "lease: cannot write %s: %s", f->path, strerror(errno));
-    f->seq = seq;
+    return (seq + 1) % 2 == (uint64_t)slot ? seq + 1 : seq + 2;
+}
+
+/*
+ * Write record seq (mark, holder) to its slot of fd (path, for the detail)
+ * and fdatasync. Slot 0 is written with 128 zero bytes after it, which
+ * clears a version 1 file's second slot. The holder is cut if the line
+ * would not fit its slot.
+ */
+static int write_slot(int fd, const char *path, uint64_t seq, idm_unix_ms mark,
+                      const char *holder)
+{
+    char buf[2 * SLOT];
+    size_t len = seq % 2 == 1 ? SLOT : 2 * SLOT;
+    off_t at = seq % 2 == 1 ? SLOT1_AT : 0;
+    size_t n, hl;
+    memset(buf, 0, sizeof buf);
+    memset(buf, ' ', SLOT);
+    /* At most 57 bytes; the check after the holder takes 18 (" ", 16 hex
+     * digits, "\n"), which leaves at least 53 for the holder. */
+    n = (size_t)snprintf(buf, SLOT, "idmint-lease 2 %" PRIu64 " %lld ", seq, (long long)mark);
+    hl = strnlen(holder, SLOT - 18 - n);
+    memcpy(buf + n, holder, hl);
+    n += hl;
+    n += (size_t)snprintf(buf + n, SLOT - n, " %016" PRIx64, fnv1a(buf, n));
+    buf[n] = '\n'; /* over snprintf's NUL: the slot is padded with spaces */
+    buf[SLOT - 1] = '\n';
+    if (pwrite(fd, buf, len, at) != (ssize_t)len || fdatasync(fd) != 0)
+        return idm__lease_fail(IDM_EIO, "lease: cannot write %s: %s", path, strerror(errno));
     return 0;
 }
 
@@ -205,9 +328,41 @@ static int ofd_lock(int fd, int cmd, short *type)
     return 0;
 }
 
+/* Take and wait for (F_OFD_SETLKW, type F_WRLCK) or release (type
+ * F_UNLCK) a lock on the whole file. */
+static int ofd_set(int fd, short type)
+{
+    struct flock fl;
+    int rc;
+    memset(&fl, 0, sizeof fl);
+    fl.l_type = type;
+    fl.l_whence = SEEK_SET;
+    while ((rc = fcntl(fd, F_OFD_SETLKW, &fl)) != 0 && errno == EINTR)
+        ;
+    return rc;
+}
+
 static void worker_path(const file_be *f, uint32_t n, char *out, size_t len)
 {
     snprintf(out, len, "%s/worker-%04u.lease", f->dir, n);
+}
+
+static void marks_dir(const file_be *f, char *out, size_t len)
+{
+    snprintf(out, len, "%s/marks", f->dir);
+}
+
+static void marks_path(const file_be *f, uint32_t n, char *out, size_t len)
+{
+    snprintf(out, len, "%s/marks/worker-%04u.mark", f->dir, n);
+}
+
+/* fd and path are the same file (and path exists). */
+static bool same_file(int fd, const char *path)
+{
+    struct stat a, b;
+    return fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_ino == b.st_ino &&
+           a.st_dev == b.st_dev;
 }
 
 /* What a file that is not a regular one is, for the detail line. */
@@ -305,11 +460,11 @@ static int read_scope(const file_be *f, char *buf, size_t cap, size_t *len)
 
 /* fsync the directory, so that a link or a new file in it survives a
  * crash. */
-static int sync_dir(const file_be *f)
+static int sync_dir(const char *dir)
 {
-    int fd = open(f->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc = 0;
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc = 0;
     if (fd < 0 || fsync(fd) != 0)
-        rc = idm__lease_fail(IDM_EIO, "lease: cannot sync directory %s: %s", f->dir,
+        rc = idm__lease_fail(IDM_EIO, "lease: cannot sync directory %s: %s", dir,
                              strerror(errno));
     if (fd >= 0)
         close(fd);
@@ -350,7 +505,7 @@ static int record_scope(const file_be *f, const char *scope)
     /* The link must outlive a crash: a directory that lost it while worker
      * records of this scope remain could record another. */
     if (rc == 0)
-        rc = sync_dir(f);
+        rc = sync_dir(f->dir);
     return rc;
 }
 
@@ -397,10 +552,123 @@ static int fb_scope(void *be, char *buf, size_t cap)
     return idm__lease_scope_text(where, rec, len, buf, cap);
 }
 
+/* ----------------------------------------------------------------- marks */
+
+/*
+ * Lock the held id's marks file, f->mpath, opening (and creating) it and
+ * dir/marks if needed: 0 with the lock held on f->mfd, which is the file at
+ * f->mpath. A marks file removed or replaced between the open and the lock
+ * is opened again. The descriptor stays open for the next record: a child
+ * forked while the lock is held shares the open file description, so the
+ * unlock that follows frees it for everyone.
+ */
+static int marks_lock(file_be *f)
+{
+    char mdir[4096];
+    for (int tries = 0;; tries++) {
+        if (f->mfd < 0) {
+            int rc;
+            marks_dir(f, mdir, sizeof mdir);
+            if (mkdir(mdir, 0700) != 0 && errno != EEXIST)
+                return idm__lease_fail(IDM_EIO, "lease: cannot make directory %s: %s", mdir,
+                                       strerror(errno));
+            rc = open_regular(f->mpath, O_RDWR | O_CREAT, &f->mfd);
+            if (rc != 0)
+                return rc;
+        }
+        if (ofd_set(f->mfd, F_WRLCK) != 0)
+            return idm__lease_fail(IDM_EIO, "lease: cannot lock %s: %s", f->mpath,
+                                   strerror(errno));
+        if (same_file(f->mfd, f->mpath))
+            return 0;
+        ofd_set(f->mfd, F_UNLCK);
+        close(f->mfd);
+        f->mfd = -1;
+        if (tries == 8)
+            return idm__lease_fail(IDM_EIO, "lease: %s keeps vanishing", f->mpath);
+    }
+}
+
+/*
+ * Record mark in the held id's marks file, under its lock, if the id's
+ * lock file is still ours (the one at its path): raised to the mark the
+ * file holds, or with exact as it is (the final mark at release). *held:
+ * the mark the file held, 0 if none. Returns 0; 1 if our lock file was
+ * removed or replaced (nothing recorded); IDM_EIO with a detail.
+ *
+ * The check and the record under one lock are what keep a new claimant of
+ * a removed lock file above us: its claim creates the new file before it
+ * takes this lock, so either we recorded first and it reads our mark, or
+ * we find its file at the path and record nothing.
+ */
+static int marks_record(file_be *f, idm_unix_ms mark, bool exact, idm_unix_ms *held)
+{
+    record r;
+    int rc = marks_lock(f);
+    if (rc != 0)
+        return rc;
+    memset(&r, 0, sizeof r);
+    rc = same_file(f->fd, f->path) ? read_record(f->mfd, f->mpath, &r) : 1;
+    if (rc == 0) {
+        TEST_HOOK("marks checked");
+        *held = r.mark;
+        rc = write_slot(f->mfd, f->mpath, seq_for_slot(r.seq, r.next_slot),
+                        exact || mark > r.mark ? mark : r.mark, f->holder);
+    }
+    if (rc == 0 && r.empty) {
+        /* A new file (and perhaps a new dir/marks): its name must outlive
+         * a crash as its record does. */
+        char mdir[4096];
+        marks_dir(f, mdir, sizeof mdir);
+        rc = sync_dir(mdir);
+        if (rc == 0)
+            rc = sync_dir(f->dir);
+    }
+    ofd_set(f->mfd, F_UNLCK);
+    return rc;
+}
+
+/* --------------------------------------------------------- file systems */
+
+/* File systems shared between machines (or with a host), by statfs(2)
+ * f_type: their locks are kept by a server, or not shared at all. */
+static const struct {
+    uint32_t magic;
+    const char *name;
+} network_fs[] = {
+    {0x6969, "NFS"},          {0x517B, "SMB"},          {0xFF534D42, "CIFS"},
+    {0xFE534D42, "SMB2"},     {0x01021997, "9P"},       {0x65735546, "FUSE"},
+    {0x00C36400, "Ceph"},     {0x5346414F, "AFS"},      {0x6B414653, "kAFS"},
+    {0x73757245, "Coda"},     {0x564C, "NCP"},          {0x01161970, "GFS2"},
+    {0x7461636F, "OCFS2"},    {0x0BD00BD0, "Lustre"},   {0x47504653, "GPFS"},
+    {0x20030528, "OrangeFS"}, {0x19830326, "BeeGFS"},   {0xAAD7AAEA, "PanFS"},
+    {0xBEEFDEAD, "StorNext"}, {0x013111A8, "IBRIX"},    {0x61636673, "ACFS"},
+    {0x786F4256, "vboxsf"},   {0x7C7C6673, "prl_fs"},
+};
+
+/* The name of a network file system's f_type, NULL for any other. The
+ * magic is 32 bits; f_type may have been sign-extended. */
+static const char *network_fs_name(unsigned long f_type)
+{
+    for (size_t i = 0; i < sizeof network_fs / sizeof network_fs[0]; i++)
+        if ((uint32_t)f_type == network_fs[i].magic)
+            return network_fs[i].name;
+    return NULL;
+}
+
+int idm__lease_fs_is_network(unsigned long f_type)
+{
+    return network_fs_name(f_type) != NULL;
+}
+
+/* ---------------------------------------------------------------- backend */
+
 static int fb_open(void **be, const char *rest, const idm_lease_opts *opts)
 {
     file_be *f;
     struct stat st;
+    struct statfs sf;
+    const char *net;
     (void)opts;
     if (rest[0] != '/')
         return idm__lease_fail(IDM_EINVAL,
@@ -417,14 +685,36 @@ static int fb_open(void **be, const char *rest, const idm_lease_opts *opts)
     } else if (!S_ISDIR(st.st_mode)) {
         return idm__lease_fail(IDM_EINVAL, "lease: %s is not a directory", rest);
     }
+    if (statfs(rest, &sf) != 0)
+        return idm__lease_fail(IDM_EIO, "lease: cannot use directory %s: %s", rest,
+                               strerror(errno));
+    net = network_fs_name((unsigned long)sf.f_type);
+    if (net != NULL)
+        return idm__lease_fail(IDM_EINVAL,
+                               "lease: %.100s is on a network file system (%s); file:// leases "
+                               "are for one machine: use etcd:// to share worker ids between "
+                               "machines",
+                               rest, net);
     f = calloc(1, sizeof *f);
     if (f == NULL || (f->dir = strdup(rest)) == NULL) {
         free(f);
         return IDM_ENOMEM;
     }
     f->fd = -1;
+    f->mfd = -1;
     *be = f;
     return 0;
+}
+
+/* Let go of the held id's files (closing the lock file drops its lock). */
+static void drop_files(file_be *f)
+{
+    if (f->fd >= 0)
+        close(f->fd);
+    if (f->mfd >= 0)
+        close(f->mfd);
+    f->fd = -1;
+    f->mfd = -1;
 }
 
 static int fb_claim(void *be, uint32_t max_workers, int64_t ttl_ms, const char *holder,
@@ -441,8 +731,8 @@ static int fb_claim(void *be, uint32_t max_workers, int64_t ttl_ms, const char *
     for (uint32_t n = 0; n < max_workers; n++) {
         char path[4096];
         int fd, rc;
-        uint64_t seq;
-        idm_unix_ms mark;
+        record r;
+        idm_unix_ms held = 0, mark;
         worker_path(f, n, path, sizeof path);
         rc = open_regular(path, O_RDWR | O_CREAT, &fd);
         if (rc != 0)
@@ -457,32 +747,40 @@ static int fb_claim(void *be, uint32_t max_workers, int64_t ttl_ms, const char *
         /* Ours. The file may have been unlinked by a releasing holder's
          * cleanup between our open and our lock: check it is still the one
          * at the path. */
-        {
-            struct stat a, b;
-            if (fstat(fd, &a) != 0 || stat(path, &b) != 0 || a.st_ino != b.st_ino ||
-                a.st_dev != b.st_dev) {
-                close(fd);
-                n--; /* try the same id again */
-                continue;
-            }
+        if (!same_file(fd, path)) {
+            close(fd);
+            n--; /* try the same id again */
+            continue;
         }
         /* A record that cannot be read fails the claim: taking the id as a
          * new one (mark 0) could mint again what its last holder minted. */
-        rc = read_record(fd, path, &seq, &mark, NULL, 0);
+        rc = read_record(fd, path, &r);
         if (rc != 0) {
             close(fd); /* drops the lock */
             return rc;
         }
         f->fd = fd;
         f->worker = n;
-        f->seq = seq;
         snprintf(f->path, sizeof f->path, "%s", path);
-        /* Record the claim with the mark raised to want (never lowered):
-         * the claim is the first renewal. */
-        rc = write_record(f, want > mark ? want : mark);
+        marks_path(f, n, f->mpath, sizeof f->mpath);
+        /* The marks file first: it also holds the mark of a holder whose
+         * lock file was removed (this one may be new), and it must hold
+         * ours before anything is minted under it. */
+        rc = marks_record(f, want > r.mark ? want : r.mark, false, &held);
+        if (rc == 1) {
+            drop_files(f); /* our file was removed in the meantime */
+            n--;
+            continue;
+        }
+        mark = held > r.mark ? held : r.mark;
+        /* Then the lock file, with the mark raised to want (never
+         * lowered): the claim is the first renewal. Its first write goes to
+         * the slot that does not hold the record just read. */
+        f->seq = seq_for_slot(r.seq, r.next_slot);
+        if (rc == 0)
+            rc = write_slot(fd, path, f->seq, want > mark ? want : mark, f->holder);
         if (rc != 0) {
-            close(fd);
-            f->fd = -1;
+            drop_files(f);
             return rc;
         }
         *worker = n;
@@ -495,30 +793,51 @@ static int fb_claim(void *be, uint32_t max_workers, int64_t ttl_ms, const char *
                            (unsigned)max_workers, f->dir);
 }
 
+/* The lock file is no longer ours: the claim is lost. */
+static int lost_claim(const file_be *f)
+{
+    return idm__lease_fail(IDM_ELEASE, "lease: %s was removed or replaced; the claim is lost",
+                           f->path);
+}
+
 static int fb_renew(void *be, idm_unix_ms mark, int64_t *granted_ttl_ms)
 {
     file_be *f = be;
-    struct stat a, b;
+    idm_unix_ms held;
+    int rc;
     (void)granted_ttl_ms;
     /* The lock cannot expire while we live, but the file can be removed
      * (an operator cleaning up): then another process could lock a new
-     * file of the same name, and the id would have two holders. */
-    if (fstat(f->fd, &a) != 0 || stat(f->path, &b) != 0 || a.st_ino != b.st_ino ||
-        a.st_dev != b.st_dev)
-        return idm__lease_fail(IDM_ELEASE, "lease: %s was removed or replaced; the claim is lost",
-                               f->path);
-    return write_record(f, mark);
+     * file of the same name, and the id would have two holders. Checked
+     * under the marks file's lock, with the record (see marks_record). */
+    rc = marks_record(f, mark, false, &held);
+    if (rc == 1)
+        return lost_claim(f);
+    if (rc != 0)
+        return rc;
+    rc = write_slot(f->fd, f->path, f->seq + 1, mark, f->holder);
+    if (rc == 0)
+        f->seq++;
+    return rc;
 }
 
 static int fb_release(void *be, idm_unix_ms mark)
 {
     file_be *f = be;
-    int rc = 0;
+    idm_unix_ms held;
+    int rc;
     if (f->fd < 0)
         return 0;
-    rc = write_record(f, mark);
-    close(f->fd); /* drops the lock */
-    f->fd = -1;
+    /* The exact final mark, which may be below the last one recorded: only
+     * while the lock file is ours. After its removal a new holder may have
+     * recorded its own mark, which ours must not lower; ours as recorded
+     * before covers every id we minted. */
+    rc = marks_record(f, mark, true, &held);
+    if (rc == 1)
+        rc = lost_claim(f);
+    if (rc == 0 && (rc = write_slot(f->fd, f->path, f->seq + 1, mark, f->holder)) == 0)
+        f->seq++;
+    drop_files(f);
     return rc;
 }
 
@@ -528,34 +847,58 @@ static int fb_list(void *be, uint32_t max_workers, idm_lease_entry **entries, si
     idm_lease_entry *e = NULL;
     size_t n = 0;
     for (uint32_t w = 0; w < max_workers; w++) {
-        char path[4096];
-        int fd, rc;
-        uint64_t seq;
+        char path[4096], mpath[4096];
+        int fd, mfd = -1, rc;
+        record r;
         idm_lease_entry *grown;
         worker_path(f, w, path, sizeof path);
+        marks_path(f, w, mpath, sizeof mpath);
         rc = open_regular(path, O_RDONLY, &fd);
-        if (rc == 1)
+        if (rc == 0 || rc == 1)
+            rc = open_regular(mpath, O_RDONLY, &mfd);
+        if (rc == 1 && fd < 0 && mfd < 0)
             continue; /* no record */
-        if (rc != 0) {
+        if (rc != 0 && rc != 1) {
+            if (fd >= 0)
+                close(fd);
             free(e);
             return rc;
         }
         grown = realloc(e, (n + 1) * sizeof *e);
         if (grown == NULL) {
-            close(fd);
+            if (fd >= 0)
+                close(fd);
+            if (mfd >= 0)
+                close(mfd);
             free(e);
             return IDM_ENOMEM;
         }
         e = grown;
         memset(&e[n], 0, sizeof e[n]);
         e[n].worker = w;
-        {
+        rc = 0;
+        if (fd >= 0) {
             short type = F_UNLCK;
             e[n].held = ofd_lock(fd, F_OFD_GETLK, &type) == 0 && type != F_UNLCK;
+            /* An unreadable record is an error, not an id without a mark. */
+            rc = read_record(fd, path, &r);
+            if (rc == 0) {
+                e[n].mark_ms = r.mark;
+                snprintf(e[n].holder, sizeof e[n].holder, "%s", r.holder);
+            }
+            close(fd);
         }
-        /* An unreadable record is an error, not an id without a mark. */
-        rc = read_record(fd, path, &seq, &e[n].mark_ms, e[n].holder, sizeof e[n].holder);
-        close(fd);
+        if (mfd >= 0) {
+            /* The marks file: a mark at least as high, or the only one left
+             * of an id whose lock file was removed. */
+            if (rc == 0)
+                rc = read_record(mfd, mpath, &r);
+            if (rc == 0 && (fd < 0 || r.mark > e[n].mark_ms))
+                e[n].mark_ms = r.mark;
+            if (rc == 0 && fd < 0)
+                snprintf(e[n].holder, sizeof e[n].holder, "%s", r.holder);
+            close(mfd);
+        }
         if (rc != 0) {
             free(e);
             return rc;
@@ -570,8 +913,7 @@ static int fb_list(void *be, uint32_t max_workers, idm_lease_entry **entries, si
 static void fb_close(void *be)
 {
     file_be *f = be;
-    if (f->fd >= 0)
-        close(f->fd);
+    drop_files(f);
     free(f->dir);
     free(f);
 }

@@ -307,9 +307,10 @@ static void damaged_records(void **unused)
     assert_true(idm_lease_mark(l) >= t0 + o.ttl_ms - 1000);
     assert_true(idm_lease_mark(l) <= (idm_unix_ms)(time(NULL) * 1000) + o.ttl_ms + 1000);
     idm_lease_close(l);
-    /* Damage both. */
+    /* Damage both: slot 0 at 0, slot 1 at 4096 (another 4 KiB block). */
     fd = open(path, O_WRONLY);
     assert_int_equal(pwrite(fd, junk, sizeof junk, 0), (ssize_t)sizeof junk);
+    assert_int_equal(pwrite(fd, junk, 128, 4096), 128);
     close(fd);
     assert_int_equal(stat(path, &sb), 0);
     IDM_ASSERT_OK(idm_lease_open(&l, &o));
@@ -660,19 +661,6 @@ static void listing_never_blocks_a_claim(void **unused)
 
 /* ------------------------------------------------------------- scopes */
 
-/* The scope of field of preset (or of text at epoch, when text is set). */
-static void scope_of(const char *preset, const char *text, idm_unix_ms epoch, const char *field,
-                     char *out)
-{
-    idm_layout *l;
-    if (text != NULL)
-        IDM_ASSERT_OK(idm_layout_parse(&l, text, epoch));
-    else
-        IDM_ASSERT_OK(idm_layout_preset(&l, preset));
-    IDM_ASSERT_OK(idm_lease_scope(l, field, out, IDM_LEASE_SCOPE_MAX));
-    idm_layout_free(l);
-}
-
 /* Everything in dir, for "nothing changed": each entry's name, inode,
  * size, modification time and contents, in name order. Malloc'd. */
 static char *dir_snapshot(const char *dir)
@@ -750,17 +738,17 @@ static void scope_refuses_another_field_epoch_or_layout(void **unused)
     idm_lease_opts o;
     idm_lease *a, *b = NULL, *c, *d;
     (void)unused;
-    scope_of("twitter", NULL, 0, "worker", worker);
+    idm_test_scope_of("twitter", NULL, 0, "worker", worker);
     assert_string_equal(worker,
                         "worker of time:41@1ms,datacenter:5,worker:5,seq:12 epoch 1288834974657");
-    scope_of(NULL, "time:41@1ms,datacenter:5,worker:5,seq:12", INT64_C(1288834974657), "worker",
-             spelled);
+    idm_test_scope_of(NULL, "time:41@1ms,datacenter:5,worker:5,seq:12", INT64_C(1288834974657),
+                      "worker", spelled);
     assert_string_equal(spelled, worker);
-    scope_of("twitter", NULL, 0, "datacenter", bad[0]);                /* another field */
-    scope_of(NULL, "time:41@1ms,datacenter:5,worker:5,seq:12", INT64_C(1288834974658), "worker",
-             bad[1]);                                                  /* another epoch */
-    scope_of(NULL, "time:41@1ms,datacenter:4,worker:6,seq:12", INT64_C(1288834974657), "worker",
-             bad[2]);                                                  /* another layout */
+    idm_test_scope_of("twitter", NULL, 0, "datacenter", bad[0]);        /* another field */
+    idm_test_scope_of(NULL, "time:41@1ms,datacenter:5,worker:5,seq:12", INT64_C(1288834974658),
+                      "worker", bad[1]);                                /* another epoch */
+    idm_test_scope_of(NULL, "time:41@1ms,datacenter:4,worker:6,seq:12", INT64_C(1288834974657),
+                      "worker", bad[2]);                                /* another layout */
 
     IDM_ASSERT_OK(idm_lease_scope_recorded(url, got, sizeof got));
     assert_string_equal(got, ""); /* none yet */
@@ -823,10 +811,10 @@ static void scope_racing_first_claimants(void **unused)
     enum { N = 8, ROUNDS = 20 };
     char scopes[4][IDM_LEASE_SCOPE_MAX];
     (void)unused;
-    scope_of("twitter", NULL, 0, "worker", scopes[0]);
-    scope_of("twitter", NULL, 0, "datacenter", scopes[1]);
-    scope_of(NULL, "time:41@1ms,datacenter:5,worker:5,seq:12", 1, "worker", scopes[2]);
-    scope_of("discord", NULL, 0, "worker", scopes[3]);
+    idm_test_scope_of("twitter", NULL, 0, "worker", scopes[0]);
+    idm_test_scope_of("twitter", NULL, 0, "datacenter", scopes[1]);
+    idm_test_scope_of(NULL, "time:41@1ms,datacenter:5,worker:5,seq:12", 1, "worker", scopes[2]);
+    idm_test_scope_of("discord", NULL, 0, "worker", scopes[3]);
     for (int round = 0; round < ROUNDS; round++) {
         char *dir = idm_test_tmpdir(), *url = url_of(dir), got[IDM_LEASE_SCOPE_MAX + 8];
         int go[2], hold[2], res[2], won_scope = -1, won = 0, refused = 0;
@@ -938,8 +926,8 @@ static void scope_input_is_checked(void **unused)
     IDM_ASSERT_RC(idm_lease_scope(l, "machine", NULL, sizeof buf), IDM_EINVAL);
     idm_layout_free(l);
     /* One 1 s tick spelled 1s and 1000ms: one scope. */
-    scope_of(NULL, "time:32@1s,worker:10,seq:21", 0, "worker", buf);
-    scope_of(NULL, "time:32@1000ms,worker:10,seq:21", 0, "worker", longer);
+    idm_test_scope_of(NULL, "time:32@1s,worker:10,seq:21", 0, "worker", buf);
+    idm_test_scope_of(NULL, "time:32@1000ms,worker:10,seq:21", 0, "worker", longer);
     assert_string_equal(buf, longer);
 
     lease_opts(&o, url, 4);
@@ -985,8 +973,8 @@ static void scope_refusal_shows_where_long_scopes_differ(void **unused)
         n += (size_t)snprintf(text + n, sizeof text - n, ",field_number_%02d_with_a_long_nam:2",
                               i);
     snprintf(text + n, sizeof text - n, ",seq:4");
-    scope_of(NULL, text, INT64_C(1700000000000), field, a);
-    scope_of(NULL, text, INT64_C(1700000000001), field, b);
+    idm_test_scope_of(NULL, text, INT64_C(1700000000000), field, a);
+    idm_test_scope_of(NULL, text, INT64_C(1700000000001), field, b);
     CHECK(strlen(a) > 400, "scope of %zu bytes", strlen(a));
     lease_opts(&o, url, 4);
     o.scope = a;
@@ -1014,7 +1002,7 @@ static void damaged_scope_file_is_an_error(void **unused)
     idm_lease_opts o;
     idm_lease *l = NULL;
     (void)unused;
-    scope_of("twitter", NULL, 0, "worker", scope);
+    idm_test_scope_of("twitter", NULL, 0, "worker", scope);
     lease_opts(&o, url, 4);
     o.scope = scope;
     for (size_t i = 0; i < sizeof damaged / sizeof damaged[0]; i++) {
@@ -1105,7 +1093,7 @@ static void fifo_in_place_of_a_file_is_refused(void **unused)
     char scope[IDM_LEASE_SCOPE_MAX];
     fifo_seen seen;
     (void)unused;
-    scope_of("twitter", NULL, 0, "worker", scope);
+    idm_test_scope_of("twitter", NULL, 0, "worker", scope);
     assert_int_equal(mkfifo(rec, 0600), 0);
     CHECK(fifo_run(url, NULL, &seen), "hung with a FIFO as %s", rec);
     IDM_ASSERT_RC(seen.list_rc, IDM_EIO);
