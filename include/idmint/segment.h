@@ -23,6 +23,19 @@
  * store also records how far the others have been seen to hand out, so a
  * store restored from an old backup (its counter rewound) is refused.
  *
+ * A counter can also go back under a running allocator: a store restored
+ * from a backup while allocators run, or libpq's reset reconnecting a
+ * multi-host URL to an asynchronous standby that lost commits. So every
+ * block an allocator takes from store k must start at or above the end of
+ * the highest block it has taken from k (and the floor of k it read at
+ * open). A block below is never used (none of its ids is handed out): store
+ * k is marked bad, skipped from then on (until the allocator is reopened,
+ * when open's floor check judges it again), reported in the stats
+ * (bad_stores, bad_detail, last_error IDM_ECORRUPT, last_detail naming the
+ * store and both positions), and the other stores serve. With every store
+ * bad (with one store: that one), the ids in hand are served and then
+ * idm_seq_next fails at once with IDM_ECORRUPT.
+ *
  * The allocator (idm_seq) hands out ids with no I/O on the common path (one
  * atomic add), thread-safe; a background thread fetches the next block when
  * less than prefetch_pct of the current one is left (or earlier, when at the
@@ -131,6 +144,8 @@ typedef struct idm_seq_opts {
     const idm_clock *clock;  /* for block timing; NULL: the system clock */
 } idm_seq_opts;
 
+#define IDM_SEQ_DETAIL_MAX 320
+
 typedef struct idm_seq_stats {
     uint64_t ids;            /* handed out */
     uint64_t fetches;        /* blocks taken (store round trips that worked) */
@@ -139,7 +154,16 @@ typedef struct idm_seq_stats {
     uint64_t wait_ns;        /* total time they waited */
     int64_t block;           /* the current block size */
     int64_t left;            /* ids left in hand (current + prefetched) */
-    int last_error;          /* the last fetch's error, 0 if it worked */
+    int last_error;          /* the last fetch's error, 0 if it worked;
+                                IDM_ECORRUPT: a store's block was below what
+                                this allocator had seen it reach (dropped) */
+    char last_detail[IDM_SEQ_DETAIL_MAX]; /* the last failed fetch's detail,
+                                naming the store; "" if none failed; kept
+                                after later fetches work */
+    size_t bad_stores;       /* stores marked bad (counter went back): never
+                                asked again by this allocator */
+    char bad_detail[IDM_SEQ_DETAIL_MAX]; /* the first of them: the store, its
+                                block's position and the one it was below */
 } idm_seq_stats;
 
 IDM_EXTERN void idm_seq_opts_init(idm_seq_opts *opts);
@@ -148,7 +172,8 @@ IDM_EXTERN void idm_seq_opts_init(idm_seq_opts *opts);
  * others recorded; takes the first block. */
 IDM_EXTERN int idm_seq_open(idm_seq **out, const idm_seq_opts *opts);
 /* The next id. IDM_EUNAVAIL when no block is in hand and none could be
- * taken within wait_ms. Thread-safe. */
+ * taken within wait_ms; IDM_ECORRUPT when no block is in hand and every
+ * store is marked bad (its counter went back: see above). Thread-safe. */
 IDM_EXTERN int idm_seq_next(idm_seq *q, int64_t *id);
 IDM_EXTERN void idm_seq_stats_get(idm_seq *q, idm_seq_stats *out);
 /* Close the allocator (the last one of its store stops the store's prefetch

@@ -35,7 +35,11 @@
  * one store it also fetches the spare right after open. Round robin over
  * the stores with failover, retrying with a backoff while a block is wanted
  * and every store fails; after each block taken from store k it raises k's
- * floor in the other stores (best effort). Among allocators wanting a
+ * floor in the other stores (best effort). A block from store k that starts
+ * below the end of the highest block q took from k (or k's floor read at
+ * open) means k's counter went back: the block is dropped, never installed,
+ * and k is marked bad, skipped from then on; with every store bad, callers
+ * get IDM_ECORRUPT once the ids in hand are gone. Among allocators wanting a
  * block it serves first those with a caller waiting, then the one served
  * longest ago. Its round trips are one at a time, as the store's mutex made
  * them when each allocator had its own thread; a caller still waits at
@@ -120,7 +124,16 @@ struct idm_seq {
     uint64_t ids_done, fetches, fetch_errors, waits, wait_ns;
     int last_error;          /* the last round trip's */
     int last_fail;           /* the last failed round trip's */
-    char last_detail[320];
+    char last_detail[IDM_SEQ_DETAIL_MAX];
+    /* Per store (nstores each): hi[k], store k's local position at the end
+     * of the highest block this allocator took from it (at least the floor
+     * the others recorded for k at open); bad[k], k handed out a block below
+     * hi[k] (its counter went back) and is never asked again. Written by
+     * open, then only by the keeper serving q (under k->mu). */
+    int64_t *hi;
+    bool *bad;
+    size_t nbad;
+    char bad_detail[IDM_SEQ_DETAIL_MAX]; /* the first store marked bad */
 
     /* Fixed at open. */
     char name[IDM_SEQ_NAME_MAX + 1];
@@ -283,20 +296,58 @@ static void exhausted_locked(idm_seq *q, uint64_t g)
     }
 }
 
+/* Under k->mu: store k handed out a block at local position local, below
+ * hi[k]: its counter went back (restored from a backup, or a failover to a
+ * replica that lost commits). The block is dropped, k marked bad. */
+static int refuse_locked(idm_seq *q, size_t k, int64_t local)
+{
+    int64_t n = (int64_t)q->nstores;
+    if (!q->bad[k]) {
+        q->bad[k] = true;
+        q->nbad++;
+    }
+    snprintf(q->last_detail, sizeof q->last_detail,
+             "store %zu (%s): ECORRUPT: it handed out a block at %lld (position %lld), below "
+             "%lld (position %lld) that this allocator has already seen it reach: its counter "
+             "went back (restored from a backup, or failed over to a replica that lost "
+             "commits); block dropped, store marked bad and not used again",
+             k, idm_store_url(q->stores[k]), (long long)(local * n + (int64_t)k),
+             (long long)local, (long long)(q->hi[k] * n + (int64_t)k), (long long)q->hi[k]);
+    if (q->bad_detail[0] == '\0')
+        snprintf(q->bad_detail, sizeof q->bad_detail, "%s", q->last_detail);
+    return IDM_ECORRUPT;
+}
+
 /* Take one block of size from the stores, starting at store start, failing
- * over to the next. Round trips outside k->mu; counts under it. */
+ * over to the next and skipping the stores marked bad. A block below what
+ * this allocator has seen its store reach is never used: the store is
+ * marked bad (refuse_locked). Round trips outside k->mu; counts under it. */
 static int fetch(idm_seq *q, size_t start, int64_t size, block *b)
 {
     int rc = IDM_EUNAVAIL;
+    bool tried = false;
     for (size_t j = 0; j < q->nstores; j++) {
         size_t k = (start + j) % q->nstores;
         int64_t first = 0;
+        if (q->bad[k])
+            continue;
+        tried = true;
         rc = idm_store_take(q->stores[k], q->name, size, (uint32_t)k, (uint32_t)q->nstores,
                             &first);
         pthread_mutex_lock(&q->k->mu);
+        if (rc == 0) {
+            int64_t local = (first - (int64_t)k) / (int64_t)q->nstores;
+            if (local < q->hi[k])
+                rc = refuse_locked(q, k, local);
+            else
+                q->hi[k] = local + size;
+        }
         q->last_error = rc;
         if (rc == 0) {
             q->fetches++;
+        } else if (rc == IDM_ECORRUPT) {
+            q->fetch_errors++;
+            q->last_fail = rc;
         } else {
             q->fetch_errors++;
             q->last_fail = rc;
@@ -311,6 +362,11 @@ static int fetch(idm_seq *q, size_t start, int64_t size, block *b)
             b->store = k;
             return 0;
         }
+    }
+    if (!tried) { /* every store is marked bad */
+        pthread_mutex_lock(&q->k->mu);
+        rc = q->last_error = IDM_ECORRUPT;
+        pthread_mutex_unlock(&q->k->mu);
     }
     return rc;
 }
@@ -412,7 +468,7 @@ static void *keeper_main(void *arg)
         int64_t now = mono_now(), wake = INT64_MAX;
         idm_seq *pick = NULL;
         for (idm_seq *q = k->head; q != NULL; q = q->next) {
-            if (q->closing || !q->need || q->spare_ready)
+            if (q->closing || !q->need || q->spare_ready || q->nbad == q->nstores)
                 continue;
             if (now < q->next_try_ns) {
                 if (q->next_try_ns < wake)
@@ -474,6 +530,13 @@ static int slow(idm_seq *q, uint64_t g)
         exhausted_locked(q, g);
         if (q->spare_ready) {
             install_locked(q);
+            break;
+        }
+        if (q->nbad == q->nstores) { /* no store left to ask */
+            rc = idm__seg_fail(IDM_ECORRUPT,
+                               "sequence %s: no block: every store is marked bad (%s)%s%s",
+                               q->name, q->bad_detail, q->nstores > 1 ? "; last: " : "",
+                               q->nstores > 1 ? q->last_detail : "");
             break;
         }
         want_block_locked(q, true);
@@ -599,6 +662,7 @@ static int check_and_take(idm_seq *q, size_t k, block *b)
     b->size = q->block_size;
     b->store = k;
     q->fetches++;
+    q->hi[k] = floor_after(q, b);
     if ((first - (int64_t)k) / (int64_t)q->nstores < floor)
         return idm__seg_fail(IDM_ERANGE,
                              "sequence %s: store %zu (%s) hands out %lld, below %lld already "
@@ -612,6 +676,8 @@ static int check_and_take(idm_seq *q, size_t k, block *b)
 static void destroy(idm_seq *q)
 {
     pthread_cond_destroy(&q->cv_done);
+    free(q->hi);
+    free(q->bad);
     free(q->stores);
     free(q);
 }
@@ -713,7 +779,12 @@ int idm_seq_open(idm_seq **out, const idm_seq_opts *opts)
         return IDM_ENOMEM;
     memset(q, 0, sizeof *q);
     q->stores = malloc(opts->nstores * sizeof *q->stores);
-    if (q->stores == NULL) {
+    q->hi = calloc(opts->nstores, sizeof *q->hi);
+    q->bad = calloc(opts->nstores, sizeof *q->bad);
+    if (q->stores == NULL || q->hi == NULL || q->bad == NULL) {
+        free(q->stores);
+        free(q->hi);
+        free(q->bad);
         free(q);
         return IDM_ENOMEM;
     }
@@ -799,6 +870,10 @@ void idm_seq_stats_get(idm_seq *q, idm_seq_stats *out)
     out->block = q->block_size;
     out->left = q->cur.size - used + (q->spare_ready ? q->spare.size : 0);
     out->last_error = q->last_error;
+    snprintf(out->last_detail, sizeof out->last_detail, "%s",
+             q->last_fail != 0 ? q->last_detail : "");
+    out->bad_stores = q->nbad;
+    snprintf(out->bad_detail, sizeof out->bad_detail, "%s", q->bad_detail);
     pthread_mutex_unlock(&q->k->mu);
 }
 

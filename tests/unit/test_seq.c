@@ -393,6 +393,103 @@ static void test_floors(void **state)
     ms_free(m[1], st[1]);
 }
 
+/* A store's counter goes back under a running allocator (restored from a
+ * backup, or a failover to a replica that lost commits): two stores, blocks
+ * of 10, 200 ids, store 1 set back to 0. The block it then hands out is
+ * below what the allocator saw it reach: never used, store 1 marked bad and
+ * reported, store 0 carries on. Every id of the run is unique. */
+static void test_counter_back_failover(void **state)
+{
+    enum { BEFORE = 200, AFTER = 3000 };
+    idm_store *st[2];
+    mstore *m[2] = {ms_new(&st[0]), ms_new(&st[1])};
+    idm_seq_opts o;
+    idm_seq *q;
+    idm_seq_stats sx;
+    uint64_t ids[BEFORE + AFTER];
+    size_t n = 0, odd_late = 0;
+    int64_t id;
+    (void)state;
+    IDM_ASSERT_OK(idm_store_create(st[0], "orders", 1, 0, 2));
+    IDM_ASSERT_OK(idm_store_create(st[1], "orders", 1, 1, 2));
+    seq_opts(&o, st, 2);
+    o.min_block = o.max_block = 10;
+    o.wait_ms = 5000;
+    IDM_ASSERT_OK(idm_seq_open(&q, &o));
+    for (int i = 0; i < BEFORE; i++) {
+        IDM_ASSERT_OK(idm_seq_next(q, &id));
+        ids[n++] = (uint64_t)id;
+    }
+    CHECK(ms_next(m[1], "orders") > 0, "store 1 unused");
+    ms_set_next(m[1], "orders", 0); /* store 1 set back */
+    for (int i = 0; i < AFTER; i++) {
+        IDM_ASSERT_OK(idm_seq_next(q, &id));
+        ids[n++] = (uint64_t)id;
+        if (i >= AFTER / 2 && id % 2 != 0)
+            odd_late++;
+    }
+    assert_int_equal(idm_test_count_duplicates(ids, n), 0);
+    CHECK(odd_late == 0, "%zu ids from store 1 after it was marked bad", odd_late);
+    idm_seq_stats_get(q, &sx);
+    CHECK(sx.bad_stores == 1, "bad_stores %zu", sx.bad_stores);
+    CHECK(strstr(sx.bad_detail, "store 1") != NULL && strstr(sx.bad_detail, "bad") != NULL &&
+              strstr(sx.bad_detail, "position 0") != NULL,
+          "bad_detail: %s", sx.bad_detail);
+    CHECK(strstr(sx.last_detail, "store 1") != NULL, "last_detail: %s", sx.last_detail);
+    CHECK(sx.fetch_errors >= 1, "fetch_errors %llu", ULL(sx.fetch_errors));
+    idm_seq_close(q);
+    ms_free(m[0], st[0]);
+    ms_free(m[1], st[1]);
+}
+
+/* One store set back: the ids in hand are served, then IDM_ECORRUPT naming
+ * the store (at once, again and again), never an id of the rewound block. */
+static void test_counter_back_one_store(void **state)
+{
+    enum { MAXN = 400 };
+    idm_store *st;
+    mstore *m = ms_new(&st);
+    idm_seq_opts o;
+    idm_seq *q;
+    idm_seq_stats sx;
+    uint64_t ids[MAXN];
+    size_t n = 0;
+    int64_t id;
+    int rc = 0;
+    (void)state;
+    IDM_ASSERT_OK(idm_store_create(st, "orders", 1, 0, 1));
+    seq_opts(&o, &st, 1);
+    o.min_block = o.max_block = 10;
+    o.wait_ms = 5000;
+    IDM_ASSERT_OK(idm_seq_open(&q, &o));
+    for (int i = 0; i < 95; i++) {
+        IDM_ASSERT_OK(idm_seq_next(q, &id));
+        ids[n++] = (uint64_t)id;
+    }
+    ms_set_next(m, "orders", 0); /* set back */
+    for (;;) {
+        rc = idm_seq_next(q, &id);
+        if (rc != 0)
+            break;
+        assert_true(n < MAXN);
+        ids[n++] = (uint64_t)id;
+    }
+    assert_int_equal(rc, IDM_ECORRUPT);
+    CHECK(strstr(idm_error_detail(), "store 0") != NULL &&
+              strstr(idm_error_detail(), "every store is marked bad") != NULL,
+          "detail: %s", idm_error_detail());
+    /* at most the current block and the prefetched one after the set back */
+    CHECK(n <= 95 + 20, "%zu ids served", n);
+    assert_int_equal(idm_test_count_duplicates(ids, n), 0);
+    IDM_ASSERT_RC(idm_seq_next(q, &id), IDM_ECORRUPT);
+    idm_seq_stats_get(q, &sx);
+    CHECK(sx.bad_stores == 1 && sx.last_error == IDM_ECORRUPT && sx.left == 0,
+          "bad %zu last %d left %lld", sx.bad_stores, sx.last_error, LL(sx.left));
+    CHECK(strstr(sx.bad_detail, "store 0") != NULL, "bad_detail: %s", sx.bad_detail);
+    idm_seq_close(q);
+    ms_free(m, st);
+}
+
 /* Every bad option: IDM_EINVAL naming the field; a missing sequence:
  * IDM_ENOSEQ; the store's counter untouched by all of them. */
 static void test_bad_input(void **state)
@@ -760,6 +857,8 @@ int main(void)
         cmocka_unit_test(test_prefetch),       cmocka_unit_test(test_store_down),
         cmocka_unit_test(test_odd_even),       cmocka_unit_test(test_adaptive),
         cmocka_unit_test(test_floors),         cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_counter_back_failover),
+        cmocka_unit_test(test_counter_back_one_store),
         cmocka_unit_test(test_sqlite),         cmocka_unit_test(test_one_keeper_per_store),
         cmocka_unit_test(test_keeper_serves_waiters_first),
     };
