@@ -124,10 +124,27 @@ typedef struct file_turn {
 
 static pthread_mutex_t turns_mu = PTHREAD_MUTEX_INITIALIZER;
 static file_turn *turns;
+static pthread_once_t turns_once = PTHREAD_ONCE_INIT;
+
+/* In a forked child only the forking thread exists: a turn (or the list)
+ * held by another thread of the parent would be held forever, and a store
+ * the child opens on that file would wait on it. Every mutex starts free. */
+static void turns_after_fork(void)
+{
+    pthread_mutex_init(&turns_mu, NULL);
+    for (file_turn *t = turns; t != NULL; t = t->next)
+        pthread_mutex_init(&t->mu, NULL);
+}
+
+static void turns_register(void)
+{
+    pthread_atfork(NULL, NULL, turns_after_fork);
+}
 
 static file_turn *turn_get(dev_t dev, ino_t ino)
 {
     file_turn *t;
+    pthread_once(&turns_once, turns_register);
     pthread_mutex_lock(&turns_mu);
     for (t = turns; t != NULL && !(t->dev == dev && t->ino == ino); t = t->next)
         ;

@@ -713,6 +713,69 @@ static void sqlite_open_while_writing(void **state)
           "%s (%s)", idm_err_name(rc_list), detail);
 }
 
+/* A child forked while another thread of the parent waits for the file's
+ * write lock inside a take (holding the process's turn on the file) opens a
+ * store of its own on the file and takes: the turn it inherited held must
+ * not hang it (its alarm turns a hang into a failure). Whether SQLite then
+ * lets the child write is SQLite's business: a child of a process with the
+ * file open may see the parent's locks (SQLite's rule: do not use a
+ * database across fork()), so the child may end with an error, never hang. */
+typedef struct fork_taker {
+    idm_store *s;
+    int rc;
+    int64_t first;
+} fork_taker;
+
+static void *fork_take_thread(void *arg)
+{
+    fork_taker *t = arg;
+    t->rc = idm_store_take(t->s, "forked", 10, 0, 1, &t->first);
+    return NULL;
+}
+
+static void sqlite_fork_during_take(void **state)
+{
+    char path[4300];
+    sqlite3 *db = NULL;
+    idm_store *s = open_ok(g_sq.url);
+    fork_taker t = {s, -1, 0};
+    pthread_t th;
+    pid_t pid;
+    int status = 0, locked;
+    struct timespec pause = {0, 200000000};
+    (void)state;
+    IDM_ASSERT_OK(idm_store_create(s, "forked", 1, 0, 1));
+    snprintf(path, sizeof path, "%s/store.db", g_tmp);
+    assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+    locked = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+    assert_int_equal(pthread_create(&th, NULL, fork_take_thread, &t), 0);
+    /* Let the thread get into its take and wait for SQLite's lock. */
+    nanosleep(&pause, NULL);
+    pid = fork();
+    if (pid == 0) {
+        idm_store *c = NULL;
+        int64_t first = 0;
+        alarm(30);
+        if (idm_store_open(&c, g_sq.url) != 0 ||
+            idm_store_take(c, "forked", 10, 0, 1, &first) != 0)
+            _exit(2);
+        idm_store_close(c);
+        _exit(0);
+    }
+    sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+    sqlite3_close(db);
+    pthread_join(th, NULL);
+    assert_true(pid > 0);
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    idm_store_close(s);
+    assert_int_equal(locked, SQLITE_OK);
+    CHECK(!(WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM),
+          "the child hung on the write turn its parent's thread held at fork()");
+    CHECK(WIFEXITED(status) && (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 2),
+          "child status %d", status);
+    IDM_ASSERT_RC(t.rc, 0);
+}
+
 /* A custom store cannot tell which database it is: each handle is its own
  * store, also two over one context. */
 static int nop_create(void *ctx, const char *name, int64_t start, uint32_t k, uint32_t n)
@@ -1201,6 +1264,7 @@ int main(void)
         cmocka_unit_test(custom_identity),
         cmocka_unit_test(sqlite_wal_file),
         cmocka_unit_test(sqlite_open_while_writing),
+        cmocka_unit_test(sqlite_fork_during_take),
         cmocka_unit_test_prestate(p1_threads, &g_sq),
         cmocka_unit_test(sqlite_processes),
     };
