@@ -44,6 +44,11 @@ static void *mint_main(void *arg)
             return NULL;
         }
         rc = idm_snowflake_next(m->g, &id);
+        /* A full tick whose successor the clock does not reach within the
+         * wait bound (threads reserving ticks ahead on a loaded machine)
+         * is a refusal to retry, not an end: nothing was handed out. */
+        if (rc == IDM_EEXHAUSTED)
+            continue;
         if (rc != 0) {
             m->last_rc = rc;
             return NULL;
