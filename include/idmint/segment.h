@@ -124,6 +124,20 @@ IDM_EXTERN int idm_store_list(idm_store *s, idm_seq_info **out, size_t *count);
  */
 #define IDM_STORE_IDENTITY_MAX 160
 IDM_EXTERN int idm_store_identity(idm_store *s, char *out, size_t cap);
+/*
+ * The longest any one call on s may take, a reconnect included, on the
+ * monotonic clock: IDM_STORE_TIMEOUT_MS unless set (1 ms to 1 hour, else
+ * IDM_EINVAL and nothing changes). A call that runs past it fails with
+ * IDM_EUNAVAIL ("no answer within N ms"), and its outcome is unknown: a
+ * take's block may or may not have been taken, and is never used (a gap).
+ * PostgreSQL: libpq non-blocking, polled against the deadline (a silent
+ * network, a server that stopped, a row lock held elsewhere); the
+ * connection is dropped and made again by the next call. SQLite: the wait
+ * for another writer's lock ends at the deadline. A custom store's calls
+ * are its own to bound. Thread-safe.
+ */
+#define IDM_STORE_TIMEOUT_MS 5000
+IDM_EXTERN int idm_store_set_timeout(idm_store *s, int64_t ms);
 IDM_EXTERN void idm_store_close(idm_store *s);
 
 /* -------------------------------------------------------------- allocator */

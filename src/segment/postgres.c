@@ -11,25 +11,53 @@
  * committed row (EvalPlanQual), so it adds its size to the new value:
  * blocks are disjoint without any explicit locking or retry loop.
  *
- * Connection loss. If a statement fails and the connection is no longer
- * CONNECTION_OK, the connection is reset once (PQreset) and the statement
- * is run again from scratch. For a take that is fault row P3 ("connection
- * reset during COMMIT: treat as maybe allocated, discard, allocate again"):
- * the first UPDATE may or may not have committed; if it did, its block is a
- * gap that nobody ever uses, and the retry takes a new block after it.
- * Reads and floor raises (a max, idempotent) retry the same way; create does
- * not (after a lost answer it cannot tell "created" from "existed"): it
- * resets and fails with IDM_EUNAVAIL. A store whose reset failed tries to
- * reconnect at the start of its next call.
+ * Deadlines. Every call (open included) must end within the store's
+ * timeout (idm_store_set_timeout; IDM_STORE_TIMEOUT_MS unless set), on
+ * CLOCK_MONOTONIC, whatever the network or the server does: a server that
+ * stopped answering, packets dropped without a reset, a row lock held open
+ * elsewhere. statement_timeout cannot do that (it runs on the server, which
+ * may be out of reach), and libpq's blocking calls wait as long as the
+ * kernel's TCP retries. So libpq runs non-blocking: connections are made
+ * with PQconnectStart and PQconnectPoll, statements sent with
+ * PQsendQueryParams and PQflush, and answers read with PQconsumeInput,
+ * PQisBusy and PQgetResult, each wait a poll() on the socket until the
+ * deadline. When the deadline passes the connection is dropped (PQfinish;
+ * the next call connects again) and the call fails with IDM_EUNAVAIL, "no
+ * answer within N ms": whatever was sent may or may not have run, so a take
+ * that timed out is a gap (its block may have committed; it is never used)
+ * and is not tried again past the deadline. Dropping the connection also
+ * ends its transaction on the server once the server notices: each session
+ * sets client_connection_check_interval (servers 14 and later, where the
+ * platform has it) so that a statement still waiting there for a lock is
+ * abandoned within a second of its client going away. (No cancel request is
+ * sent: PQcancel blocks, on a new connection to the same silent server.)
+ * connect_timeout (5 s unless the URL sets one) bounds each connection
+ * attempt as a whole as well, since libpq leaves it to the caller in
+ * non-blocking mode: with a multi-host URL, a host that does not answer at
+ * all uses up the attempt, where libpq's blocking connect would move on to
+ * the next host after it. Host names are resolved by libpq with
+ * getaddrinfo, which blocks: a URL that must be bounded against a silent
+ * DNS server gives hostaddr.
  *
- * Parameters go as text through PQexecParams with their types given; every
- * result's status, shape and numbers are checked strictly (an answer that
- * is not what the statement must produce is IDM_EIO).
+ * Connection loss. If a statement fails and the connection is no longer
+ * CONNECTION_OK, a new connection is made once (within the same deadline)
+ * and the statement is run again from scratch. For a take that is fault row
+ * P3 ("connection reset during COMMIT: treat as maybe allocated, discard,
+ * allocate again"): the first UPDATE may or may not have committed; if it
+ * did, its block is a gap that nobody ever uses, and the retry takes a new
+ * block after it. Reads and floor raises (a max, idempotent) retry the same
+ * way; create does not (after a lost answer it cannot tell "created" from
+ * "existed"): it drops the connection and fails with IDM_EUNAVAIL. A store
+ * without a connection makes one at the start of its next call.
+ *
+ * Parameters go as text through PQsendQueryParams with their types given;
+ * every result's status, shape and numbers are checked strictly (an answer
+ * that is not what the statement must produce is IDM_EIO).
  *
  * Durability. A block counts as taken when its UPDATE's commit returns, so
  * that commit must be on disk: with synchronous_commit off a crash can lose
  * a committed block that was already handed out, and hand it out again.
- * Every session (the first and each one after a reset) therefore sets
+ * Every session (the first and each one after a reconnect) therefore sets
  * synchronous_commit to on before it runs anything else, whatever the URL
  * (options=-c synchronous_commit=off), the role or the database set, and
  * keeps only remote_apply, which waits for more. A session that cannot set
@@ -39,18 +67,19 @@
  * database's and the table's OIDs, so that one database reached by two
  * URLs is known as one store.
  *
- * What it does not do: time a statement out (a take blocked behind a row
- * lock that someone else holds open waits; set statement_timeout in the URL's
- * options, e.g. ?options=-c%20statement_timeout%3D5000, to bound it), or
- * retry elsewhere (high availability is a list of stores, see segment.h).
+ * What it does not do: retry elsewhere (high availability is a list of
+ * stores, see segment.h), or bound a host name's resolution (see above).
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <libpq-fe.h>
 
@@ -60,15 +89,23 @@
 #define MAX_URL 4096
 #define INT8OID 20
 #define TEXTOID 25
+#define NS_PER_MS INT64_C(1000000)
+/* How often the server checks that the client of a running statement is
+ * still there (client_connection_check_interval, ms). */
+#define CLIENT_CHECK_MS "1000"
 /* Serialises table creation between stores opening at once: concurrent
  * CREATE TABLE IF NOT EXISTS can fail on the catalogue's unique index.
  * An arbitrary constant ("idmintsq" in ASCII). */
 #define CREATE_LOCK "7596562509622071665"
 
 typedef struct pg_store {
-    PGconn *conn;
-    bool ready; /* this session has run session_setup */
-    char url[256]; /* for messages; password masked */
+    PGconn *conn;       /* NULL: none (dropped; the next call connects) */
+    bool ready;         /* this session has run session_setup */
+    int64_t timeout_ms; /* the longest a call may take */
+    int64_t deadline;   /* the call in progress must end by then (monotonic ns) */
+    char *conninfo;     /* the URL libpq connects with (connect_timeout added) */
+    char msg[512];      /* why the last connection was dropped, one line */
+    char url[256];      /* for messages; password masked */
 } pg_store;
 
 /* -------------------------------------------------------------- helpers */
@@ -197,32 +234,260 @@ static int pg_fail(pg_store *p, PGresult *res, const char *what)
     const char *state = res != NULL ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
     const char *text = res != NULL ? PQresultErrorMessage(res) : NULL;
     if (text == NULL || *text == '\0')
-        text = PQerrorMessage(p->conn);
+        text = p->conn != NULL ? PQerrorMessage(p->conn) : p->msg;
     one_line(text, msg, sizeof msg);
     return idm__seg_fail(code_for(state), "store %s: %s: %s", p->url, what, msg);
 }
 
-/* Reset the connection: a new session, which must be set up again. */
-static void reset(pg_store *p)
+/* ------------------------------------------------------------ deadlines */
+
+/* Server notices and warnings (a shutdown's "terminating connection") are
+ * not errors: a library does not print them on the caller's stderr. */
+static void quiet(void *arg, const char *message)
 {
+    (void)arg;
+    (void)message;
+}
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* A call starts: it must end within the timeout from now. */
+static void begin_call(pg_store *p)
+{
+    p->deadline = mono_ns() + p->timeout_ms * NS_PER_MS;
+}
+
+/* Wait until fd is ready for events (POLLIN, POLLOUT) or until (monotonic
+ * ns) passes. The events that came (an error or a hang-up counts: libpq
+ * finds out what it was), 0 when until passed, -1 if fd cannot be waited
+ * on. */
+static int wait_socket(int fd, short events, int64_t until)
+{
+    if (fd < 0)
+        return -1;
+    for (;;) {
+        struct pollfd pf = {fd, events, 0};
+        int64_t left = until - mono_ns();
+        int r;
+        if (left <= 0)
+            return 0;
+        /* Rounded up: waking early would only poll again. */
+        left = (left + NS_PER_MS - 1) / NS_PER_MS;
+        r = poll(&pf, 1, left > INT_MAX ? INT_MAX : (int)left);
+        if (r > 0)
+            return pf.revents != 0 ? pf.revents : events;
+        if (r < 0 && errno != EINTR)
+            return -1;
+    }
+}
+
+/* Drop the connection (the next call makes a new one), keeping libpq's
+ * last message for pg_fail. */
+static void drop(pg_store *p)
+{
+    if (p->conn != NULL) {
+        const char *m = PQerrorMessage(p->conn);
+        if (m != NULL && *m != '\0')
+            one_line(m, p->msg, sizeof p->msg);
+        PQfinish(p->conn);
+    }
+    p->conn = NULL;
     p->ready = false;
-    PQreset(p->conn);
+}
+
+/* The deadline passed during what: the connection is dropped, and what it
+ * was doing may or may not have happened (outcome says which of the two
+ * matters). */
+static int late(pg_store *p, const char *what, const char *outcome)
+{
+    drop(p);
+    return idm__seg_fail(IDM_EUNAVAIL, "store %s: %s: no answer within %lld ms (%s)", p->url,
+                         what, (long long)p->timeout_ms, outcome);
+}
+
+/* The connection is gone, or was never made. */
+static bool lost(const pg_store *p)
+{
+    return p->conn == NULL || PQstatus(p->conn) != CONNECTION_OK;
+}
+
+/* libpq's connect_timeout for conn in ns (as libpq reads it: at least 2 s,
+ * 0 or less for none); 0 for none. */
+static int64_t connect_timeout_ns(PGconn *conn)
+{
+    PQconninfoOption *opts = PQconninfo(conn);
+    int64_t ns = 0;
+    for (PQconninfoOption *o = opts; o != NULL && o->keyword != NULL; o++) {
+        int64_t v;
+        if (strcmp(o->keyword, "connect_timeout") != 0 || o->val == NULL)
+            continue;
+        if (parse_i64(o->val, &v) == 0 && v > 0)
+            ns = (v < 2 ? 2 : v > 86400 ? 86400 : v) * 1000 * NS_PER_MS;
+        break;
+    }
+    PQconninfoFree(opts);
+    return ns;
+}
+
+/* A new connection (the old one, if any, dropped), made within the call's
+ * deadline and connect_timeout; non-blocking from then on. */
+static int pg_connect(pg_store *p)
+{
+    PostgresPollingStatusType st = PGRES_POLLING_WRITING;
+    int64_t until = p->deadline, ct;
+    bool by_ct = false;
+    char msg[512];
+    drop(p);
+    p->conn = PQconnectStart(p->conninfo);
+    if (p->conn == NULL)
+        return idm__seg_fail(IDM_ENOMEM, "store %s: out of memory connecting", p->url);
+    PQsetNoticeProcessor(p->conn, quiet, NULL);
+    if ((ct = connect_timeout_ns(p->conn)) > 0 && mono_ns() + ct < until) {
+        until = mono_ns() + ct;
+        by_ct = true;
+    }
+    /* PQconnectStart has begun: libpq asks to be polled as after WRITING. */
+    while (PQstatus(p->conn) != CONNECTION_BAD && st != PGRES_POLLING_OK &&
+           st != PGRES_POLLING_FAILED) {
+        int ev = st == PGRES_POLLING_READING   ? POLLIN
+                 : st == PGRES_POLLING_WRITING ? POLLOUT
+                                               : 0; /* ACTIVE: poll libpq again now */
+        if (ev != 0) {
+            /* The socket changes from host to host: ask each time. */
+            int r = wait_socket(PQsocket(p->conn), (short)ev, until);
+            if (r == 0) {
+                if (by_ct) {
+                    drop(p);
+                    return idm__seg_fail(IDM_EUNAVAIL,
+                                         "store %s: cannot connect: no answer within "
+                                         "connect_timeout (%lld s)",
+                                         p->url, (long long)(ct / 1000 / NS_PER_MS));
+                }
+                return late(p, "cannot connect", "gave up; the next call connects again");
+            }
+            if (r < 0)
+                break; /* libpq's message says why */
+        }
+        st = PQconnectPoll(p->conn);
+    }
+    if (PQstatus(p->conn) != CONNECTION_OK || st != PGRES_POLLING_OK) {
+        one_line(PQerrorMessage(p->conn), msg, sizeof msg);
+        drop(p);
+        return idm__seg_fail(IDM_EUNAVAIL, "store %s: cannot connect: %s", p->url, msg);
+    }
+    if (PQsetnonblocking(p->conn, 1) != 0) {
+        one_line(PQerrorMessage(p->conn), msg, sizeof msg);
+        drop(p);
+        return idm__seg_fail(IDM_EIO, "store %s: cannot make the connection non-blocking: %s",
+                             p->url, msg);
+    }
+    return 0;
+}
+
+/*
+ * One round trip on the connection, within the call's deadline: sql with
+ * nparams text parameters of the given types (the extended protocol, one
+ * statement), or with nparams < 0 as a simple query (several statements;
+ * no parameters). Returns its result: the last, or the first error if one
+ * came (as PQexec does). NULL when there is none: the deadline passed
+ * (*timed_out; the connection is still there, for late() to drop) or the
+ * connection failed (pg_fail has libpq's message).
+ */
+static PGresult *exchange(pg_store *p, const char *sql, int nparams, const unsigned *types,
+                          const char *const *values, bool *timed_out)
+{
+    PGconn *c = p->conn;
+    PGresult *res = NULL, *r;
+    int sent;
+    *timed_out = false;
+    sent = nparams >= 0 ? PQsendQueryParams(c, sql, nparams, types, values, NULL, NULL, 0)
+                        : PQsendQuery(c, sql);
+    if (!sent)
+        return NULL;
+    /* Send it all; the server may answer meanwhile (read what comes so
+     * that neither side waits on a full buffer). */
+    for (;;) {
+        int f = PQflush(c), ev;
+        if (f == 0)
+            break;
+        if (f < 0)
+            return NULL;
+        ev = wait_socket(PQsocket(c), POLLIN | POLLOUT, p->deadline);
+        if (ev == 0) {
+            *timed_out = true;
+            return NULL;
+        }
+        if (ev < 0)
+            return NULL;
+        if ((ev & POLLIN) != 0 && !PQconsumeInput(c))
+            break; /* lost: PQgetResult reports it */
+    }
+    /* Read every result, until PQgetResult says there is no more. */
+    for (;;) {
+        while (!PQisBusy(c)) {
+            ExecStatusType st;
+            if ((r = PQgetResult(c)) == NULL)
+                return res;
+            st = PQresultStatus(r);
+            if (res != NULL && PQresultStatus(res) == PGRES_FATAL_ERROR) {
+                PQclear(r);
+            } else {
+                PQclear(res);
+                res = r;
+            }
+            /* No statement here copies: a session in COPY is not ours to
+             * finish. Dropped; the caller finds the answer unexpected. */
+            if (st == PGRES_COPY_IN || st == PGRES_COPY_OUT || st == PGRES_COPY_BOTH) {
+                drop(p);
+                return res;
+            }
+        }
+        {
+            int ev = wait_socket(PQsocket(c), POLLIN, p->deadline);
+            if (ev == 0) {
+                PQclear(res);
+                *timed_out = true;
+                return NULL;
+            }
+            if (ev < 0 || !PQconsumeInput(c)) {
+                /* Lost. libpq reports that as a result once the connection
+                 * is marked bad; if it is not (still busy), PQgetResult could
+                 * block: drop it instead, keeping its message. */
+                if (PQisBusy(c)) {
+                    PQclear(res);
+                    drop(p);
+                    return NULL;
+                }
+            }
+        }
+    }
 }
 
 /*
  * What every session runs first: synchronous_commit on (see the top), or
  * remote_apply if that is what it was; then checked. One statement, in
  * autocommit, so the setting is the session's (a SET in a transaction that
- * rolls back would be undone).
+ * rolls back would be undone). Then, best effort, the server's check for
+ * clients gone away (see the top): a server that refuses it (a platform
+ * without the check) works as before.
  */
 static int session_setup(pg_store *p)
 {
-    PGresult *res = PQexec(p->conn,
-                           "SELECT CASE current_setting('synchronous_commit')"
-                           " WHEN 'remote_apply' THEN 'remote_apply'"
-                           " ELSE set_config('synchronous_commit', 'on', false) END");
+    bool timed_out = false;
+    PGresult *res = exchange(p,
+                             "SELECT CASE current_setting('synchronous_commit')"
+                             " WHEN 'remote_apply' THEN 'remote_apply'"
+                             " ELSE set_config('synchronous_commit', 'on', false) END",
+                             0, NULL, NULL, &timed_out);
     const char *v;
     int rc;
+    if (timed_out)
+        return late(p, "setting synchronous_commit to on", "connection dropped");
     if (res == NULL || PQresultStatus(res) != PGRES_TUPLES_OK) {
         rc = pg_fail(p, res, "cannot set synchronous_commit to on");
         PQclear(res);
@@ -240,52 +505,62 @@ static int session_setup(pg_store *p)
         return rc;
     }
     PQclear(res);
+    if (PQserverVersion(p->conn) >= 140000) {
+        res = exchange(p, "SELECT set_config('client_connection_check_interval', '"
+                       CLIENT_CHECK_MS "', false)", 0, NULL, NULL, &timed_out);
+        PQclear(res);
+        if (timed_out)
+            return late(p, "setting client_connection_check_interval", "connection dropped");
+        if (lost(p))
+            return pg_fail(p, NULL, "cannot set client_connection_check_interval");
+    }
     p->ready = true;
     return 0;
 }
 
-/* Bring a broken connection back, once; set up a new session. */
-static int reconnect(pg_store *p)
+/* A connection with a session set up: made again if it was lost or
+ * dropped (within the call's deadline). */
+static int ensure_session(pg_store *p)
 {
-    char msg[512];
-    if (PQstatus(p->conn) != CONNECTION_OK) {
-        reset(p);
-        if (PQstatus(p->conn) != CONNECTION_OK) {
-            one_line(PQerrorMessage(p->conn), msg, sizeof msg);
-            return idm__seg_fail(IDM_EUNAVAIL, "store %s: cannot reconnect: %s", p->url, msg);
-        }
-    }
+    int rc;
+    if (lost(p) && (rc = pg_connect(p)) != 0)
+        return rc;
     return p->ready ? 0 : session_setup(p);
 }
 
 /*
  * Run one statement (nparams text parameters of the given types) and
  * return its result if its status is want, else NULL with *rc set. If it
- * fails with the connection broken and retry is set, the connection is
- * reset once and the statement run again as if for the first time.
+ * fails with the connection broken and retry is set, a new connection is
+ * made once and the statement run again as if for the first time, all
+ * within the call's deadline; past it, the connection is dropped and the
+ * statement's outcome is unknown.
  */
 static PGresult *run(pg_store *p, const char *sql, int nparams, const unsigned *types,
                      const char *const *values, ExecStatusType want, bool retry,
                      const char *what, int *rc)
 {
-    *rc = reconnect(p);
-    if (*rc != 0)
-        return NULL;
     for (int attempt = 0;; attempt++) {
-        PGresult *res = PQexecParams(p->conn, sql, nparams, types, values, NULL, NULL, 0);
+        PGresult *res;
+        bool timed_out = false;
+        if ((*rc = ensure_session(p)) != 0)
+            return NULL;
+        res = exchange(p, sql, nparams, types, values, &timed_out);
+        if (timed_out) {
+            *rc = late(p, what, "connection dropped; the outcome is unknown");
+            return NULL;
+        }
         if (res != NULL && PQresultStatus(res) == want)
             return res;
-        if (PQstatus(p->conn) != CONNECTION_OK && attempt == 0) {
+        if (lost(p) && attempt == 0) {
             if (!retry) {
                 *rc = pg_fail(p, res, what);
                 PQclear(res);
                 /* For the next call; this one's outcome is unknown. */
-                reset(p);
+                drop(p);
                 return NULL;
             }
             PQclear(res);
-            if ((*rc = reconnect(p)) != 0)
-                return NULL;
             continue;
         }
         if (res != NULL && PQresultStatus(res) != PGRES_FATAL_ERROR &&
@@ -307,17 +582,23 @@ static int pg_create(void *ctx, const char *name, int64_t start, uint32_t k, uin
     pg_store *p = ctx;
     char s_start[24], s_k[16], s_n[16];
     const char *values[] = {name, s_start, s_k, s_n};
+    char what[IDM_SEQ_NAME_MAX + 32];
+    bool timed_out = false;
     PGresult *res;
     int rc;
     snprintf(s_start, sizeof s_start, "%" PRId64, start);
     snprintf(s_k, sizeof s_k, "%" PRIu32, k);
     snprintf(s_n, sizeof s_n, "%" PRIu32, n);
-    rc = reconnect(p);
+    begin_call(p);
+    rc = ensure_session(p);
     if (rc != 0)
         return rc;
-    res = PQexecParams(p->conn,
-                       "INSERT INTO " IDM__SEQ_TABLE "(name, next, k, n) VALUES($1, $2, $3, $4)",
-                       4, types, values, NULL, NULL, 0);
+    res = exchange(p, "INSERT INTO " IDM__SEQ_TABLE "(name, next, k, n) VALUES($1, $2, $3, $4)",
+                   4, types, values, &timed_out);
+    if (timed_out) {
+        snprintf(what, sizeof what, "creating sequence %s", name);
+        return late(p, what, "connection dropped; it may or may not exist now");
+    }
     if (res != NULL && PQresultStatus(res) == PGRES_COMMAND_OK) {
         PQclear(res);
         return 0;
@@ -329,13 +610,13 @@ static int pg_create(void *ctx, const char *name, int64_t start, uint32_t k, uin
             return idm__seg_fail(IDM_EEXIST, "sequence %s exists already in %s", name, p->url);
         }
     }
-    if (PQstatus(p->conn) != CONNECTION_OK) {
-        /* The INSERT may or may not have committed: say so, and reconnect
-         * for the next call. */
+    if (lost(p)) {
+        /* The INSERT may or may not have committed: say so; the next call
+         * connects again. */
         char msg[512];
-        one_line(PQerrorMessage(p->conn), msg, sizeof msg);
+        one_line(p->conn != NULL ? PQerrorMessage(p->conn) : p->msg, msg, sizeof msg);
         PQclear(res);
-        reset(p);
+        drop(p);
         return idm__seg_fail(IDM_EUNAVAIL,
                              "store %s: connection lost creating sequence %s (it may or may not "
                              "exist now): %s",
@@ -365,7 +646,9 @@ static int pg_take(void *ctx, const char *name, int64_t size, uint32_t k, uint32
     snprintf(s_max, sizeof s_max, "%" PRId64, limit);
     snprintf(s_k, sizeof s_k, "%u", (unsigned)k);
     snprintf(s_n, sizeof s_n, "%u", (unsigned)n);
-    /* retry: a take whose answer was lost is abandoned and taken again (P3). */
+    begin_call(p);
+    /* retry: a take whose answer was lost is abandoned and taken again (P3),
+     * within the deadline; a take that runs past it is abandoned. */
     res = run(p,
               "UPDATE " IDM__SEQ_TABLE " SET next = next + $1"
               " WHERE name = $2 AND k = $4 AND n = $5 AND next <= $3 - $1 RETURNING next - $1",
@@ -425,6 +708,7 @@ static int pg_list(void *ctx, idm_seq_info **out, size_t *count)
     int rows, rc = 0;
     *out = NULL;
     *count = 0;
+    begin_call(p);
     /* COLLATE "C": byte order, whatever the database's collation, as SQLite. */
     res = run(p, "SELECT name, next, k, n FROM " IDM__SEQ_TABLE " ORDER BY name COLLATE \"C\"", 0,
               NULL, NULL, PGRES_TUPLES_OK, true, "cannot list the sequences", &rc);
@@ -472,6 +756,7 @@ static int pg_floor_get(void *ctx, const char *name, uint32_t k, int64_t *floor)
     PGresult *res;
     int rc = 0;
     snprintf(s_k, sizeof s_k, "%" PRIu32, k);
+    begin_call(p);
     res = run(p, "SELECT floor FROM " IDM__FLOOR_TABLE " WHERE name = $1 AND k = $2", 2, types,
               values, PGRES_TUPLES_OK, true, "cannot read a floor", &rc);
     if (res == NULL)
@@ -500,6 +785,7 @@ static int pg_floor_raise(void *ctx, const char *name, uint32_t k, int64_t floor
                              (long long)floor);
     snprintf(s_k, sizeof s_k, "%" PRIu32, k);
     snprintf(s_floor, sizeof s_floor, "%" PRId64, floor);
+    begin_call(p);
     /* A raise, never a lowering: running it twice (a retry) is harmless. */
     res = run(p,
               "INSERT INTO " IDM__FLOOR_TABLE "(name, k, floor) VALUES($1, $2, $3)"
@@ -510,21 +796,19 @@ static int pg_floor_raise(void *ctx, const char *name, uint32_t k, int64_t floor
     return rc;
 }
 
-/* Server notices and warnings (a shutdown's "terminating connection") are
- * not errors: a library does not print them on the caller's stderr. */
-static void quiet(void *arg, const char *message)
-{
-    (void)arg;
-    (void)message;
-}
-
 static void pg_close(void *ctx)
 {
     pg_store *p = ctx;
     if (p == NULL)
         return;
     PQfinish(p->conn);
+    free(p->conninfo);
     free(p);
+}
+
+static void pg_set_timeout(void *ctx, int64_t ms)
+{
+    ((pg_store *)ctx)->timeout_ms = ms;
 }
 
 static const idm_store_ops ops = {pg_create, pg_take, pg_list, pg_floor_get, pg_floor_raise,
@@ -551,14 +835,14 @@ int idm__postgres_identity(void *ctx, char *out, size_t cap)
     };
     pg_store *p = ctx;
     int rc = 0;
+    begin_call(p);
     for (size_t i = 0; i < sizeof queries / sizeof queries[0]; i++) {
         PGresult *res = run(p, queries[i], 0, NULL, NULL, PGRES_TUPLES_OK, true,
                             "cannot read the store's identity", &rc);
         const char *v;
         if (res == NULL) {
             /* Not allowed or not there: the next query; else the error. */
-            if (i + 1 < sizeof queries / sizeof queries[0] &&
-                PQstatus(p->conn) == CONNECTION_OK)
+            if (i + 1 < sizeof queries / sizeof queries[0] && !lost(p))
                 continue;
             return rc;
         }
@@ -579,8 +863,9 @@ int idm__postgres_identity(void *ctx, char *out, size_t cap)
 
 /* ----------------------------------------------------------------- open */
 
-/* The URL with connect_timeout=5 added unless it sets one, so that an
- * unreachable host fails in seconds rather than the TCP timeout. */
+/* The URL with connect_timeout=5 added unless it sets one, as libpq's
+ * blocking connect had it: a connection attempt ends within 5 s also under
+ * a longer store timeout (and within the store timeout if that is shorter). */
 static int with_timeout(const char *url, const char *masked, char *out, size_t cap)
 {
     const char *q = strchr(url, '?');
@@ -608,6 +893,7 @@ static int pg_open(void **ctx, const char *url)
     PQconninfoOption *info;
     pg_store *p;
     PGresult *res;
+    bool timed_out = false;
     int rc = 0;
     mask_url(url, masked, sizeof masked);
     if (strncmp(url, "postgres://", 11) != 0 && strncmp(url, "postgresql://", 13) != 0)
@@ -628,19 +914,15 @@ static int pg_open(void **ctx, const char *url)
     if (p == NULL)
         return idm__seg_fail(IDM_ENOMEM, "store %s: out of memory", masked);
     snprintf(p->url, sizeof p->url, "%s", masked);
-    p->conn = PQconnectdb(full);
-    if (p->conn == NULL) {
+    p->timeout_ms = IDM_STORE_TIMEOUT_MS;
+    p->conninfo = strdup(full);
+    if (p->conninfo == NULL) {
         free(p);
         return idm__seg_fail(IDM_ENOMEM, "store %s: out of memory", masked);
     }
-    PQsetNoticeProcessor(p->conn, quiet, NULL);
-    if (PQstatus(p->conn) != CONNECTION_OK) {
-        one_line(PQerrorMessage(p->conn), msg, sizeof msg);
-        rc = idm__seg_fail(IDM_EUNAVAIL, "store %s: cannot connect: %s", masked, msg);
-        pg_close(p);
-        return rc;
-    }
-    if ((rc = session_setup(p)) != 0)
+    /* Opening is one call: connecting, the session, the tables. */
+    begin_call(p);
+    if ((rc = ensure_session(p)) != 0)
         goto fail;
     /* Create the tables only if missing: a role that may use but not create
      * them still opens the store. */
@@ -659,16 +941,22 @@ static int pg_open(void **ctx, const char *url)
     if (strcmp(PQgetvalue(res, 0, 0), "t") != 0) {
         PQclear(res);
         /* One statement string: simple query protocol, one transaction. */
-        res = PQexec(p->conn,
-                     "BEGIN;"
-                     "SELECT pg_advisory_xact_lock(" CREATE_LOCK ");"
-                     "CREATE TABLE IF NOT EXISTS " IDM__SEQ_TABLE
-                     "(name TEXT PRIMARY KEY, next BIGINT NOT NULL,"
-                     " k BIGINT NOT NULL, n BIGINT NOT NULL);"
-                     "CREATE TABLE IF NOT EXISTS " IDM__FLOOR_TABLE
-                     "(name TEXT NOT NULL, k BIGINT NOT NULL, floor BIGINT NOT NULL,"
-                     " PRIMARY KEY (name, k));"
-                     "COMMIT");
+        res = exchange(p,
+                       "BEGIN;"
+                       "SELECT pg_advisory_xact_lock(" CREATE_LOCK ");"
+                       "CREATE TABLE IF NOT EXISTS " IDM__SEQ_TABLE
+                       "(name TEXT PRIMARY KEY, next BIGINT NOT NULL,"
+                       " k BIGINT NOT NULL, n BIGINT NOT NULL);"
+                       "CREATE TABLE IF NOT EXISTS " IDM__FLOOR_TABLE
+                       "(name TEXT NOT NULL, k BIGINT NOT NULL, floor BIGINT NOT NULL,"
+                       " PRIMARY KEY (name, k));"
+                       "COMMIT",
+                       -1, NULL, NULL, &timed_out);
+        if (timed_out) {
+            rc = late(p, "creating the tables",
+                      "connection dropped; they may or may not exist now");
+            goto fail;
+        }
         if (res == NULL || PQresultStatus(res) != PGRES_COMMAND_OK) {
             rc = pg_fail(p, res, "cannot create the tables");
             PQclear(res);
@@ -683,4 +971,4 @@ fail:
     return rc;
 }
 
-const idm__store_backend idm__store_postgres = {"postgres", &ops, pg_open};
+const idm__store_backend idm__store_postgres = {"postgres", &ops, pg_open, pg_set_timeout};

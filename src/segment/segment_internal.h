@@ -7,12 +7,19 @@
 #include <idmint/segment.h>
 
 /* A backend reached by URL: open fills the operations' context. rest is the
- * whole URL. Each backend is one file linking only its client library. */
+ * whole URL. Each backend is one file linking only its client library.
+ * A backend bounds each call by its timeout (IDM_STORE_TIMEOUT_MS from
+ * open, open included, until set_timeout changes it; store.c calls it
+ * under the store's mutex, so never during another call on ctx). */
 typedef struct idm__store_backend {
     const char *scheme; /* "sqlite" for sqlite:// */
     const idm_store_ops *ops;
     int (*open)(void **ctx, const char *url);
+    void (*set_timeout)(void *ctx, int64_t ms); /* 1 to IDM__STORE_TIMEOUT_MAX_MS */
 } idm__store_backend;
+
+/* The longest timeout idm_store_set_timeout takes: an hour. */
+#define IDM__STORE_TIMEOUT_MAX_MS INT64_C(3600000)
 
 extern const idm__store_backend idm__store_sqlite;
 extern const idm__store_backend idm__store_postgres;

@@ -15,15 +15,22 @@
  * are serialised by the lock and get disjoint blocks. The statement is
  * stepped to SQLITE_DONE, which is where the autocommit transaction
  * commits; a block counts as taken only once that step has succeeded. A
- * writer that cannot get the lock waits up to busy_timeout (5 s) and then
- * fails with IDM_EUNAVAIL; nothing was written then. The wait is our own
- * busy handler, which tries again every 100 us to 1 ms: SQLite's default
- * one sleeps up to 100 ms between tries, and a writer that sleeps that long
- * can lose the lock to writers committing back to back for the whole 5 s
- * (seen with 8 threads on 2 loaded cores). Writers of one process on one
- * file also queue on a mutex of that file (found by device and inode)
- * before they ask SQLite for the lock, so threads of a process take turns
- * instead of racing each other's polls; only other processes poll.
+ * writer that cannot get the lock waits until the call's deadline (the
+ * store's timeout, idm_store_set_timeout: IDM_STORE_TIMEOUT_MS unless set,
+ * on CLOCK_MONOTONIC) and then fails with IDM_EUNAVAIL ("no answer within
+ * N ms"); nothing was written then. The wait is our own busy handler, which
+ * tries again every 100 us to 1 ms: SQLite's default one sleeps up to
+ * 100 ms between tries, and a writer that sleeps that long can lose the
+ * lock to writers committing back to back for its whole wait (seen with 8
+ * threads on 2 loaded cores over 5 s). Writers of one process on one file
+ * also queue for a turn on that file (found by device and inode) before
+ * they ask SQLite for the lock, so threads of a process take turns instead
+ * of racing each other's polls; only other processes poll. That queue is a
+ * flag under a mutex with a condition variable on CLOCK_MONOTONIC rather
+ * than a plain mutex, so that its wait too ends at the deadline:
+ * pthread_mutex_timedlock waits on the wall clock (a clock step would
+ * stretch or cut it), and pthread_mutex_clocklock is not seen by
+ * ThreadSanitizer.
  *
  * Statements are prepared once at open and reset after each use. The handle
  * is opened NOMUTEX: store.c's per-store mutex keeps it to one thread at a
@@ -58,7 +65,7 @@
 #include "segment_internal.h"
 
 #define PREFIX "sqlite://"
-#define BUSY_TIMEOUT_MS 5000
+#define NS_PER_MS INT64_C(1000000)
 #define MAX_PATH 4000
 /* A statement that finds the lock taken after it had read (SQLITE_BUSY_SNAPSHOT
  * and the like) is tried again this many times; it wrote nothing. */
@@ -69,7 +76,8 @@
 typedef struct sq_store {
     sqlite3 *db;
     sqlite3_stmt *create, *take, *next_of, *list, *floor_get, *floor_raise;
-    int64_t busy_start; /* when the current wait for the lock began */
+    int64_t timeout_ms; /* the longest a call may take */
+    int64_t deadline; /* the call in progress must end by then (monotonic ns) */
     struct file_turn *turn; /* the writers' queue of this process on the file */
     dev_t dev; /* the file's, at open: its identity */
     ino_t ino;
@@ -102,23 +110,45 @@ static int idm_code(int rc)
     }
 }
 
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* A call starts: it must end within the timeout from now. */
+static void begin_call(sq_store *s)
+{
+    s->deadline = mono_ns() + s->timeout_ms * NS_PER_MS;
+}
+
 /* Fail with the connection's message; call before resetting the statement
- * (a reset may replace the message). */
+ * (a reset may replace the message). Busy once the deadline has passed:
+ * another connection held the write lock for the whole wait. */
 static int sq_fail(sq_store *s, int rc, const char *what)
 {
+    if ((rc & 0xff) == SQLITE_BUSY && mono_ns() >= s->deadline)
+        return idm__seg_fail(IDM_EUNAVAIL,
+                             "store %s: %s: no answer within %lld ms: another connection holds "
+                             "the write lock (%s)",
+                             s->url, what, (long long)s->timeout_ms, sqlite3_errstr(rc));
     return idm__seg_fail(idm_code(rc), "store %s: %s: %s (%s)", s->url, what,
                          sqlite3_errmsg(s->db), sqlite3_errstr(rc));
 }
 
 /* ------------------------------------------------------------- statements */
 
-/* One per database file in use in this process: its writers take turns on
- * mu (a mutex queues its waiters; SQLite's lock is polled). */
+/* One per database file in use in this process: its writers take turns
+ * (held, under mu; waiters sleep on cv, which runs on CLOCK_MONOTONIC),
+ * where SQLite's lock is polled. */
 typedef struct file_turn {
     dev_t dev;
     ino_t ino;
     size_t refs;
     pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool held;
     struct file_turn *next;
 } file_turn;
 
@@ -126,14 +156,26 @@ static pthread_mutex_t turns_mu = PTHREAD_MUTEX_INITIALIZER;
 static file_turn *turns;
 static pthread_once_t turns_once = PTHREAD_ONCE_INIT;
 
+/* A free turn. */
+static void turn_init(file_turn *t)
+{
+    pthread_condattr_t ca;
+    pthread_mutex_init(&t->mu, NULL);
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&t->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    t->held = false;
+}
+
 /* In a forked child only the forking thread exists: a turn (or the list)
  * held by another thread of the parent would be held forever, and a store
- * the child opens on that file would wait on it. Every mutex starts free. */
+ * the child opens on that file would wait on it. Every turn starts free. */
 static void turns_after_fork(void)
 {
     pthread_mutex_init(&turns_mu, NULL);
     for (file_turn *t = turns; t != NULL; t = t->next)
-        pthread_mutex_init(&t->mu, NULL);
+        turn_init(t);
 }
 
 static void turns_register(void)
@@ -151,7 +193,7 @@ static file_turn *turn_get(dev_t dev, ino_t ino)
     if (t == NULL && (t = calloc(1, sizeof *t)) != NULL) {
         t->dev = dev;
         t->ino = ino;
-        pthread_mutex_init(&t->mu, NULL);
+        turn_init(t);
         t->next = turns;
         turns = t;
     }
@@ -171,34 +213,65 @@ static void turn_put(file_turn *t)
         for (pp = &turns; *pp != t; pp = &(*pp)->next)
             ;
         *pp = t->next;
+        pthread_cond_destroy(&t->cv);
         pthread_mutex_destroy(&t->mu);
         free(t);
     }
     pthread_mutex_unlock(&turns_mu);
 }
 
-static int64_t mono_ns(void)
+/* The writer's turn in this process on s's file, waited for until the
+ * call's deadline. */
+static int turn_take(sq_store *s, const char *what)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    file_turn *t = s->turn;
+    struct timespec ts = {(time_t)(s->deadline / 1000000000), (long)(s->deadline % 1000000000)};
+    bool got = false;
+    pthread_mutex_lock(&t->mu);
+    for (;;) {
+        int rc;
+        /* Also a turn that came free as the wait timed out is taken. */
+        if (!t->held) {
+            t->held = got = true;
+            break;
+        }
+        rc = pthread_cond_timedwait(&t->cv, &t->mu, &ts);
+        if (rc != 0 && rc != EINTR && !(rc == ETIMEDOUT && !t->held))
+            break;
+    }
+    pthread_mutex_unlock(&t->mu);
+    if (!got)
+        return idm__seg_fail(IDM_EUNAVAIL,
+                             "store %s: %s: no answer within %lld ms: other writers of this "
+                             "process on the file held it (nothing written)",
+                             s->url, what, (long long)s->timeout_ms);
+    return 0;
+}
+
+static void turn_give(sq_store *s)
+{
+    file_turn *t = s->turn;
+    pthread_mutex_lock(&t->mu);
+    t->held = false;
+    pthread_cond_signal(&t->cv);
+    pthread_mutex_unlock(&t->mu);
 }
 
 /* SQLite's busy handler: another connection holds the lock. Try again
- * soon (100 us, growing to 1 ms) until BUSY_TIMEOUT_MS have passed since
- * the first try of this wait (count 0), so a waiter is not starved by
- * writers that commit back to back. *arg holds the wait's start. */
+ * soon (100 us, growing to 1 ms) until the call's deadline, so a waiter is
+ * not starved by writers that commit back to back. arg is the store. */
 static int busy_wait(void *arg, int count)
 {
-    int64_t *start = arg, now = mono_ns(), pause_us;
+    const sq_store *s = arg;
+    int64_t left = s->deadline - mono_ns(), pause_ns;
     struct timespec ts;
-    if (count == 0)
-        *start = now;
-    if (now - *start >= (int64_t)BUSY_TIMEOUT_MS * 1000000)
+    if (left <= 0)
         return 0;
-    pause_us = count < 10 ? 100 * (count + 1) : 1000;
+    pause_ns = (count < 10 ? 100 * (int64_t)(count + 1) : 1000) * 1000;
+    if (pause_ns > left)
+        pause_ns = left;
     ts.tv_sec = 0;
-    ts.tv_nsec = (long)pause_us * 1000;
+    ts.tv_nsec = (long)pause_ns;
     nanosleep(&ts, NULL);
     return 1;
 }
@@ -300,9 +373,11 @@ static int sq_create(void *ctx, const char *name, int64_t start, uint32_t k, uin
 {
     sq_store *s = ctx;
     int rc;
-    pthread_mutex_lock(&s->turn->mu);
+    begin_call(s);
+    if ((rc = turn_take(s, "cannot create the sequence")) != 0)
+        return rc;
     rc = sq_create_turn(ctx, name, start, k, n);
-    pthread_mutex_unlock(&s->turn->mu);
+    turn_give(s);
     return rc;
 }
 
@@ -397,9 +472,11 @@ static int sq_take(void *ctx, const char *name, int64_t size, uint32_t k, uint32
 {
     sq_store *s = ctx;
     int rc;
-    pthread_mutex_lock(&s->turn->mu);
+    begin_call(s);
+    if ((rc = turn_take(s, "cannot take a block")) != 0)
+        return rc;
     rc = sq_take_turn(ctx, name, size, k, n, limit, start);
-    pthread_mutex_unlock(&s->turn->mu);
+    turn_give(s);
     return rc;
 }
 
@@ -412,6 +489,7 @@ static int sq_list(void *ctx, idm_seq_info **out, size_t *count)
     int rc;
     *out = NULL;
     *count = 0;
+    begin_call(s);
     while ((rc = step(st)) == SQLITE_ROW) {
         const unsigned char *name = sqlite3_column_text(st, 0);
         int nlen = sqlite3_column_bytes(st, 0);
@@ -463,6 +541,7 @@ static int sq_floor_get(void *ctx, const char *name, uint32_t k, int64_t *floor)
     sq_store *s = ctx;
     sqlite3_stmt *st = s->floor_get;
     int rc;
+    begin_call(s);
     sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int64(st, 2, (sqlite3_int64)k);
     rc = step(st);
@@ -499,9 +578,11 @@ static int sq_floor_raise(void *ctx, const char *name, uint32_t k, int64_t floor
 {
     sq_store *s = ctx;
     int rc;
-    pthread_mutex_lock(&s->turn->mu);
+    begin_call(s);
+    if ((rc = turn_take(s, "cannot raise a floor")) != 0)
+        return rc;
     rc = sq_floor_raise_turn(ctx, name, k, floor);
-    pthread_mutex_unlock(&s->turn->mu);
+    turn_give(s);
     return rc;
 }
 
@@ -620,6 +701,9 @@ static int sq_open(void **ctx, const char *url)
     if (s == NULL)
         return idm__seg_fail(IDM_ENOMEM, "store %s: out of memory", url);
     snprintf(s->url, sizeof s->url, "%s", url);
+    /* Opening is one call. */
+    s->timeout_ms = IDM_STORE_TIMEOUT_MS;
+    begin_call(s);
     rc = sqlite3_open_v2(path, &s->db,
                          SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
     if (rc != SQLITE_OK) {
@@ -633,7 +717,7 @@ static int sq_open(void **ctx, const char *url)
         return rc;
     }
     sqlite3_extended_result_codes(s->db, 1);
-    sqlite3_busy_handler(s->db, busy_wait, &s->busy_start);
+    sqlite3_busy_handler(s->db, busy_wait, s);
     /* WAL: readers never block the writer, and several processes can share
      * the file. journal_mode answers the mode in force: a filesystem that
      * cannot do WAL (no shared memory) answers something else. */
@@ -726,4 +810,9 @@ fail:
     return rc;
 }
 
-const idm__store_backend idm__store_sqlite = {"sqlite", &ops, sq_open};
+static void sq_set_timeout(void *ctx, int64_t ms)
+{
+    ((sq_store *)ctx)->timeout_ms = ms;
+}
+
+const idm__store_backend idm__store_sqlite = {"sqlite", &ops, sq_open, sq_set_timeout};

@@ -15,6 +15,10 @@
  * 0 and store 1 at once. idm_store_identity names the database a handle
  * reaches (the file for SQLite, the server and database for PostgreSQL) so
  * that a caller can check a list before writing anything.
+ *
+ * Each call is bounded by the store's timeout (idm_store_set_timeout): the
+ * backends keep it and enforce it, since only they know where a call can
+ * wait (a socket, a lock); a custom store bounds its own calls.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -35,8 +39,10 @@ static const struct {
 
 struct idm_store {
     const idm_store_ops *ops;
+    const idm__store_backend *be; /* NULL for a custom store */
     void *ctx;
     pthread_mutex_t mu;
+    int64_t timeout_ms; /* under mu; what the backend was given */
     char url[256]; /* for messages; password masked */
 };
 
@@ -78,7 +84,8 @@ static void mask_url(const char *url, char *out, size_t cap)
     out[n] = '\0';
 }
 
-static int wrap(idm_store **out, const idm_store_ops *ops, void *ctx, const char *url)
+static int wrap(idm_store **out, const idm__store_backend *be, const idm_store_ops *ops,
+                void *ctx, const char *url)
 {
     idm_store *s = calloc(1, sizeof *s);
     if (s == NULL) {
@@ -86,7 +93,9 @@ static int wrap(idm_store **out, const idm_store_ops *ops, void *ctx, const char
         return idm__seg_fail(IDM_ENOMEM, "store: out of memory");
     }
     s->ops = ops;
+    s->be = be;
     s->ctx = ctx;
+    s->timeout_ms = IDM_STORE_TIMEOUT_MS;
     pthread_mutex_init(&s->mu, NULL);
     mask_url(url, s->url, sizeof s->url);
     *out = s;
@@ -111,7 +120,7 @@ int idm_store_open(idm_store **out, const char *url)
             int rc = schemes[i].be->open(&ctx, url);
             if (rc != 0)
                 return rc;
-            return wrap(out, schemes[i].be->ops, ctx, url);
+            return wrap(out, schemes[i].be, schemes[i].be->ops, ctx, url);
         }
     }
     {
@@ -130,7 +139,7 @@ int idm_store_custom(idm_store **out, const idm_store_ops *ops, void *ctx)
         ops->list == NULL || ops->floor_get == NULL || ops->floor_raise == NULL ||
         ops->close == NULL)
         return idm__seg_fail(IDM_EINVAL, "store: a custom store needs every operation");
-    return wrap(out, ops, ctx, "custom");
+    return wrap(out, NULL, ops, ctx, "custom");
 }
 
 const char *idm_store_url(const idm_store *s)
@@ -274,6 +283,24 @@ int idm_store_identity(idm_store *s, char *out, size_t cap)
         rc = idm__seg_fail(IDM_EINVAL, "store %s: no room for its identity", s->url);
     pthread_mutex_unlock(&s->mu);
     return rc;
+}
+
+/* See segment.h. Under the mutex: a call in progress keeps the timeout it
+ * started with, and the next one gets the new value. */
+int idm_store_set_timeout(idm_store *s, int64_t ms)
+{
+    if (s == NULL)
+        return idm__seg_fail(IDM_EINVAL, "store: no store");
+    if (ms < 1 || ms > IDM__STORE_TIMEOUT_MAX_MS)
+        return idm__seg_fail(IDM_EINVAL,
+                             "store %s: timeout %lld ms is outside 1 to %lld ms (an hour)", s->url,
+                             (long long)ms, (long long)IDM__STORE_TIMEOUT_MAX_MS);
+    pthread_mutex_lock(&s->mu);
+    s->timeout_ms = ms;
+    if (s->be != NULL && s->be->set_timeout != NULL)
+        s->be->set_timeout(s->ctx, ms);
+    pthread_mutex_unlock(&s->mu);
+    return 0;
 }
 
 void idm_store_close(idm_store *s)

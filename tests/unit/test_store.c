@@ -45,6 +45,7 @@
 #include <idmint/segment.h>
 #include <sqlite3.h> /* to hold a store's write lock from outside */
 
+#include "pgtest.h"
 #include "testutil.h"
 #include "../../src/segment/segment_internal.h" /* the floor calls */
 
@@ -54,10 +55,12 @@ typedef struct backend {
 } backend;
 
 static backend g_sq = {"sqlite", ""}, g_pg = {"postgres", ""};
-static char g_script[4096];
 static char *g_tmp;   /* SQLite files */
-static char *g_pgdir; /* the PostgreSQL server's directory */
 static int g_pgport;
+
+#define stop_pg idm_test_pg_stop
+#define pg_sql(sql) idm_test_pg_sql("postgres", (sql))
+#define pg_query idm_test_pg_query
 
 /* ------------------------------------------------------------- helpers */
 
@@ -95,47 +98,6 @@ static int64_t next_of(idm_store *s, const char *name, uint32_t *k, uint32_t *n)
         CHECK(idm_error_detail()[0] != '\0', "%s gave no detail", #call);               \
     } while (0)
 
-static void stop_pg(void)
-{
-    char cmd[8400];
-    if (g_pgdir == NULL)
-        return;
-    snprintf(cmd, sizeof cmd, "bash '%s' stop '%s' >/dev/null 2>&1", g_script, g_pgdir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "test_store: stopping the server failed\n");
-    idm_test_rmtree(g_pgdir);
-    free(g_pgdir);
-    g_pgdir = NULL;
-}
-
-static void pg_sql(const char *sql)
-{
-    char cmd[8400];
-    snprintf(cmd, sizeof cmd,
-             "psql -X -q -h 127.0.0.1 -p %d -U postgres -d postgres -v ON_ERROR_STOP=1 -c \"%s\" "
-             ">/dev/null",
-             g_pgport, sql);
-    CHECK(system(cmd) == 0, "psql failed: %s", sql);
-}
-
-/* The first line psql prints for sql in database db (unaligned, no
- * headers), without its newline, in out. */
-static void pg_query(const char *db, const char *sql, char *out, size_t cap)
-{
-    char cmd[8400];
-    FILE *p;
-    snprintf(cmd, sizeof cmd,
-             "psql -X -q -At -h 127.0.0.1 -p %d -U postgres -d %s -v ON_ERROR_STOP=1 -c \"%s\"",
-             g_pgport, db, sql);
-    p = popen(cmd, "r");
-    assert_non_null(p);
-    out[0] = '\0';
-    if (fgets(out, (int)cap, p) == NULL)
-        out[0] = '\0';
-    out[strcspn(out, "\n")] = '\0';
-    CHECK(pclose(p) == 0, "psql failed: %s", sql);
-}
-
 /* The identity of the store url names. */
 static void identity_of(const char *url, char *out, size_t cap)
 {
@@ -166,24 +128,9 @@ static int teardown_sqlite(void **state)
 
 static int setup_pg(void **state)
 {
-    char cmd[8400], out[64] = "";
-    FILE *p;
     (void)state;
-    g_pgdir = idm_test_tmpdir();
-    /* The server runs as postgres when we are root: let it in. */
-    chmod(g_pgdir, 0755);
-    snprintf(cmd, sizeof cmd, "bash '%s' start '%s'", g_script, g_pgdir);
-    p = popen(cmd, "r");
-    if (p == NULL || fgets(out, sizeof out, p) == NULL) {
-        if (p != NULL)
-            pclose(p);
-        fprintf(stderr, "test_store: the PostgreSQL server did not start\n");
+    if ((g_pgport = idm_test_pg_start()) < 0)
         return -1;
-    }
-    if (pclose(p) != 0 || (g_pgport = atoi(out)) <= 0) {
-        fprintf(stderr, "test_store: the PostgreSQL server did not start (%s)\n", out);
-        return -1;
-    }
     snprintf(g_pg.url, sizeof g_pg.url,
              "postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", g_pgport);
     return 0;
@@ -1284,19 +1231,10 @@ int main(void)
         cmocka_unit_test(pg_session_killed),
         cmocka_unit_test(pg_server_gone), /* last: stops the server */
     };
-    const char *data = getenv("IDM_TEST_DATA");
     int failed;
-    if (data == NULL) {
-        fprintf(stderr, "test_store: IDM_TEST_DATA is not set (run through ctest)\n");
+    if (idm_test_pg_init("test_store") != 0)
         return 1;
-    }
-    snprintf(g_script, sizeof g_script, "%s/../../scripts/pg-test-server.sh", data);
-    if (access(g_script, R_OK) != 0) {
-        fprintf(stderr, "test_store: no %s\n", g_script);
-        return 1;
-    }
     signal(SIGPIPE, SIG_IGN);
-    atexit(stop_pg);
     failed = cmocka_run_group_tests_name("stores: sqlite", sqlite_tests, setup_sqlite,
                                          teardown_sqlite);
     failed += cmocka_run_group_tests_name("stores: postgres", pg_tests, setup_pg, teardown_pg);
