@@ -17,7 +17,8 @@
  * Several stores can serve one sequence, Flickr style: of N stores, store k
  * (0-based, its position in the list) hands out ids congruent to k mod N,
  * so blocks from different stores never overlap and one store being down
- * only makes ids less ordered. Each store records its k and N for the
+ * only makes ids less ordered (and an allocator opens without it while the
+ * others' floors are known: see idm_seq_open). Each store records its k and N for the
  * sequence at creation, and every block taken checks them: two clients that
  * list the stores in different orders get an error, not duplicates. Each
  * store also records how far the others have been seen to hand out, so a
@@ -156,6 +157,16 @@ typedef struct idm_seq_opts {
                                 out, callers wait: for comparison) */
     int64_t wait_ms;         /* longest next() waits for a block; default 2000 */
     const idm_clock *clock;  /* for block timing; NULL: the system clock */
+    /* A local record of how far each store has been seen to go (a file
+     * path; NULL: none). Read at open: every store's floor is at least
+     * what it says (so a rewound store is refused even with one store, and
+     * across restarts); raised, and on disk (fsync), after each block is
+     * taken and before any of its ids is handed out. Several allocators and
+     * processes may share it (an exclusive lock on PATH.lock while it is
+     * read and rewritten; it only ever goes up). It belongs to one sequence
+     * and one list of stores: a record for another name or another number
+     * of stores is refused (IDM_EINVAL, naming the file). */
+    const char *floor_file;
 } idm_seq_opts;
 
 #define IDM_SEQ_DETAIL_MAX 320
@@ -178,12 +189,35 @@ typedef struct idm_seq_stats {
                                 asked again by this allocator */
     char bad_detail[IDM_SEQ_DETAIL_MAX]; /* the first of them: the store, its
                                 block's position and the one it was below */
+    size_t down_stores;      /* stores whose last call failed (skipped at
+                                open, or failing since): tried again, after
+                                the stores that answer */
+    int64_t call_ms;         /* the store call in progress: how long it has
+                                run (ms, monotonic), 0 if none */
+    size_t call_store;       /* which store it is (index in opts.stores) */
 } idm_seq_stats;
 
 IDM_EXTERN void idm_seq_opts_init(idm_seq_opts *opts);
-/* Open an allocator: checks the sequence exists in every store (IDM_ENOSEQ)
- * with matching k and n, and each store's counter against the floors the
- * others recorded; takes the first block. */
+/*
+ * Open an allocator: checks the sequence exists in every store that answers
+ * (IDM_ENOSEQ) with matching k and n, and each such store's counter against
+ * the floors the other answering stores and opts.floor_file recorded for it;
+ * takes the first block.
+ *
+ * A store that does not answer (IDM_EUNAVAIL: down, or no answer within its
+ * timeout) is skipped, if every store's floor is still known: given by a
+ * store that answers (each store records every other's floor after each
+ * block, best effort) or by opts.floor_file. (With two stores and one down,
+ * the one that answers has its floor only in the other: open needs a floor
+ * file then. With three or more, the stores that answer know each other's.)
+ * Checked for a skipped store when it first answers (the keeper asks it
+ * again, after the stores that answer): its k of n (every take checks it),
+ * and its block against that floor and any block taken from it since, like
+ * every block (see above; below: marked bad, never used). Not checked: the
+ * floors it holds for the other stores, until the next open that reaches
+ * it. A floor not known, or every store down, fails the open (IDM_EUNAVAIL,
+ * naming the store).
+ */
 IDM_EXTERN int idm_seq_open(idm_seq **out, const idm_seq_opts *opts);
 /* The next id. IDM_EUNAVAIL when no block is in hand and none could be
  * taken within wait_ms; IDM_ECORRUPT when no block is in hand and every

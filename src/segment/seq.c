@@ -62,6 +62,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "floors.h"
 #include "segment_internal.h"
 
 #define POS_BITS 40
@@ -73,11 +74,24 @@
 #define NS_PER_MS INT64_C(1000000)
 #define RETRY_MIN_NS (5 * NS_PER_MS)     /* retries while a caller waits */
 #define RETRY_MAX_NS (1000 * NS_PER_MS)  /* background backoff cap */
+#define DOWN_MIN_NS (1000 * NS_PER_MS)   /* a down store is asked first again */
+#define DOWN_MAX_NS (30000 * NS_PER_MS)  /* after this long, at most */
 
 typedef struct slot {
     _Atomic uint64_t gen; /* the generation it holds, GEN_NONE while written */
     _Atomic int64_t first, stride, size, trigger;
 } slot;
+
+/* What an allocator knows of one of its stores. */
+typedef struct store_state {
+    int64_t hi;       /* k's local position at the end of the highest block
+                         taken from it (at least the floor known at open) */
+    bool bad;         /* k handed out a block below hi: never asked again */
+    bool down;        /* k's last call failed: asked after the others until
+                         retry_at */
+    int64_t retry_at, backoff; /* CLOCK_MONOTONIC ns */
+    unsigned char pass; /* fetch's scratch: 0 skip, 1 first pass, 2 second */
+} store_state;
 
 typedef struct block {
     int64_t first, stride, size;
@@ -125,14 +139,15 @@ struct idm_seq {
     int last_error;          /* the last round trip's */
     int last_fail;           /* the last failed round trip's */
     char last_detail[IDM_SEQ_DETAIL_MAX];
-    /* Per store (nstores each): hi[k], store k's local position at the end
-     * of the highest block this allocator took from it (at least the floor
-     * the others recorded for k at open); bad[k], k handed out a block below
-     * hi[k] (its counter went back) and is never asked again. Written by
-     * open, then only by the keeper serving q (under k->mu). */
-    int64_t *hi;
-    bool *bad;
-    size_t nbad;
+    /* Per store (nstores each), see store_state. Written by open, then
+     * only by the keeper serving q (under k->mu; the keeper reads it
+     * without). */
+    store_state *st;
+    size_t nbad, ndown;
+    int64_t call_start;      /* CLOCK_MONOTONIC ns of the store call in
+                                progress, 0 if none */
+    size_t call_store;
+    char *floor_file;        /* opts.floor_file, copied; NULL if none */
     char bad_detail[IDM_SEQ_DETAIL_MAX]; /* the first store marked bad */
 
     /* Fixed at open. */
@@ -212,6 +227,8 @@ static int check_opts(const idm_seq_opts *o)
     if (o->wait_ms < 0 || o->wait_ms > INT64_MAX / (4 * NS_PER_MS))
         return idm__seg_fail(IDM_EINVAL, "seq: opts.wait_ms = %lld: want 0 or more",
                              (long long)o->wait_ms);
+    if (o->floor_file != NULL && (o->floor_file[0] == '\0' || strlen(o->floor_file) > 4000))
+        return idm__seg_fail(IDM_EINVAL, "seq: opts.floor_file: want a path of 1 to 4000 bytes");
     if (o->clock != NULL &&
         (o->clock->mono_ns == NULL || o->clock->wall_ns == NULL || o->clock->sleep_ns == NULL))
         return idm__seg_fail(IDM_EINVAL, "seq: opts.clock lacks a function");
@@ -302,60 +319,160 @@ static void exhausted_locked(idm_seq *q, uint64_t g)
 static int refuse_locked(idm_seq *q, size_t k, int64_t local)
 {
     int64_t n = (int64_t)q->nstores;
-    if (!q->bad[k]) {
-        q->bad[k] = true;
+    if (!q->st[k].bad) {
+        q->st[k].bad = true;
         q->nbad++;
     }
+    /* Sized to fit IDM_SEQ_DETAIL_MAX whatever the numbers: the URL cut. */
     snprintf(q->last_detail, sizeof q->last_detail,
-             "store %zu (%s): ECORRUPT: it handed out a block at %lld (position %lld), below "
-             "%lld (position %lld) that this allocator has already seen it reach: its counter "
-             "went back (restored from a backup, or failed over to a replica that lost "
-             "commits); block dropped, store marked bad and not used again",
+             "store %zu (%.60s): ECORRUPT: a block at id %lld (position %lld), below position "
+             "%lld already seen: its counter went back (a restore, or a failover that lost "
+             "commits); block dropped, store marked bad",
              k, idm_store_url(q->stores[k]), (long long)(local * n + (int64_t)k),
-             (long long)local, (long long)(q->hi[k] * n + (int64_t)k), (long long)q->hi[k]);
+             (long long)local, (long long)q->st[k].hi);
     if (q->bad_detail[0] == '\0')
         snprintf(q->bad_detail, sizeof q->bad_detail, "%s", q->last_detail);
     return IDM_ECORRUPT;
 }
 
+/* Lock q's keeper mutex, if q has a keeper yet (open runs alone, without). */
+static void lock_q(idm_seq *q)
+{
+    if (q->k != NULL)
+        pthread_mutex_lock(&q->k->mu);
+}
+
+static void unlock_q(idm_seq *q)
+{
+    if (q->k != NULL)
+        pthread_mutex_unlock(&q->k->mu);
+}
+
+/* Under lock_q: store k's call failed (k is asked after the others until
+ * its backoff passes) or worked (it is asked in turn again). */
+static void mark_down_locked(idm_seq *q, size_t k)
+{
+    store_state *t = &q->st[k];
+    if (!t->down) {
+        t->down = true;
+        q->ndown++;
+        t->backoff = DOWN_MIN_NS;
+    } else {
+        t->backoff = t->backoff >= DOWN_MAX_NS / 2 ? DOWN_MAX_NS : 2 * t->backoff;
+    }
+    t->retry_at = mono_now() + t->backoff;
+}
+
+static void mark_up_locked(idm_seq *q, size_t k)
+{
+    if (q->st[k].down) {
+        q->st[k].down = false;
+        q->ndown--;
+    }
+}
+
+/* Under lock_q: a store call on k begins (false: q is closing, do not
+ * begin), or ends. For the stats (call_ms) and for close. */
+static bool call_begin_locked(idm_seq *q, size_t k)
+{
+    if (q->closing)
+        return false;
+    q->call_start = mono_now();
+    q->call_store = k;
+    return true;
+}
+
+/* Record q's floors in the floor file (if any), before a block's ids are
+ * used. The keeper (or open) alone writes hi, so it reads hi unlocked. */
+static int record_floors(idm_seq *q)
+{
+    int64_t *hi;
+    int rc;
+    if (q->floor_file == NULL)
+        return 0;
+    hi = malloc(q->nstores * sizeof *hi);
+    if (hi == NULL)
+        return idm__seg_fail(IDM_ENOMEM, "sequence %s: out of memory", q->name);
+    for (size_t k = 0; k < q->nstores; k++)
+        hi[k] = q->st[k].hi;
+    rc = idm__floors_raise(q->floor_file, q->name, q->nstores, hi);
+    free(hi);
+    return rc;
+}
+
 /* Take one block of size from the stores, starting at store start, failing
- * over to the next and skipping the stores marked bad. A block below what
- * this allocator has seen its store reach is never used: the store is
- * marked bad (refuse_locked). Round trips outside k->mu; counts under it. */
+ * over to the next: first the stores that answered last time (and down
+ * stores whose backoff has passed), then, if none gave a block, the other
+ * down stores; never the stores marked bad. A block below what this
+ * allocator has seen its store reach is never used: the store is marked bad
+ * (refuse_locked). A block is recorded in the floor file before it is
+ * returned; a block that cannot be recorded is not used (a gap). Stops
+ * between stores once q is closing. Round trips outside k->mu; counts under
+ * it. */
 static int fetch(idm_seq *q, size_t start, int64_t size, block *b)
 {
     int rc = IDM_EUNAVAIL;
     bool tried = false;
-    for (size_t j = 0; j < q->nstores; j++) {
-        size_t k = (start + j) % q->nstores;
-        int64_t first = 0;
-        if (q->bad[k])
-            continue;
-        tried = true;
-        rc = idm_store_take(q->stores[k], q->name, size, (uint32_t)k, (uint32_t)q->nstores,
-                            &first);
-        pthread_mutex_lock(&q->k->mu);
-        if (rc == 0) {
-            int64_t local = (first - (int64_t)k) / (int64_t)q->nstores;
-            if (local < q->hi[k])
-                rc = refuse_locked(q, k, local);
-            else
-                q->hi[k] = local + size;
-        }
-        q->last_error = rc;
-        if (rc == 0) {
-            q->fetches++;
-        } else if (rc == IDM_ECORRUPT) {
-            q->fetch_errors++;
-            q->last_fail = rc;
-        } else {
-            q->fetch_errors++;
-            q->last_fail = rc;
-            snprintf(q->last_detail, sizeof q->last_detail, "store %zu (%s): %s: %s", k,
-                     idm_store_url(q->stores[k]), idm_err_name(rc), idm_error_detail());
-        }
-        pthread_mutex_unlock(&q->k->mu);
-        if (rc == 0) {
+    int64_t now = mono_now();
+    pthread_mutex_lock(&q->k->mu);
+    for (size_t k = 0; k < q->nstores; k++) {
+        store_state *t = &q->st[k];
+        t->pass = t->bad ? 0 : !t->down || now >= t->retry_at ? 1 : 2;
+    }
+    pthread_mutex_unlock(&q->k->mu);
+    for (unsigned pass = 1; pass <= 2; pass++) {
+        for (size_t j = 0; j < q->nstores; j++) {
+            size_t k = (start + j) % q->nstores;
+            int64_t first = 0;
+            if (q->st[k].pass != pass)
+                continue;
+            pthread_mutex_lock(&q->k->mu);
+            if (!call_begin_locked(q, k)) {
+                pthread_mutex_unlock(&q->k->mu);
+                return idm__seg_fail(IDM_EUNAVAIL, "sequence %s: closing", q->name);
+            }
+            pthread_mutex_unlock(&q->k->mu);
+            tried = true;
+            rc = idm_store_take(q->stores[k], q->name, size, (uint32_t)k, (uint32_t)q->nstores,
+                                &first);
+            pthread_mutex_lock(&q->k->mu);
+            q->call_start = 0;
+            if (rc == 0) {
+                int64_t local = (first - (int64_t)k) / (int64_t)q->nstores;
+                mark_up_locked(q, k);
+                if (local < q->st[k].hi)
+                    rc = refuse_locked(q, k, local);
+                else
+                    q->st[k].hi = local + size;
+            } else {
+                mark_down_locked(q, k);
+            }
+            q->last_error = rc;
+            if (rc == 0) {
+                q->fetches++;
+            } else if (rc == IDM_ECORRUPT) {
+                q->fetch_errors++;
+                q->last_fail = rc;
+            } else {
+                q->fetch_errors++;
+                q->last_fail = rc;
+                snprintf(q->last_detail, sizeof q->last_detail, "store %zu (%s): %s: %s", k,
+                         idm_store_url(q->stores[k]), idm_err_name(rc), idm_error_detail());
+            }
+            pthread_mutex_unlock(&q->k->mu);
+            if (rc != 0)
+                continue;
+            if ((rc = record_floors(q)) != 0) {
+                pthread_mutex_lock(&q->k->mu);
+                q->last_error = q->last_fail = rc;
+                q->fetches--; /* taken, but never used: a failed fetch */
+                q->fetch_errors++;
+                snprintf(q->last_detail, sizeof q->last_detail,
+                         "store %zu (%s): block not used: %s: %s", k,
+                         idm_store_url(q->stores[k]), idm_err_name(rc), idm_error_detail());
+                pthread_mutex_unlock(&q->k->mu);
+                return rc;
+            }
             b->first = first;
             b->stride = (int64_t)q->nstores;
             b->size = size;
@@ -377,13 +494,28 @@ static int64_t floor_after(const idm_seq *q, const block *b)
     return (b->first - (int64_t)b->store) / (int64_t)q->nstores + b->size;
 }
 
-/* Best effort: record in the other stores how far store b->store has gone. */
+/* Best effort: record in the other stores how far store b->store has gone
+ * (not in stores that are down or bad; not once q is closing). */
 static void raise_floors(idm_seq *q, const block *b)
 {
     int64_t f = floor_after(q, b);
-    for (size_t j = 0; j < q->nstores; j++)
-        if (j != b->store)
-            (void)idm__store_floor_raise(q->stores[j], q->name, (uint32_t)b->store, f);
+    for (size_t j = 0; j < q->nstores; j++) {
+        int rc;
+        if (j == b->store || q->st[j].down || q->st[j].bad)
+            continue;
+        lock_q(q);
+        if (!call_begin_locked(q, j)) {
+            unlock_q(q);
+            return;
+        }
+        unlock_q(q);
+        rc = idm__store_floor_raise(q->stores[j], q->name, (uint32_t)b->store, f);
+        lock_q(q);
+        q->call_start = 0;
+        if (rc == IDM_EUNAVAIL)
+            mark_down_locked(q, j);
+        unlock_q(q);
+    }
 }
 
 /* Under k->mu: take q out of k's list. */
@@ -634,27 +766,58 @@ static int check_store_has(const idm_seq *q, size_t k)
     return rc;
 }
 
-/* P9: the floor of store k recorded in the others; then one block from k,
- * refused if it starts below that floor. */
-static int check_and_take(idm_seq *q, size_t k, block *b)
+/* Open: store k did not answer (rc, the thread's detail): skipped, asked
+ * again by the keeper after the stores that answer. */
+static void skip_at_open(idm_seq *q, size_t k, int rc)
 {
-    int64_t floor = 0, first = 0;
-    size_t from = k;
-    int rc;
+    mark_down_locked(q, k);
+    q->last_fail = rc;
+    snprintf(q->last_detail, sizeof q->last_detail, "store %zu (%s): %s: %s", k,
+             idm_store_url(q->stores[k]), idm_err_name(rc), idm_error_detail());
+}
+
+/* P9: every store's floor, from the floor file and the other stores that
+ * answer (a store that does not is skipped from then on); known[k]: some
+ * store other than k, or the file, said. from[k]: who gave the highest
+ * (q->nstores: the floor file). */
+static int open_floors(idm_seq *q, int64_t *floor, bool *known, size_t *from)
+{
+    int rc = 0;
+    for (size_t k = 0; k < q->nstores; k++)
+        from[k] = q->nstores;
+    if (q->floor_file != NULL &&
+        (rc = idm__floors_read(q->floor_file, q->name, q->nstores, floor, known)) != 0)
+        return rc;
     for (size_t j = 0; j < q->nstores; j++) {
-        int64_t f = 0;
-        if (j == k)
-            continue;
-        rc = idm__store_floor_get(q->stores[j], q->name, (uint32_t)k, &f);
-        if (rc != 0)
-            return rc;
-        if (f > floor) {
-            floor = f;
-            from = j;
+        for (size_t k = 0; k < q->nstores && !q->st[j].down; k++) {
+            int64_t f = 0;
+            if (k == j)
+                continue;
+            rc = idm__store_floor_get(q->stores[j], q->name, (uint32_t)k, &f);
+            if (rc == IDM_EUNAVAIL) {
+                skip_at_open(q, j, rc);
+                break;
+            }
+            if (rc != 0)
+                return rc;
+            known[k] = true;
+            if (f > floor[k]) {
+                floor[k] = f;
+                from[k] = j;
+            }
         }
     }
-    rc = idm_store_take(q->stores[k], q->name, q->block_size, (uint32_t)k,
-                        (uint32_t)q->nstores, &first);
+    return 0;
+}
+
+/* One block from store k, refused if it starts below floor (from: the
+ * store that recorded it, or nstores for the floor file). */
+static int check_and_take(idm_seq *q, size_t k, int64_t floor, size_t from, block *b)
+{
+    int64_t first = 0;
+    int rc = idm_store_take(q->stores[k], q->name, q->block_size, (uint32_t)k,
+                            (uint32_t)q->nstores, &first);
+    char where[64];
     if (rc != 0)
         return rc;
     b->first = first;
@@ -662,22 +825,97 @@ static int check_and_take(idm_seq *q, size_t k, block *b)
     b->size = q->block_size;
     b->store = k;
     q->fetches++;
-    q->hi[k] = floor_after(q, b);
+    q->st[k].hi = floor_after(q, b);
+    if (from == q->nstores)
+        snprintf(where, sizeof where, "in the floor file");
+    else
+        snprintf(where, sizeof where, "in store %zu", from);
     if ((first - (int64_t)k) / (int64_t)q->nstores < floor)
         return idm__seg_fail(IDM_ERANGE,
                              "sequence %s: store %zu (%s) hands out %lld, below %lld already "
-                             "seen (floor recorded in store %zu): restored from an old "
-                             "backup? refusing to start",
+                             "seen (floor recorded %s): restored from an old backup? "
+                             "refusing to start",
                              q->name, k, idm_store_url(q->stores[k]), (long long)first,
-                             (long long)(floor * (int64_t)q->nstores + (int64_t)k), from);
+                             (long long)(floor * (int64_t)q->nstores + (int64_t)k), where);
     return 0;
+}
+
+/* Open's store round trips: every store that answers has the sequence as
+ * store k of n and a counter at or above its floors, and gives one block;
+ * the first two blocks become the current and the spare block (*nb of them
+ * in b), the others are abandoned (gaps). Stores that do not answer are
+ * skipped (see segment.h), if their floors are known. */
+static int open_stores(idm_seq *q, block *b, size_t *nb)
+{
+    size_t n = q->nstores, *from = calloc(n, sizeof *from);
+    int64_t *floor = calloc(n, sizeof *floor);
+    bool *known = calloc(n, sizeof *known);
+    int rc = 0;
+    *nb = 0;
+    if (from == NULL || floor == NULL || known == NULL) {
+        rc = idm__seg_fail(IDM_ENOMEM, "seq: out of memory");
+        goto out;
+    }
+    /* Nothing is taken before every store that answers has the sequence. */
+    for (size_t k = 0; k < n && rc == 0; k++) {
+        rc = check_store_has(q, k);
+        if (rc == IDM_EUNAVAIL) {
+            skip_at_open(q, k, rc);
+            rc = 0;
+        }
+    }
+    if (rc == 0 && q->ndown < n)
+        rc = open_floors(q, floor, known, from);
+    for (size_t k = 0; k < n && rc == 0; k++) {
+        block got;
+        if (q->st[k].down)
+            continue;
+        rc = check_and_take(q, k, floor[k], from[k], &got);
+        if (rc == IDM_EUNAVAIL) {
+            skip_at_open(q, k, rc);
+            rc = 0;
+            continue;
+        }
+        if (rc != 0)
+            break;
+        if (*nb < 2)
+            b[(*nb)++] = got;
+        if (n > 1)
+            raise_floors(q, &got);
+    }
+    if (rc == 0 && q->ndown == n)
+        rc = idm__seg_fail(IDM_EUNAVAIL, "sequence %s: %s: %s", q->name,
+                           n > 1 ? "no store answers; last" : "the store does not answer",
+                           q->last_detail);
+    /* With a store skipped, every store's floor must have come from a store
+     * that answers or from the floor file: the skipped store's, checked
+     * when it answers again, and those of the stores that answer, which
+     * the skipped store may be the only other one to hold. */
+    for (size_t k = 0; k < n && rc == 0 && q->ndown > 0; k++) {
+        if (!known[k])
+            rc = idm__seg_fail(IDM_EUNAVAIL,
+                               "sequence %s: store %zu (%s): how far it has gone is not known: "
+                               "the stores that record it do not answer and there is no floor "
+                               "file (opts.floor_file) that does: not opening without it; "
+                               "last: %s",
+                               q->name, k, idm_store_url(q->stores[k]), q->last_detail);
+        else if (q->st[k].down && floor[k] > q->st[k].hi)
+            q->st[k].hi = floor[k];
+    }
+    if (rc == 0)
+        rc = record_floors(q);
+out:
+    free(from);
+    free(floor);
+    free(known);
+    return rc;
 }
 
 static void destroy(idm_seq *q)
 {
     pthread_cond_destroy(&q->cv_done);
-    free(q->hi);
-    free(q->bad);
+    free(q->st);
+    free(q->floor_file);
     free(q->stores);
     free(q);
 }
@@ -766,7 +1004,8 @@ static void detach(idm_seq *q)
 int idm_seq_open(idm_seq **out, const idm_seq_opts *opts)
 {
     idm_seq *q;
-    block b0 = {0, 1, 0, 0}, b1 = {0, 1, 0, 0};
+    block b[2] = {{0, 1, 0, 0}, {0, 1, 0, 0}}, b0;
+    size_t nb = 0;
     int rc;
     if (out == NULL)
         return idm__seg_fail(IDM_EINVAL, "seq: no output");
@@ -779,12 +1018,13 @@ int idm_seq_open(idm_seq **out, const idm_seq_opts *opts)
         return IDM_ENOMEM;
     memset(q, 0, sizeof *q);
     q->stores = malloc(opts->nstores * sizeof *q->stores);
-    q->hi = calloc(opts->nstores, sizeof *q->hi);
-    q->bad = calloc(opts->nstores, sizeof *q->bad);
-    if (q->stores == NULL || q->hi == NULL || q->bad == NULL) {
+    q->st = calloc(opts->nstores, sizeof *q->st);
+    q->floor_file = opts->floor_file != NULL ? strdup(opts->floor_file) : NULL;
+    if (q->stores == NULL || q->st == NULL ||
+        (opts->floor_file != NULL && q->floor_file == NULL)) {
         free(q->stores);
-        free(q->hi);
-        free(q->bad);
+        free(q->st);
+        free(q->floor_file);
         free(q);
         return IDM_ENOMEM;
     }
@@ -801,27 +1041,11 @@ int idm_seq_open(idm_seq **out, const idm_seq_opts *opts)
     q->exhausted_gen = GEN_NONE;
     cond_init_mono(&q->cv_done);
 
-    /* Every store has the sequence, as store k of n: nothing is taken before
-     * all of them say so. */
-    for (size_t k = 0; k < q->nstores && rc == 0; k++)
-        rc = check_store_has(q, k);
-    /* Every store is checked against its floors, with one block each; the
-     * first two become the current and the spare block, the others are
-     * abandoned (gaps). */
-    for (size_t k = 0; k < q->nstores && rc == 0; k++) {
-        block b;
-        rc = check_and_take(q, k, &b);
-        if (rc == 0 && q->nstores > 1)
-            raise_floors(q, &b);
-        if (k == 0)
-            b0 = b;
-        else if (k == 1)
-            b1 = b;
-    }
-    if (rc != 0) {
+    if ((rc = open_stores(q, b, &nb)) != 0) {
         destroy(q);
         return rc;
     }
+    b0 = b[0];
 
     atomic_store_explicit(&q->slots[1].gen, GEN_NONE, memory_order_relaxed);
     atomic_store_explicit(&q->slots[0].first, b0.first, memory_order_relaxed);
@@ -834,13 +1058,13 @@ int idm_seq_open(idm_seq **out, const idm_seq_opts *opts)
     q->gen = 0;
     q->cur = b0;
     q->installed_at = clock_mono(q);
-    if (q->nstores > 1) {
-        q->spare = b1;
+    if (nb > 1) {
+        q->spare = b[1];
         q->spare_ready = true;
     } else if (q->pct > 0) {
         q->need = true; /* the keeper fetches the spare at once */
     }
-    q->next_store = 2 % q->nstores;
+    q->next_store = (b[nb - 1].store + 1) % q->nstores;
 
     if ((rc = attach(q)) != 0) {
         destroy(q);
@@ -874,6 +1098,9 @@ void idm_seq_stats_get(idm_seq *q, idm_seq_stats *out)
              q->last_fail != 0 ? q->last_detail : "");
     out->bad_stores = q->nbad;
     snprintf(out->bad_detail, sizeof out->bad_detail, "%s", q->bad_detail);
+    out->down_stores = q->ndown;
+    out->call_ms = q->call_start != 0 ? (mono_now() - q->call_start) / NS_PER_MS : 0;
+    out->call_store = q->call_store;
     pthread_mutex_unlock(&q->k->mu);
 }
 

@@ -386,9 +386,13 @@ static void test_floors(void **state)
     CHECK(strstr(idm_error_detail(), "store 0") != NULL &&
               strstr(idm_error_detail(), "old backup") != NULL,
           "detail: %s", idm_error_detail());
-    /* with store 1 unreachable the floor cannot be read: refused too */
+    /* with store 1 unreachable, store 0's floor (kept in store 1 only) is
+     * not known and there is no floor file: refused too, naming store 0 */
     atomic_store(&m[1]->down, 1);
     IDM_ASSERT_RC(idm_seq_open(&q, &o), IDM_EUNAVAIL);
+    CHECK(strstr(idm_error_detail(), "store 0") != NULL &&
+              strstr(idm_error_detail(), "not known") != NULL,
+          "detail: %s", idm_error_detail());
     ms_free(m[0], st[0]);
     ms_free(m[1], st[1]);
 }

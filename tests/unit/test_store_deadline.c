@@ -11,7 +11,8 @@
  * the next take works, above every block taken before; the same with a row
  * lock another session holds open; connecting into the silence (open, and
  * the first call after a drop) fails the same way, and a refusing proxy
- * fails at once.
+ * fails at once; an allocator over two databases keeps handing out unique
+ * ids from the one that answers while the other is silent.
  *
  * SQLite: the wait for another connection's write lock ends at the store's
  * timeout (shorter and longer than the old fixed 5 s), and so does the
@@ -335,6 +336,83 @@ static void pg_connect_blackholed(void **state)
     idm_tcpproxy_stop(px);
 }
 
+/* Two databases serve one sequence, the first through a proxy. When the
+ * proxy goes silent the allocator keeps handing out ids from the other
+ * (each call to the silent one fails within its timeout), and every id is
+ * unique, also after the proxy forwards again. The allocator may skip a
+ * store it knows to be down for a while: ids are drawn (1 ms apart) until
+ * it has tried the silent one again and failed, or FO_SILENT_MAX. */
+#define FO_BEFORE 300
+#define FO_SILENT 1000
+#define FO_SILENT_MAX 30000
+#define FO_AFTER 300
+
+static void pg_allocator_fails_over(void **state)
+{
+    idm_tcpproxy *px = proxy_ok();
+    char url0[256], url1[256];
+    idm_store *stores[2];
+    idm_seq_opts o;
+    idm_seq_stats st;
+    idm_seq *q = NULL;
+    uint64_t *ids = calloc(FO_BEFORE + FO_SILENT_MAX + FO_AFTER, sizeof *ids);
+    size_t n = 0;
+    (void)state;
+    assert_non_null(ids);
+    pg_sql("CREATE DATABASE deadline2");
+    url_at(url0, sizeof url0, idm_tcpproxy_port(px), "postgres");
+    url_at(url1, sizeof url1, g_pgport, "deadline2");
+    stores[0] = open_ok(url0);
+    stores[1] = open_ok(url1);
+    IDM_ASSERT_OK(idm_store_set_timeout(stores[0], 300));
+    IDM_ASSERT_OK(idm_store_create(stores[0], "fo", 1, 0, 2));
+    IDM_ASSERT_OK(idm_store_create(stores[1], "fo", 1, 1, 2));
+    idm_seq_opts_init(&o);
+    o.name = "fo";
+    o.stores = stores;
+    o.nstores = 2;
+    o.min_block = 20;
+    o.max_block = 20;
+    o.wait_ms = 60000;
+    IDM_ASSERT_OK(idm_seq_open(&q, &o));
+    for (int i = 0; i < FO_BEFORE; i++, n++) {
+        int64_t id = -1;
+        IDM_ASSERT_OK(idm_seq_next(q, &id));
+        ids[n] = (uint64_t)id;
+    }
+
+    idm_tcpproxy_set_mode(px, IDM_TCPPROXY_BLACKHOLE);
+    memset(&st, 0, sizeof st);
+    for (int i = 0; i < FO_SILENT_MAX && (i < FO_SILENT || st.fetch_errors == 0); i++, n++) {
+        int64_t id = -1;
+        int rc = idm_seq_next(q, &id);
+        if (rc != 0)
+            idm_tcpproxy_set_mode(px, IDM_TCPPROXY_FORWARD); /* let close finish */
+        CHECK(rc == 0, "id %d with store 0 silent: %s: %s", i, idm_err_name(rc),
+              idm_error_detail());
+        ids[n] = (uint64_t)id;
+        idm_seq_stats_get(q, &st);
+        sleep_ms(1);
+    }
+    CHECK(st.fetch_errors > 0, "no failed fetch while store 0 was silent (%llu fetches)",
+          ULL(st.fetches));
+    CHECK(strstr(st.last_detail, "no answer within 300 ms") != NULL,
+          "the last failed fetch: %s", st.last_detail);
+
+    idm_tcpproxy_set_mode(px, IDM_TCPPROXY_FORWARD);
+    for (int i = 0; i < FO_AFTER; i++, n++) {
+        int64_t id = -1;
+        IDM_ASSERT_OK(idm_seq_next(q, &id));
+        ids[n] = (uint64_t)id;
+    }
+    idm_seq_close(q);
+    CHECK(idm_test_count_duplicates(ids, n) == 0, "an id was handed out twice");
+    free(ids);
+    idm_store_close(stores[0]);
+    idm_store_close(stores[1]);
+    idm_tcpproxy_stop(px);
+}
+
 /* --------------------------------------------------------------- SQLite */
 
 /* A connection of our own to the file that holds its write lock. */
@@ -494,6 +572,7 @@ int main(void)
         cmocka_unit_test(pg_blackhole_take),
         cmocka_unit_test(pg_row_lock_held),
         cmocka_unit_test(pg_connect_blackholed),
+        cmocka_unit_test(pg_allocator_fails_over),
     };
     const char *filter = getenv("IDM_TEST_FILTER");
     int failed;
