@@ -47,11 +47,50 @@ typedef struct idmd_metrics {
     _Atomic uint64_t lease_refusals;      /* 503s for the lease */
 } idmd_metrics;
 
-/* A sequence in use: its allocator, opened on first use (all of them share
- * the store's one prefetch thread). */
+/*
+ * The sequences: a table of slots, one a name, sorted by name. A slot is
+ * made by the first request for its name and opened on a thread of its own
+ * (idm_seq_open makes store round trips: none is ever made under seq_mu, so
+ * /healthz, /metrics and the sequences already open never wait for one).
+ * Requests for it wait at most segment-wait for the open to end. The slot
+ * is in the table before its allocator opens, so an allocator once opened
+ * always finds its place (none is opened and dropped, which would abandon
+ * its block); an open allocator stays until shutdown.
+ */
+typedef enum idmd_seq_state {
+    IDMD_SEQ_OPENING, /* its opener thread is in idm_seq_open */
+    IDMD_SEQ_OPEN,    /* q serves */
+    IDMD_SEQ_FAILED   /* the open failed: rc and detail, at since_ns */
+} idmd_seq_state;
+
+/* At most this many opens at once (each is a thread waiting on the store):
+ * a request for one more new name is 503 at once. */
+#define IDMD_OPENERS_MAX 8
+/* A failed open is remembered this long, in ms: requests for the name get
+ * its error without asking the store again (a dead store is not asked once
+ * a request). Not for IDM_ENOSEQ: a name the store does not have takes no
+ * room, and a sequence made meanwhile is found at once. */
+#define IDMD_SEQ_RETRY_MS 1000
+
+struct idmd_app;
+
 typedef struct idmd_seq_slot {
+    /* Fixed while the slot exists. */
     char name[IDM_SEQ_NAME_MAX + 1];
-    idm_seq *q;
+    struct idmd_app *app;
+    idm_store *store;          /* the store when the slot was made */
+    char floor_file[IDMD_PATH_MAX + 96]; /* opts.floor_file; "": none */
+    /* Under seq_mu. */
+    idmd_seq_state state;
+    idm_seq *q;                /* IDMD_SEQ_OPEN: the allocator */
+    int64_t wait_ms;           /* opening: the allocator's opts.wait_ms */
+    int64_t since_ns;          /* CLOCK_MONOTONIC: the open began (opening)
+                                  or failed (failed) */
+    int rc;                    /* failed: the open's error, and its detail */
+    char detail[256];
+    unsigned users;            /* requests waiting on this slot */
+    bool has_opener;           /* opener was started and not yet joined */
+    pthread_t opener;
 } idmd_seq_slot;
 
 typedef struct idmd_app {
@@ -64,11 +103,21 @@ typedef struct idmd_app {
     idm_uuid7_gen *uuid7;
     idm_ulid_gen *ulid;
     idm_store *store;          /* NULL: no segments */
-    pthread_mutex_t seq_mu;    /* guards seqs, nseqs, seqs_cap */
-    idmd_seq_slot *seqs;       /* the sequences in use, sorted by name; no
+    /* The sequence table (idmd_seqs_init): seq_mu guards everything from
+     * seqs to open_failures and the slots' state; it is never held across
+     * a store round trip, nor while waiting for one. */
+    pthread_mutex_t seq_mu;
+    pthread_cond_t seq_cv;     /* (CLOCK_MONOTONIC) an open ended, a request
+                                  stopped waiting */
+    idmd_seq_slot **seqs;      /* the sequences in use, sorted by name; no
                                   limit but the store's sequences (it grows;
                                   idmd_seqs_close frees it) */
     size_t nseqs, seqs_cap;
+    unsigned nopening;         /* slots opening (opener threads running) */
+    bool seqs_closed;          /* idmd_seqs_close has begun: no more opens */
+    uint64_t open_failures;    /* opens that failed, IDM_ENOSEQ aside */
+    char floors_dir[IDMD_PATH_MAX + 16]; /* each sequence's floor file is
+                                  FLOORS_DIR/NAME.floor; "": none (tests) */
     bool has_opaque;           /* ?format=opaque: ids under opaque_key */
     idm_opaque_key opaque_key;
     char token[IDMD_TOKEN_MAX + 1]; /* the whole bearer token; "": no
@@ -108,7 +157,16 @@ void idmd_fail(idmd_response *rs, int status, const char *param, const char *fmt
 /* Count a response and its latency in the metrics. */
 void idmd_count(idmd_app *app, int status, int64_t latency_ns);
 
-/* Close every segment allocator and free the table (at shutdown). */
+/* Initialise the sequence table's mutex and condition variable (the
+ * table itself starts empty, zeroed). 0, or -1 if they cannot be made. */
+int idmd_seqs_init(idmd_app *app);
+
+/* At shutdown, once no request is in flight (the HTTP layer stopped): no
+ * sequence is opened from now on; waits for the opens in progress to end
+ * (each store call has a deadline: idm_store_set_timeout; a custom store's
+ * calls are its own to bound), then closes every allocator and frees the
+ * table. /healthz and /metrics answer meanwhile. Calling it again does
+ * nothing more; seq_mu and seq_cv stay (the caller destroys them). */
 void idmd_seqs_close(idmd_app *app);
 
 #endif /* IDMD_APP_H */

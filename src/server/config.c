@@ -21,6 +21,10 @@
 #include <unistd.h>
 
 #include <idmint/idmint.h>
+#include <idmint/segment.h>
+
+/* The usage text and the documentation say so. */
+_Static_assert(IDM_STORE_TIMEOUT_MS == 5000, "store-timeout's default is documented as 5000");
 
 /* Longest config file line, without its newline. */
 #define CFG_LINE_MAX 4096
@@ -50,6 +54,7 @@ enum cfg_key {
     K_MAX_CONNECTIONS_PER_IP,
     K_CLOCK,
     K_SEGMENT_WAIT,
+    K_STORE_TIMEOUT,
     K_OPAQUE_KEY_FILE,
     K_COUNT
 };
@@ -60,7 +65,7 @@ static const char *const cfg_names[K_COUNT] = {
     "listen", "admin-listen", "data-dir", "lease", "lease-ttl", "store", "layout",
     "epoch", "policy", "exhaust", "node", "lease-field", "count-max", "token-file",
     "idle-timeout", "head-timeout", "max-request", "threads", "max-connections",
-    "max-connections-per-ip", "clock", "segment-wait", "opaque-key-file",
+    "max-connections-per-ip", "clock", "segment-wait", "store-timeout", "opaque-key-file",
 };
 static const char *const cfg_envs[K_COUNT] = {
     "IDMINT_LISTEN", "IDMINT_ADMIN_LISTEN", "IDMINT_DATA_DIR", "IDMINT_LEASE",
@@ -69,7 +74,7 @@ static const char *const cfg_envs[K_COUNT] = {
     "IDMINT_COUNT_MAX", "IDMINT_TOKEN_FILE", "IDMINT_IDLE_TIMEOUT",
     "IDMINT_HEAD_TIMEOUT", "IDMINT_MAX_REQUEST", "IDMINT_THREADS",
     "IDMINT_MAX_CONNECTIONS", "IDMINT_MAX_CONNECTIONS_PER_IP", "IDMINT_CLOCK",
-    "IDMINT_SEGMENT_WAIT", "IDMINT_OPAQUE_KEY_FILE",
+    "IDMINT_SEGMENT_WAIT", "IDMINT_STORE_TIMEOUT", "IDMINT_OPAQUE_KEY_FILE",
 };
 
 const char idmd_usage[] =
@@ -106,7 +111,8 @@ const char idmd_usage[] =
     "  --max-connections N     IDMINT_MAX_CONNECTIONS  open connections, 1..100000 (default 1024)\n"
     "  --max-connections-per-ip N  IDMINT_MAX_CONNECTIONS_PER_IP  from one address, 1..100000 (default 256)\n"
     "  --clock CLOCK           IDMINT_CLOCK       system or offset-file:/ABS/PATH (default system)\n"
-    "  --segment-wait MS       IDMINT_SEGMENT_WAIT  ms a request waits for a block, 0..60000 (default 1000)\n"
+    "  --segment-wait MS       IDMINT_SEGMENT_WAIT  ms a request waits for a block or an open, 0..60000 (default 1000)\n"
+    "  --store-timeout MS      IDMINT_STORE_TIMEOUT  ms one ticket-store call may take, 1..3600000 (default 5000)\n"
     "  --opaque-key-file FILE  IDMINT_OPAQUE_KEY_FILE  key (32 hex digits) for ?format=opaque (default none)\n";
 
 /* ---- small helpers ---- */
@@ -376,6 +382,7 @@ void idmd_config_defaults(idmd_config *c)
     c->max_connections_per_ip = 256;
     strcpy(c->clock, "system");
     c->segment_wait_ms = 1000;
+    c->store_timeout_ms = IDM_STORE_TIMEOUT_MS;
 }
 
 /* Keep where key k's value came from (its last bytes if it is long). */
@@ -506,6 +513,11 @@ static int set_key(idmd_config *c, int k, const char *key, const char *value,
         if (set_number(source, key, value, 0, 60000, &v, err, errlen) != 0)
             return -1;
         c->segment_wait_ms = (int64_t)v;
+        return 0;
+    case K_STORE_TIMEOUT:
+        if (set_number(source, key, value, 1, 3600000, &v, err, errlen) != 0)
+            return -1;
+        c->store_timeout_ms = (int64_t)v;
         return 0;
     case K_OPAQUE_KEY_FILE:
         /* Like token-file: empty is refused; leave the key out for none. */
@@ -1430,6 +1442,9 @@ void idmd_config_print(const idmd_config *c, char *buf, size_t len)
             break;
         case K_SEGMENT_WAIT:
             cfg_out(&o, "%s = %" PRId64 "\n", key, c->segment_wait_ms);
+            break;
+        case K_STORE_TIMEOUT:
+            cfg_out(&o, "%s = %" PRId64 "\n", key, c->store_timeout_ms);
             break;
         case K_OPAQUE_KEY_FILE:
             cfg_out_str(&o, key, c->opaque_key_file);

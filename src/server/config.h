@@ -74,8 +74,13 @@ typedef struct idmd_config {
     char clock[IDMD_PATH_MAX];  /* clock: "system" (default) or "offset-file:PATH",
                                    a file holding a signed ms offset added to the
                                    system's wall clock (tests step the clock) */
-    int64_t segment_wait_ms;    /* segment-wait: ms a request waits for a block,
-                                   0..60000, default 1000 */
+    int64_t segment_wait_ms;    /* segment-wait: ms a request waits for a block
+                                   (or for its sequence to open), 0..60000,
+                                   default 1000 */
+    int64_t store_timeout_ms;   /* store-timeout: ms one ticket-store call may
+                                   take, a reconnect included
+                                   (idm_store_set_timeout), 1..3600000,
+                                   default 5000 */
     char opaque_key_file[IDMD_PATH_MAX]; /* opaque-key-file: a file holding the
                                            key (32 hex digits) of ?format=opaque;
                                            unset = that format is refused */

@@ -29,16 +29,22 @@
  *
  * Sequences: any number can be in use (no limit but the sequences the
  * store holds, which only `idmint seq create` makes; an unknown name is 404
- * and takes no room). Each is opened on first use and kept until shutdown;
- * all of them share the store's one prefetch thread.
+ * and takes no room). Each is opened on first use, on a thread of its own
+ * (see seq_for: no store round trip is ever made under seq_mu, so a store
+ * that does not answer holds a request at most segment-wait and nothing
+ * else at all), and kept until shutdown; all of them share the store's one
+ * prefetch thread. Each allocator keeps its store's floor in
+ * FLOORS/NAME.floor when app->floors_dir is set (idmintd: DATA-DIR/floors).
  *
  * /healthz answers 503 naming the first reason minting would fail now:
  * shutting down, a lost worker-id lease, whatever idm_snowflake_check
  * finds (the lease guard's deadlines and mark, the clock policies, the
  * epoch and time field, a failed state-file write), a lease about to
- * expire, a sequence with no ids left whose store fails. A full tick is
- * not one: the next tick comes within the wait bound, and a busy server is
- * not a broken one.
+ * expire, a sequence with no ids in hand whose store fails or is stuck
+ * (health_seqs_locked). A full tick is not one: the next tick comes within
+ * the wait bound, and a busy server is not a broken one. Store trouble that
+ * leaves ids in hand is a 200 with a "warnings" array. It never waits for
+ * a store or an open.
  *
  * Bearer tokens (token-file) are kept whole, up to IDMD_TOKEN_MAX bytes,
  * and compared whole, in time that does not depend on where a presented
@@ -416,6 +422,19 @@ static bool seq_name_ok(const char *s)
     return true;
 }
 
+static int64_t mono_ns_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static struct timespec mono_ts(int64_t ns)
+{
+    struct timespec ts = {(time_t)(ns / 1000000000), (long)(ns % 1000000000)};
+    return ts;
+}
+
 /* Where name is in the table, sorted by name (*found), or where it goes.
  * Under seq_mu. */
 static size_t seq_find(const idmd_app *app, const char *name, bool *found)
@@ -423,7 +442,7 @@ static size_t seq_find(const idmd_app *app, const char *name, bool *found)
     size_t lo = 0, hi = app->nseqs;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        int c = strcmp(app->seqs[mid].name, name);
+        int c = strcmp(app->seqs[mid]->name, name);
         if (c == 0) {
             *found = true;
             return mid;
@@ -437,50 +456,244 @@ static size_t seq_find(const idmd_app *app, const char *name, bool *found)
     return lo;
 }
 
-/* The allocator of sequence name, opened on first use. The table grows
- * before the allocator opens, so an allocator once opened always finds
- * its place (none is opened and dropped, which would abandon its block). */
-static int seq_for(idmd_app *app, const char *name, idm_seq **out)
+/* A failed open whose error requests still get (IDMD_SEQ_RETRY_MS). */
+static bool seq_remembered(const idmd_seq_slot *s, int64_t now_ns)
 {
+    return s->state == IDMD_SEQ_FAILED && s->rc != IDM_ENOSEQ &&
+           now_ns - s->since_ns < (int64_t)IDMD_SEQ_RETRY_MS * 1000000;
+}
+
+/* Under seq_mu, s's open having ended: wait for its thread to exit. It set
+ * the state under seq_mu and only has to return, so this is short. */
+static void seq_reap_locked(idmd_seq_slot *s)
+{
+    if (s->has_opener) {
+        pthread_join(s->opener, NULL);
+        s->has_opener = false;
+    }
+}
+
+/* Under seq_mu: take slot at (not opening, nobody waiting on it) out of the
+ * table and free it. */
+static void seq_drop_locked(idmd_app *app, size_t at)
+{
+    idmd_seq_slot *s = app->seqs[at];
+    seq_reap_locked(s);
+    memmove(&app->seqs[at], &app->seqs[at + 1], (app->nseqs - at - 1) * sizeof *app->seqs);
+    app->nseqs--;
+    free(s);
+}
+
+/* Under seq_mu: drop the failed slots that are no longer remembered and
+ * that nobody waits on (names asked for while the store failed, or names
+ * it does not have whose requester stopped waiting), and join the openers
+ * that ended (those whose requests stopped waiting before). */
+static void seq_prune_locked(idmd_app *app, int64_t now_ns)
+{
+    for (size_t i = app->nseqs; i-- > 0;) {
+        idmd_seq_slot *s = app->seqs[i];
+        if (s->state == IDMD_SEQ_OPENING)
+            continue;
+        if (s->state == IDMD_SEQ_FAILED && s->users == 0 && !seq_remembered(s, now_ns))
+            seq_drop_locked(app, i);
+        else
+            seq_reap_locked(s);
+    }
+}
+
+/* The opener thread of one slot: the store round trips of idm_seq_open,
+ * without seq_mu; then the outcome, under it. The slot cannot go while it
+ * runs (only slots whose open ended are dropped, after a join). */
+static void *seq_opener(void *arg)
+{
+    idmd_seq_slot *s = arg;
+    idmd_app *app = s->app;
     idm_seq_opts o;
     idm_seq *q = NULL;
+    int rc;
+    idm_seq_opts_init(&o);
+    o.name = s->name;
+    o.stores = &s->store;
+    o.nstores = 1;
+    o.wait_ms = s->wait_ms;
+    o.clock = app->clock;
+    o.floor_file = s->floor_file[0] != '\0' ? s->floor_file : NULL;
+    rc = idm_seq_open(&q, &o);
+    pthread_mutex_lock(&app->seq_mu);
+    if (rc == 0) {
+        s->q = q;
+        s->state = IDMD_SEQ_OPEN;
+    } else {
+        s->rc = rc;
+        snprintf(s->detail, sizeof s->detail, "%s", idm_error_detail());
+        s->since_ns = mono_ns_now();
+        s->state = IDMD_SEQ_FAILED;
+        if (rc != IDM_ENOSEQ)
+            app->open_failures++;
+    }
+    app->nopening--;
+    pthread_cond_broadcast(&app->seq_cv);
+    pthread_mutex_unlock(&app->seq_mu);
+    return NULL;
+}
+
+/* Under seq_mu: start opening s (its earlier opener, if any, reaped). 0, or
+ * an error (s is then failed with it). */
+static int seq_start_locked(idmd_app *app, idmd_seq_slot *s, int64_t now_ns)
+{
+    int err;
+    seq_reap_locked(s);
+    s->wait_ms = app->cfg->segment_wait_ms;
+    s->state = IDMD_SEQ_OPENING;
+    s->since_ns = now_ns;
+    s->rc = 0;
+    s->detail[0] = '\0';
+    err = pthread_create(&s->opener, NULL, seq_opener, s);
+    if (err != 0) {
+        s->rc = idm_error_fail(IDM_EUNAVAIL, "sequence %s: cannot start a thread to open it: %s",
+                               s->name, strerror(err));
+        snprintf(s->detail, sizeof s->detail, "%s", idm_error_detail());
+        s->state = IDMD_SEQ_FAILED;
+        return s->rc;
+    }
+    s->has_opener = true;
+    app->nopening++;
+    return 0;
+}
+
+/* The answer for a sequence whose open has not ended. */
+static int seq_not_yet(const idmd_app *app, const char *name)
+{
+    if (app->seqs_closed)
+        return idm_error_fail(IDM_EUNAVAIL, "sequence %s: shutting down", name);
+    return idm_error_fail(IDM_EUNAVAIL,
+                          "sequence %s: the ticket store has not answered within %lld ms "
+                          "(segment-wait; the sequence is being opened: try again)",
+                          name, (long long)app->cfg->segment_wait_ms);
+}
+
+/*
+ * The allocator of sequence name, opened on first use. The first request
+ * for a name puts an opening slot in the table and starts its opener thread
+ * (at most IDMD_OPENERS_MAX at once); it and every request for the name
+ * meanwhile wait for the open at most segment-wait (on seq_cv, which lets
+ * seq_mu go), then get IDM_EUNAVAIL naming why. A failed open's error is
+ * the answer for IDMD_SEQ_RETRY_MS, then the next request opens again;
+ * IDM_ENOSEQ is not remembered: its slot goes as soon as nobody waits on
+ * it. Nothing here waits for a store under seq_mu.
+ */
+static int seq_for(idmd_app *app, const char *name, idm_seq **out)
+{
+    idmd_seq_slot *s;
     bool found;
     size_t at;
-    int rc;
+    int64_t now, deadline;
+    int rc = 0;
     pthread_mutex_lock(&app->seq_mu);
+    if (app->seqs_closed) {
+        pthread_mutex_unlock(&app->seq_mu);
+        return seq_not_yet(app, name);
+    }
     at = seq_find(app, name, &found);
-    if (found) {
-        *out = app->seqs[at].q;
+    if (found && app->seqs[at]->state == IDMD_SEQ_OPEN) {
+        s = app->seqs[at];
+        if (s->has_opener) /* once: the first request after the open */
+            seq_reap_locked(s);
+        *out = s->q;
         pthread_mutex_unlock(&app->seq_mu);
         return 0;
     }
-    if (app->nseqs == app->seqs_cap) {
-        size_t cap = app->seqs_cap != 0 ? 2 * app->seqs_cap : 16;
-        idmd_seq_slot *grown = realloc(app->seqs, cap * sizeof *grown);
-        if (grown == NULL) {
+    now = mono_ns_now();
+    if (found) {
+        s = app->seqs[at];
+        if (seq_remembered(s, now)) {
+            rc = idm_error_fail(s->rc, "%s", s->detail);
             pthread_mutex_unlock(&app->seq_mu);
-            return idm_error_fail(IDM_ENOMEM, "no room for one more sequence (%zu in use)",
-                                  app->nseqs);
+            return rc;
         }
-        app->seqs = grown;
-        app->seqs_cap = cap;
-    }
-    idm_seq_opts_init(&o);
-    o.name = name;
-    o.stores = &app->store;
-    o.nstores = 1;
-    o.wait_ms = app->cfg->segment_wait_ms;
-    o.clock = app->clock;
-    rc = idm_seq_open(&q, &o);
-    if (rc == 0) {
+        if (s->state == IDMD_SEQ_FAILED) {
+            if (app->nopening >= IDMD_OPENERS_MAX)
+                goto busy;
+            if ((rc = seq_start_locked(app, s, now)) != 0) {
+                pthread_mutex_unlock(&app->seq_mu);
+                return rc;
+            }
+        }
+    } else {
+        idmd_seq_slot **grown;
+        if (app->nopening >= IDMD_OPENERS_MAX)
+            goto busy;
+        seq_prune_locked(app, now);
+        at = seq_find(app, name, &found);
+        if (app->nseqs == app->seqs_cap) {
+            size_t cap = app->seqs_cap != 0 ? 2 * app->seqs_cap : 16;
+            grown = realloc(app->seqs, cap * sizeof *grown);
+            if (grown == NULL)
+                goto nomem;
+            app->seqs = grown;
+            app->seqs_cap = cap;
+        }
+        s = calloc(1, sizeof *s);
+        if (s == NULL)
+            goto nomem;
+        snprintf(s->name, sizeof s->name, "%s", name);
+        s->app = app;
+        s->store = app->store;
+        /* NAME.floor: no name's file is another's (the library adds .lock
+         * to a floor file's path), and "." and ".." stay plain files. */
+        if (app->floors_dir[0] != '\0')
+            snprintf(s->floor_file, sizeof s->floor_file, "%s/%s.floor", app->floors_dir, name);
+        if ((rc = seq_start_locked(app, s, now)) != 0) {
+            free(s);
+            pthread_mutex_unlock(&app->seq_mu);
+            return rc;
+        }
         memmove(&app->seqs[at + 1], &app->seqs[at], (app->nseqs - at) * sizeof *app->seqs);
-        snprintf(app->seqs[at].name, sizeof app->seqs[at].name, "%s", name);
-        app->seqs[at].q = q;
+        app->seqs[at] = s;
         app->nseqs++;
-        *out = q;
+    }
+
+    /* s is opening: wait for it, at most segment-wait. */
+    deadline = now + app->cfg->segment_wait_ms * 1000000;
+    s->users++;
+    while (s->state == IDMD_SEQ_OPENING && !app->seqs_closed && mono_ns_now() < deadline) {
+        struct timespec ts = mono_ts(deadline);
+        pthread_cond_timedwait(&app->seq_cv, &app->seq_mu, &ts);
+    }
+    s->users--;
+    if (app->seqs_closed)
+        pthread_cond_broadcast(&app->seq_cv); /* idmd_seqs_close waits for us */
+    if (s->state != IDMD_SEQ_OPENING)
+        seq_reap_locked(s);
+    switch (s->state) {
+    case IDMD_SEQ_OPEN:
+        *out = s->q;
+        break;
+    case IDMD_SEQ_FAILED:
+        rc = idm_error_fail(s->rc, "%s", s->detail);
+        if (s->users == 0 && !seq_remembered(s, mono_ns_now()) && !app->seqs_closed) {
+            at = seq_find(app, name, &found);
+            if (found && app->seqs[at] == s)
+                seq_drop_locked(app, at);
+        }
+        break;
+    case IDMD_SEQ_OPENING:
+        rc = seq_not_yet(app, name);
+        break;
     }
     pthread_mutex_unlock(&app->seq_mu);
     return rc;
+
+busy:
+    pthread_mutex_unlock(&app->seq_mu);
+    return idm_error_fail(IDM_EUNAVAIL,
+                          "sequence %s: %d sequences are being opened already, the most at "
+                          "once (the ticket store is slow to answer): try again",
+                          name, IDMD_OPENERS_MAX);
+nomem:
+    at = app->nseqs;
+    pthread_mutex_unlock(&app->seq_mu);
+    return idm_error_fail(IDM_ENOMEM, "no room for one more sequence (%zu in use)", at);
 }
 
 static void h_segment(idmd_app *app, const char *name, const params *p, idmd_response *rs,
@@ -632,17 +845,104 @@ static void h_decode(idmd_app *app, const char *id, const params *p, idmd_respon
 
 static int64_t mono_ms_now(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return mono_ns_now() / 1000000;
+}
+
+/* Warnings /healthz lists, at most; past them one more says how many more. */
+#define HEALTH_WARN_MAX 16
+
+typedef struct health {
+    char why[400];                          /* the reason for 503, "" none */
+    char warn[HEALTH_WARN_MAX][400];
+    size_t nwarn, more;
+} health;
+
+__attribute__((format(printf, 3, 4))) static void health_add(health *h, bool down,
+                                                            const char *fmt, ...)
+{
+    char *dst;
+    va_list ap;
+    if (down && h->why[0] == '\0') {
+        dst = h->why;
+    } else if (h->nwarn < HEALTH_WARN_MAX) {
+        dst = h->warn[h->nwarn++];
+    } else {
+        h->more++;
+        return;
+    }
+    va_start(ap, fmt);
+    vsnprintf(dst, sizeof h->why, fmt, ap);
+    va_end(ap);
+}
+
+/*
+ * The sequences' part of /healthz, under seq_mu; it never waits for an open
+ * or a store. down (503): a sequence with no ids in hand whose store fails
+ * or is stuck: its allocator's ids are gone and its last fetch failed, or
+ * its store call has run past store-timeout, or a store is down; an open
+ * running past segment-wait (the store has not answered it); an open that
+ * failed with IDM_EUNAVAIL (while remembered). Warnings (200, one for each
+ * sequence at most): the same store problems while ids are left, stores
+ * marked bad, and other failed opens (IDM_EINVAL, a refused floor...: one
+ * sequence's trouble, not the store's).
+ */
+static void health_seqs_locked(idmd_app *app, health *h)
+{
+    int64_t now = mono_ns_now();
+    int64_t wait_ns = app->cfg->segment_wait_ms * 1000000;
+    for (size_t i = 0; i < app->nseqs; i++) {
+        const idmd_seq_slot *s = app->seqs[i];
+        idm_seq_stats ss;
+        bool stuck, failing;
+        if (s->state == IDMD_SEQ_OPENING) {
+            if (now - s->since_ns >= wait_ns)
+                health_add(h, true,
+                           "sequence %s: the ticket store has not answered for %lld ms while "
+                           "opening it (segment-wait %lld ms)",
+                           s->name, (long long)((now - s->since_ns) / 1000000),
+                           (long long)app->cfg->segment_wait_ms);
+            continue;
+        }
+        if (s->state == IDMD_SEQ_FAILED) {
+            if (seq_remembered(s, now))
+                health_add(h, s->rc == IDM_EUNAVAIL, "sequence %s: cannot be opened (%s): %s",
+                           s->name, idm_err_name(s->rc), s->detail);
+            continue;
+        }
+        idm_seq_stats_get(s->q, &ss);
+        stuck = ss.call_ms > app->cfg->store_timeout_ms;
+        failing = ss.last_error != 0 || ss.down_stores > 0;
+        if (ss.left == 0 && ss.last_error != 0 && !stuck)
+            health_add(h, true,
+                       "sequence %s: the ticket store cannot be reached and no ids are left "
+                       "(%s): %s",
+                       s->name, idm_err_name(ss.last_error), ss.last_detail);
+        else if (stuck)
+            health_add(h, ss.left == 0,
+                       "sequence %s: a call to store %zu has run %lld ms, past store-timeout "
+                       "(%lld ms); %lld ids left",
+                       s->name, ss.call_store, (long long)ss.call_ms,
+                       (long long)app->cfg->store_timeout_ms, (long long)ss.left);
+        else if (failing)
+            health_add(h, ss.left == 0,
+                       "sequence %s: %zu store(s) down, the last fetch %s (%s); %lld ids left",
+                       s->name, ss.down_stores, ss.last_error != 0 ? "failed" : "worked",
+                       ss.last_detail[0] != '\0' ? ss.last_detail : "no detail",
+                       (long long)ss.left);
+        else if (ss.bad_stores > 0)
+            health_add(h, false, "sequence %s: %zu store(s) marked bad, never asked again: %s",
+                       s->name, ss.bad_stores, ss.bad_detail);
+    }
 }
 
 static void h_health(idmd_app *app, idmd_response *rs)
 {
-    char why[400] = "";
+    health h;
     uint32_t worker = 0;
     idm_lease_status ls;
     int rc;
+    h.why[0] = '\0';
+    h.nwarn = h.more = 0;
     memset(&ls, 0, sizeof ls);
     if (app->lease != NULL) {
         idm_lease_status_get(app->lease, &ls);
@@ -654,45 +954,46 @@ static void h_health(idmd_app *app, idmd_response *rs)
      * (monotonic) status does not show. A full tick (IDM_EEXHAUSTED) is
      * load, gone within the wait bound: not a reason. */
     if (atomic_load(&app->draining))
-        snprintf(why, sizeof why, "shutting down");
+        snprintf(h.why, sizeof h.why, "shutting down");
     else if (app->lease != NULL && ls.lost)
-        snprintf(why, sizeof why, "the worker-id lease for worker %u is lost",
+        snprintf(h.why, sizeof h.why, "the worker-id lease for worker %u is lost",
                  (unsigned)ls.worker);
     else if ((rc = idm_snowflake_check(app->gen)) != 0 && rc != IDM_EEXHAUSTED)
-        snprintf(why, sizeof why, "Snowflake ids cannot be minted now (%s): %s",
+        snprintf(h.why, sizeof h.why, "Snowflake ids cannot be minted now (%s): %s",
                  idm_err_name(rc), idm_error_detail());
     else if (app->lease != NULL && ls.deadline / 1000000 - mono_ms_now() < app->lease_ttl_ms / 4)
-        snprintf(why, sizeof why,
+        snprintf(h.why, sizeof h.why,
                  "the worker-id lease for worker %u is about to expire (renewals failing: "
                  "%s)",
                  (unsigned)ls.worker, ls.last_error != 0 ? idm_err_name(ls.last_error) : "no");
-    if (why[0] == '\0') {
-        pthread_mutex_lock(&app->seq_mu);
-        for (size_t i = 0; i < app->nseqs && why[0] == '\0'; i++) {
-            idm_seq_stats ss;
-            idm_seq_stats_get(app->seqs[i].q, &ss);
-            if (ss.left == 0 && ss.last_error != 0)
-                snprintf(why, sizeof why,
-                         "sequence %s: the ticket store cannot be reached and no ids are left "
-                         "(%s)",
-                         app->seqs[i].name, idm_err_name(ss.last_error));
-        }
-        pthread_mutex_unlock(&app->seq_mu);
-    }
+    pthread_mutex_lock(&app->seq_mu);
+    health_seqs_locked(app, &h);
+    pthread_mutex_unlock(&app->seq_mu);
     rs->content_type = "application/json";
-    if (why[0] != '\0') {
+    if (h.why[0] != '\0') {
         rs->status = 503;
         puts_(rs, "{\"status\":\"unavailable\",\"reason\":\"");
-        put_json_text(rs, why);
-        puts_(rs, "\"}\n");
-        return;
+        put_json_text(rs, h.why);
+        puts_(rs, "\"");
+    } else {
+        rs->status = 200;
+        puts_(rs, "{\"status\":\"ok\",\"layout\":\"");
+        put_json_text(rs, idm_layout_name(app->layout));
+        puts_(rs, "\"");
+        if (app->lease != NULL)
+            putf(rs, ",\"worker\":%u", (unsigned)worker);
     }
-    rs->status = 200;
-    putf(rs, "{\"status\":\"ok\",\"layout\":\"");
-    put_json_text(rs, idm_layout_name(app->layout));
-    putf(rs, "\"%s", "");
-    if (app->lease != NULL)
-        putf(rs, ",\"worker\":%u", (unsigned)worker);
+    if (h.nwarn > 0) {
+        puts_(rs, ",\"warnings\":[");
+        for (size_t i = 0; i < h.nwarn; i++) {
+            puts_(rs, i > 0 ? ",\"" : "\"");
+            put_json_text(rs, h.warn[i]);
+            puts_(rs, "\"");
+        }
+        if (h.more > 0)
+            putf(rs, ",\"and %zu more\"", h.more);
+        puts_(rs, "]");
+    }
     puts_(rs, "}\n");
 }
 
@@ -786,16 +1087,29 @@ static void h_metrics(idmd_app *app, idmd_response *rs)
         putf(rs, "idmint_lease_worker %u\n", (unsigned)ls.worker);
     }
     {
-        uint64_t waits = 0, wait_ns = 0, fetches = 0, errors = 0;
+        uint64_t waits = 0, wait_ns = 0, fetches = 0, errors = 0, open_failures;
+        int64_t call_ms = 0, now = mono_ns_now();
+        size_t down = 0, nstate[3] = {0, 0, 0};
         pthread_mutex_lock(&app->seq_mu);
         for (size_t i = 0; i < app->nseqs; i++) {
+            const idmd_seq_slot *s = app->seqs[i];
             idm_seq_stats ss;
-            idm_seq_stats_get(app->seqs[i].q, &ss);
+            nstate[s->state]++;
+            if (s->state == IDMD_SEQ_OPENING && (now - s->since_ns) / 1000000 > call_ms)
+                call_ms = (now - s->since_ns) / 1000000; /* an open is store calls too */
+            if (s->state != IDMD_SEQ_OPEN)
+                continue;
+            idm_seq_stats_get(s->q, &ss);
             waits += ss.waits;
             wait_ns += ss.wait_ns;
             fetches += ss.fetches;
             errors += ss.fetch_errors;
+            if (ss.call_ms > call_ms)
+                call_ms = ss.call_ms;
+            if (ss.down_stores > down)
+                down = ss.down_stores;
         }
+        open_failures = app->open_failures;
         pthread_mutex_unlock(&app->seq_mu);
         metric(rs, "idmint_segment_prefetch_waits_total", "counter",
                "Requests that waited for a segment block.");
@@ -808,6 +1122,21 @@ static void h_metrics(idmd_app *app, idmd_response *rs)
         metric(rs, "idmint_segment_fetch_errors_total", "counter",
                "Ticket-store round trips that failed.");
         putf(rs, "idmint_segment_fetch_errors_total %" PRIu64 "\n", errors);
+        metric(rs, "idmint_segment_store_call_seconds", "gauge",
+               "How long the longest ticket-store call in progress has run (a block fetch, or "
+               "a sequence being opened); 0 if none.");
+        putf(rs, "idmint_segment_store_call_seconds %.3f\n", (double)call_ms / 1e3);
+        metric(rs, "idmint_segment_down_stores", "gauge",
+               "Ticket stores whose last call failed, the most any sequence finds.");
+        putf(rs, "idmint_segment_down_stores %zu\n", down);
+        metric(rs, "idmint_segment_sequences_open", "gauge", "Sequences open (allocators).");
+        putf(rs, "idmint_segment_sequences_open %zu\n", nstate[IDMD_SEQ_OPEN]);
+        metric(rs, "idmint_segment_sequences_opening", "gauge",
+               "Sequences being opened (waiting on the ticket store).");
+        putf(rs, "idmint_segment_sequences_opening %zu\n", nstate[IDMD_SEQ_OPENING]);
+        metric(rs, "idmint_segment_open_failures_total", "counter",
+               "Opens of a sequence that failed (a name the store does not have aside).");
+        putf(rs, "idmint_segment_open_failures_total %" PRIu64 "\n", open_failures);
     }
     metric(rs, "idmint_request_duration_seconds", "histogram",
            "Time from a request's arrival to its answer.");
@@ -958,13 +1287,64 @@ void idmd_handle(idmd_app *app, const idmd_request *rq, idmd_response *rs)
     idmd_fail(rs, 404, NULL, "no such endpoint: %.80s", path);
 }
 
+int idmd_seqs_init(idmd_app *app)
+{
+    pthread_condattr_t ca;
+    int rc;
+    if (pthread_condattr_init(&ca) != 0)
+        return -1;
+    rc = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) == 0 &&
+                 pthread_cond_init(&app->seq_cv, &ca) == 0
+             ? 0
+             : -1;
+    pthread_condattr_destroy(&ca);
+    if (rc == 0 && pthread_mutex_init(&app->seq_mu, NULL) != 0) {
+        pthread_cond_destroy(&app->seq_cv);
+        rc = -1;
+    }
+    return rc;
+}
+
 void idmd_seqs_close(idmd_app *app)
 {
+    idmd_seq_slot **seqs;
+    size_t n;
+    bool waiting = true;
     pthread_mutex_lock(&app->seq_mu);
-    for (size_t i = 0; i < app->nseqs; i++)
-        idm_seq_close(app->seqs[i].q);
-    free(app->seqs);
+    app->seqs_closed = true;
+    pthread_cond_broadcast(&app->seq_cv);
+    /* Requests waiting on a slot see seqs_closed and leave. */
+    while (waiting) {
+        waiting = false;
+        for (size_t i = 0; i < app->nseqs && !waiting; i++)
+            waiting = app->seqs[i]->users > 0;
+        if (waiting)
+            pthread_cond_wait(&app->seq_cv, &app->seq_mu);
+    }
+    /* The opens in progress end (their store calls have deadlines); seq_mu
+     * is let go meanwhile, for them and for /healthz and /metrics. Nothing
+     * else changes the table now: no request starts an open or waits. */
+    for (size_t i = 0; i < app->nseqs; i++) {
+        idmd_seq_slot *s = app->seqs[i];
+        if (s->has_opener) {
+            pthread_t th = s->opener;
+            s->has_opener = false;
+            pthread_mutex_unlock(&app->seq_mu);
+            pthread_join(th, NULL);
+            pthread_mutex_lock(&app->seq_mu);
+        }
+    }
+    seqs = app->seqs;
+    n = app->nseqs;
     app->seqs = NULL;
     app->nseqs = app->seqs_cap = 0;
     pthread_mutex_unlock(&app->seq_mu);
+    /* Every allocator opened is closed here, also one whose open ended
+     * during shutdown: none is dropped. */
+    for (size_t i = 0; i < n; i++) {
+        if (seqs[i]->state == IDMD_SEQ_OPEN)
+            idm_seq_close(seqs[i]->q);
+        free(seqs[i]);
+    }
+    free(seqs);
 }

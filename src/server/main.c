@@ -150,6 +150,32 @@ static int make_dir(const char *path)
     return 0;
 }
 
+/* DATA-DIR/floors, where each sequence's allocator keeps how far the store
+ * has been seen to go (opts.floor_file, FLOORS/NAME.floor: see handler.c):
+ * with one store there is no other store to keep it, and a store restored
+ * from an old backup would hand out ids again, across restarts too. */
+static int floors_dir(idmd_app *app, const idmd_config *cfg)
+{
+    struct stat st;
+    int n = snprintf(app->floors_dir, sizeof app->floors_dir, "%s/floors", cfg->data_dir);
+    if (n < 0 || (size_t)n >= sizeof app->floors_dir) {
+        say("data-dir %s: too long for its floors directory", cfg->data_dir);
+        return -1;
+    }
+    if (mkdir(app->floors_dir, 0700) != 0 && errno != EEXIST) {
+        say("data-dir %s: cannot make the directory %s, where the sequences' floors are kept: "
+            "%s",
+            cfg->data_dir, app->floors_dir, strerror(errno));
+        return -1;
+    }
+    if (stat(app->floors_dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        say("data-dir %s: %s, where the sequences' floors are kept, is not a directory",
+            cfg->data_dir, app->floors_dir);
+        return -1;
+    }
+    return 0;
+}
+
 /* The bearer token: the whole file without its final line ends, 16 to
  * IDMD_TOKEN_MAX bytes of printable ASCII without spaces, into out (room
  * for IDMD_TOKEN_MAX + 1). A longer token is refused, never cut: a token
@@ -321,7 +347,10 @@ static int setup(idmd_app *app, const idmd_config *cfg)
     char url[IDMD_PATH_MAX + 32];
     int rc;
     app->cfg = cfg;
-    pthread_mutex_init(&app->seq_mu, NULL);
+    if (idmd_seqs_init(app) != 0) {
+        say("cannot make the sequence table's lock");
+        return -1;
+    }
     if (make_dir(cfg->data_dir) != 0) {
         say("data-dir %s: %s", cfg->data_dir, strerror(errno));
         return -1;
@@ -353,6 +382,13 @@ static int setup(idmd_app *app, const idmd_config *cfg)
         say("store %s: %s", url, idm_error_detail());
         return -1;
     }
+    rc = idm_store_set_timeout(app->store, cfg->store_timeout_ms);
+    if (rc != 0) {
+        say("store-timeout %lld: %s", (long long)cfg->store_timeout_ms, idm_error_detail());
+        return -1;
+    }
+    if (floors_dir(app, cfg) != 0)
+        return -1;
     if (cfg->opaque_key_file[0] != '\0') {
         char hex[80];
         int fd = open(cfg->opaque_key_file, O_RDONLY | O_CLOEXEC);
@@ -379,9 +415,11 @@ static int setup(idmd_app *app, const idmd_config *cfg)
     return 0;
 }
 
+/* Nothing mints any more when this runs (the HTTP layer has stopped). The
+ * lease goes first: closing the sequences waits for the store calls in
+ * progress (each within store-timeout), and the worker id need not. */
 static void teardown(idmd_app *app)
 {
-    idmd_seqs_close(app);
     if (app->lease != NULL) {
         int rc = idm_lease_close(app->lease);
         if (rc != 0)
@@ -390,6 +428,8 @@ static void teardown(idmd_app *app)
             say("lease: released");
         app->lease = NULL;
     }
+    if (app->cfg != NULL)
+        idmd_seqs_close(app);
     if (app->gen != NULL)
         idm_snowflake_close(app->gen);
     idm_uuid7_gen_free(app->uuid7);

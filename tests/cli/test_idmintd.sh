@@ -797,7 +797,7 @@ check "lease lost: exits 0 on SIGTERM (got $STOPPED)" test "$STOPPED" -eq 0
 RC=$?
 MISSING=
 for k in listen data-dir lease lease-ttl store layout epoch policy node lease-field count-max \
-    token-file idle-timeout max-request threads max-connections clock segment-wait; do
+    token-file idle-timeout max-request threads max-connections clock segment-wait store-timeout; do
     grep -q "^$k = " "$T/out" || MISSING="$MISSING $k"
 done
 check "--check-config: exit 0 and a 'key = value' line for every key (missing:$MISSING); $(show)" \

@@ -56,7 +56,8 @@ static void fz_setup(void)
     g_store = idm_test_memstore_new(&g_app.store);
     if (g_store == NULL || idm_store_create(g_app.store, "orders", 1, 0, 1) != 0)
         fz_die("store");
-    pthread_mutex_init(&g_app.seq_mu, NULL);
+    if (idmd_seqs_init(&g_app) != 0)
+        fz_die("sequence table");
 }
 
 static void fz_check(bool ok, const char *what, const idmd_request *rq, const idmd_response *rs)

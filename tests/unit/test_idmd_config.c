@@ -188,6 +188,8 @@ static void test_defaults(void **state)
         assert_string_equal(d.source[k], "");
     assert_string_equal(d.clock, "system");
     assert_int_equal(d.segment_wait_ms, 1000);
+    assert_int_equal(d.store_timeout_ms, 5000);
+    assert_int_equal(d.store_timeout_ms, IDM_STORE_TIMEOUT_MS);
 
     /* nothing given: the defaults; other variables are not ours */
     const char *env[] = {"PATH=/bin", "IDM_TEST_DATA=/x", "idmint_listen=junk", "IDMINTX=1",
@@ -249,6 +251,7 @@ static const keycase keycases[] = {
     {"clock", "IDMINT_CLOCK", {"offset-file:/tmp/o1", "system", "offset-file:/x"},
      {"offset-file:/tmp/o1", "system", "offset-file:/x"}},
     {"segment-wait", "IDMINT_SEGMENT_WAIT", {"0", "60000", "5"}, {"0", "60000", "5"}},
+    {"store-timeout", "IDMINT_STORE_TIMEOUT", {"1", "3600000", "250"}, {"1", "3600000", "250"}},
     {"opaque-key-file", "IDMINT_OPAQUE_KEY_FILE", {"/k1", "/k2", "/k3"}, {"/k1", "/k2", "/k3"}},
 };
 #define NKEYCASES (sizeof keycases / sizeof keycases[0])
@@ -318,7 +321,8 @@ static void test_struct_fields(void **state)
     const char *args[] = {"--listen", "[2001:db8::1]:443", "--epoch", "1700000000000",
                           "--count-max", "123", "--max-request", "2048", "--threads", "3",
                           "--max-connections", "99", "--lease-ttl", "2000",
-                          "--idle-timeout", "300", "--segment-wait", "0", NULL};
+                          "--idle-timeout", "300", "--segment-wait", "0", "--store-timeout",
+                          "1500", NULL};
     expect_ok(&c, args, NULL);
     assert_string_equal(c.listen_host, "2001:db8::1"); /* bare, no brackets */
     assert_int_equal(c.listen_port, 443);
@@ -331,6 +335,7 @@ static void test_struct_fields(void **state)
     assert_int_equal(c.lease_ttl_ms, 2000);
     assert_int_equal(c.idle_timeout_ms, 300);
     assert_int_equal(c.segment_wait_ms, 0);
+    assert_int_equal(c.store_timeout_ms, 1500);
     EXPECT_LINE(&c, "listen = [2001:db8::1]:443");
 
     const char *args2[] = {"--listen=localhost:65535", NULL};
@@ -616,7 +621,7 @@ static const numcase numcases[] = {
     {"idle-timeout", 100, 3600000}, {"max-request", 1024, 1048576},
     {"threads", 1, 64},             {"max-connections", 1, 100000},
     {"segment-wait", 0, 60000},     {"head-timeout", 100, 3600000},
-    {"max-connections-per-ip", 1, 100000},
+    {"max-connections-per-ip", 1, 100000}, {"store-timeout", 1, 3600000},
 };
 
 static void expect_set_fail(const char *key, const char *value, const char *why)
@@ -952,6 +957,7 @@ static void test_print(void **state)
                               "max-connections-per-ip = 256\n"
                               "clock = system\n"
                               "segment-wait = 1000\n"
+                              "store-timeout = 5000\n"
                               "opaque-key-file = \"\"\n");
 
     /* a printed configuration (of non-empty values) reads back the same */
@@ -959,7 +965,8 @@ static void test_print(void **state)
                           "--store", "sqlite:///s", "--layout", "time:40@1ms,w:10,seq:13",
                           "--epoch", "1700000000000", "--node", "dc=1", "--token-file", tok,
                           "--opaque-key-file", "/k", "--admin-listen", "127.0.0.1:9",
-                          "--head-timeout", "777", "--max-connections-per-ip", "3", NULL};
+                          "--head-timeout", "777", "--max-connections-per-ip", "3",
+                          "--store-timeout", "1234", NULL};
     idmd_config a, b;
     expect_ok(&a, full, NULL);
     idmd_config_print(&a, dump, sizeof dump);
@@ -1212,6 +1219,40 @@ static void test_check_count_max(void **state)
     expect_check_fail(a5, NULL, "count-max '600'", "at most 256", NULL);
 }
 
+/* store-timeout: from each source, each refusal naming the source, the key
+ * and the value; --check-config shows it. */
+static void test_store_timeout(void **state)
+{
+    (void)state;
+    idmd_config c;
+    char path[1200];
+    const char *a1[] = {"--store-timeout", "0", NULL};
+    expect_fail(a1, NULL, "--store-timeout: store-timeout '0'", "out of range", NULL);
+    const char *a2[] = {"--store-timeout=3600001", NULL};
+    expect_fail(a2, NULL, "--store-timeout: store-timeout '3600001'", "out of range", NULL);
+    const char *e1[] = {"IDMINT_STORE_TIMEOUT=5s", NULL};
+    expect_fail(NULL, e1, "IDMINT_STORE_TIMEOUT: store-timeout '5s'", NULL);
+    write_file("st.conf", "store-timeout = -1\n", path, sizeof path);
+    const char *a3[] = {"--config", path, NULL};
+    expect_fail(a3, NULL, "st.conf:1: store-timeout '-1'", NULL);
+    write_file("st.conf", "store-timeout = 2500\n", path, sizeof path);
+    const char *e2[] = {"IDMINT_STORE_TIMEOUT=3000", NULL};
+    expect_ok(&c, a3, NULL);
+    assert_int_equal(c.store_timeout_ms, 2500);
+    EXPECT_LINE(&c, "store-timeout = 2500");
+    expect_ok(&c, a3, e2);
+    assert_int_equal(c.store_timeout_ms, 3000);
+    const char *a4[] = {"--config", path, "--store-timeout", "1", NULL};
+    expect_ok(&c, a4, e2);
+    assert_int_equal(c.store_timeout_ms, 1);
+    assert_string_equal(c.source[K_STORE_TIMEOUT], "--store-timeout");
+    /* the same after the checks (--check-config prints that) */
+    const char *a5[] = {"--data-dir", data_dir(), "--store-timeout", "60000", NULL};
+    expect_check_ok(&c, a5, NULL);
+    EXPECT_LINE(&c, "store-timeout = 60000");
+    assert_non_null(strstr(idmd_usage, "  --store-timeout MS "));
+}
+
 static void test_check_urls(void **state)
 {
     (void)state;
@@ -1459,6 +1500,7 @@ int main(void)
         cmocka_unit_test(test_env_errors),
         cmocka_unit_test(test_flag_errors),
         cmocka_unit_test(test_numbers),
+        cmocka_unit_test(test_store_timeout),
         cmocka_unit_test(test_values),
         cmocka_unit_test(test_text_layout_epoch),
         cmocka_unit_test(test_check_and_help),

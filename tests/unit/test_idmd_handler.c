@@ -5,15 +5,21 @@
  * matched exactly), the strict input checks of FAULTS N1 (400 naming the
  * parameter, nothing minted), the count cap, methods and odd paths, bearer
  * authentication, sequence exhaustion and a clock gone back (503 with
- * Retry-After), and uniqueness under threads. The app is built by hand: the
- * twitter layout, datacenter 1 worker 2, no lease, an in-memory ticket store
- * holding the sequence "orders".
+ * Retry-After), uniqueness under threads, and a ticket store that is down
+ * or stuck (the memstore's hold keeps a store call waiting for as long as a
+ * test likes): sequences opened without blocking anything else, /healthz's
+ * reasons and warnings, shutdown with an open in progress, the floor files.
+ * No test measures time: a deadline is tested by a call returning. The app
+ * is built by hand: the twitter layout, datacenter 1 worker 2, no lease, an
+ * in-memory ticket store holding the sequence "orders".
  */
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include <idmint/segment.h>
@@ -103,7 +109,7 @@ static tapp *tapp_new_ex(const char *layout_text, idm_manual_clock *mc, bool gua
     t->ms = idm_test_memstore_new(&t->app.store);
     assert_non_null(t->ms);
     IDM_ASSERT_OK(idm_store_create(t->app.store, "orders", 1, 0, 1));
-    pthread_mutex_init(&t->app.seq_mu, NULL);
+    assert_int_equal(idmd_seqs_init(&t->app), 0);
     return t;
 }
 
@@ -121,6 +127,7 @@ static void tapp_free(tapp *t)
     idm_ulid_gen_free(t->app.ulid);
     idm_layout_free(t->app.layout);
     pthread_mutex_destroy(&t->app.seq_mu);
+    pthread_cond_destroy(&t->app.seq_cv);
     free(t);
 }
 
@@ -726,6 +733,494 @@ static void test_health_store_down(void **state)
     tapp_free(t);
 }
 
+/* ------------------------------------------- a ticket store that is stuck */
+
+/* Wait (at most 10 s, polling every 2 ms) until /healthz's body holds
+ * needle (or, needle NULL, is the plain ok answer); rs keeps that answer,
+ * or the last one if it never came (the caller's checks then fail). */
+static void health_until(tapp *t, const char *needle, idmd_response *rs)
+{
+    for (int i = 0; i < 5000; i++) {
+        call(t, "/healthz", NULL, rs);
+        if (needle != NULL ? strstr(rs->body, needle) != NULL
+                           : strcmp(rs->body, "{\"status\":\"ok\",\"layout\":\"twitter\"}\n") == 0)
+            return;
+        free(rs->body);
+        struct timespec ts = {0, 2 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    call(t, "/healthz", NULL, rs);
+}
+
+/* A request made while the store is held: on a thread of its own, so that
+ * a handler that waits for the store (as seq_for did, under seq_mu) fails
+ * the test with a message instead of hanging it. 60 s is a bound for a
+ * broken handler, not a measure: a working one answers within segment-wait. */
+typedef struct held_call {
+    tapp *t;
+    const char *path, *query;
+    idmd_response rs;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool done;
+} held_call;
+
+static void *held_call_main(void *p)
+{
+    held_call *h = p;
+    idmd_request rq = {"GET", h->path, h->query, NULL};
+    idmd_response rs;
+    memset(&rs, 0, sizeof rs);
+    idmd_handle(&h->t->app, &rq, &rs);
+    pthread_mutex_lock(&h->mu);
+    h->rs = rs;
+    h->done = true;
+    pthread_cond_signal(&h->cv);
+    pthread_mutex_unlock(&h->mu);
+    return NULL;
+}
+
+static void call_held(tapp *t, const char *path, const char *query, idmd_response *rs)
+{
+    held_call *h = calloc(1, sizeof *h);
+    pthread_condattr_t ca;
+    struct timespec until;
+    pthread_t th;
+    bool done;
+    assert_non_null(h);
+    h->t = t;
+    h->path = path;
+    h->query = query;
+    pthread_mutex_init(&h->mu, NULL);
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&h->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    assert_int_equal(pthread_create(&th, NULL, held_call_main, h), 0);
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += 60;
+    pthread_mutex_lock(&h->mu);
+    while (!h->done && pthread_cond_timedwait(&h->cv, &h->mu, &until) == 0)
+        ;
+    done = h->done;
+    pthread_mutex_unlock(&h->mu);
+    if (!done) {
+        pthread_detach(th); /* it and h stay: it is blocked for good */
+        fail_msg("GET %s%s%s: no answer within 60 s while the store is held (the handler "
+                 "waits for the store)",
+                 path, query != NULL ? "?" : "", query != NULL ? query : "");
+    }
+    assert_int_equal(pthread_join(th, NULL), 0);
+    *rs = h->rs;
+    pthread_cond_destroy(&h->cv);
+    pthread_mutex_destroy(&h->mu);
+    free(h);
+    assert_non_null(rs->body);
+    assert_int_equal(strlen(rs->body), rs->len);
+}
+
+/* The body holds each of the NULL-terminated needles. */
+static void body_has(const idmd_response *rs, ...)
+{
+    va_list ap;
+    va_start(ap, rs);
+    for (const char *want = va_arg(ap, const char *); want != NULL;
+         want = va_arg(ap, const char *))
+        CHECK(strstr(rs->body, want) != NULL, "%d %s: no '%s'", rs->status, rs->body, want);
+    va_end(ap);
+}
+
+/* Issue 13: opening a sequence held seq_mu across its store round trips,
+ * so with a store that did not answer (a row lock held elsewhere) the
+ * request hung, and so did /healthz, /metrics and every other sequence.
+ * With the store held: a new sequence is 503 with Retry-After once
+ * segment-wait has passed, naming why (the open goes on, one for the
+ * name); /healthz says which sequence's store is stuck, /metrics and /ping
+ * answer, a sequence already open serves from its blocks. Let go, the
+ * open ends and the sequence serves. (It hung at the first request.) */
+static void test_open_store_stuck(void **state)
+{
+    tapp *t = tapp_new(NULL, NULL);
+    idmd_response rs;
+    (void)state;
+    IDM_ASSERT_OK(idm_store_create(t->app.store, "fresh", 100, 0, 1));
+    t->cfg.segment_wait_ms = 50;
+    call(t, "/v1/segment/orders", NULL, &rs);
+    assert_string_equal(rs.body, "{\"ids\":[\"1\"]}\n");
+    free(rs.body);
+    ms_settle(t->ms, "orders"); /* its spare block is in */
+
+    idm_test_memstore_hold(t->ms, 1);
+    call_held(t, "/v1/segment/fresh", NULL, &rs);
+    print_message("store held, a new sequence: %d %s", rs.status, rs.body);
+    assert_error(&rs, 503, NULL);
+    assert_true(rs.retry_after_s > 0);
+    body_has(&rs, "sequence fresh", "has not answered within 50 ms", NULL);
+    free(rs.body);
+    assert_int_equal(idm_test_memstore_wait_held(t->ms, 1, 60000), 0); /* the open is stuck */
+    call_held(t, "/api/segment/get/fresh", NULL, &rs); /* waits for the same open */
+    assert_error(&rs, 503, NULL);
+    assert_true(rs.retry_after_s > 0);
+    free(rs.body);
+
+    /* it has been opening for segment-wait at least: the first request
+     * waited that long for it */
+    call_held(t, "/healthz", NULL, &rs);
+    print_message("store held: healthz %d %s", rs.status, rs.body);
+    assert_int_equal(rs.status, 503);
+    assert_string_equal(rs.content_type, CT_JSON);
+    body_has(&rs, "{\"status\":\"unavailable\",\"reason\":\"sequence fresh: ", "opening", NULL);
+    free(rs.body);
+    call_held(t, "/metrics", NULL, &rs);
+    assert_int_equal(rs.status, 200);
+    assert_true(metric_value(rs.body, "idmint_segment_sequences_opening") == 1);
+    assert_true(metric_value(rs.body, "idmint_segment_sequences_open") == 1);
+    assert_true(metric_value(rs.body, "idmint_segment_store_call_seconds") >= 0.05);
+    free(rs.body);
+    call_held(t, "/ping", NULL, &rs);
+    assert_int_equal(rs.status, 200);
+    free(rs.body);
+    call_held(t, "/v1/segment/orders", "count=3", &rs);
+    assert_int_equal(rs.status, 200);
+    assert_string_equal(rs.body, "{\"ids\":[\"2\",\"3\",\"4\"]}\n");
+    free(rs.body);
+    assert_int_equal(idm_test_memstore_held(t->ms), 1);
+
+    idm_test_memstore_hold(t->ms, 0);
+    t->cfg.segment_wait_ms = 60000; /* now: wait for the open to end */
+    call(t, "/v1/segment/fresh", "count=2", &rs);
+    assert_int_equal(rs.status, 200);
+    assert_string_equal(rs.body, "{\"ids\":[\"100\",\"101\"]}\n");
+    free(rs.body);
+    call(t, "/healthz", NULL, &rs);
+    assert_int_equal(rs.status, 200);
+    assert_string_equal(rs.body, "{\"status\":\"ok\",\"layout\":\"twitter\"}\n");
+    free(rs.body);
+    call(t, "/metrics", NULL, &rs);
+    assert_true(metric_value(rs.body, "idmint_segment_sequences_opening") == 0);
+    assert_true(metric_value(rs.body, "idmint_segment_sequences_open") == 2);
+    assert_true(metric_value(rs.body, "idmint_segment_open_failures_total") == 0);
+    free(rs.body);
+    assert_int_equal(t->app.nseqs, 2);
+    tapp_free(t);
+}
+
+/* At most IDMD_OPENERS_MAX opens at once: with the store held, that many
+ * new names are each 503 "not answered", one more is 503 at once naming
+ * the limit (no thread for it); let go, every one of them opens. (It hung
+ * at the first request.) */
+static void test_open_limit(void **state)
+{
+    tapp *t = tapp_new(NULL, NULL);
+    idmd_response rs;
+    char path[64];
+    (void)state;
+    IDM_ASSERT_OK(idm_test_memstore_create_many(t->app.store, "s", IDMD_OPENERS_MAX + 1, 1, 0,
+                                                1));
+    t->cfg.segment_wait_ms = 0;
+    idm_test_memstore_hold(t->ms, 1);
+    for (int i = 0; i <= IDMD_OPENERS_MAX; i++) {
+        snprintf(path, sizeof path, "/v1/segment/s%03d", i);
+        call_held(t, path, NULL, &rs);
+        assert_error(&rs, 503, NULL);
+        assert_true(rs.retry_after_s > 0);
+        if (i < IDMD_OPENERS_MAX)
+            body_has(&rs, "has not answered", NULL);
+        else
+            body_has(&rs, "being opened already", NULL);
+        free(rs.body);
+    }
+    call_held(t, "/metrics", NULL, &rs);
+    assert_true(metric_value(rs.body, "idmint_segment_sequences_opening") == IDMD_OPENERS_MAX);
+    free(rs.body);
+    idm_test_memstore_hold(t->ms, 0);
+    t->cfg.segment_wait_ms = 60000;
+    for (int i = 0; i <= IDMD_OPENERS_MAX; i++) {
+        snprintf(path, sizeof path, "/v1/segment/s%03d", i);
+        call(t, path, NULL, &rs);
+        if (rs.status != 200)
+            fail_msg("%s: %d %s", path, rs.status, rs.body);
+        assert_string_equal(rs.body, "{\"ids\":[\"1\"]}\n");
+        free(rs.body);
+    }
+    tapp_free(t);
+}
+
+typedef struct closer {
+    tapp *t;
+    atomic_int done;
+} closer;
+
+static void *closer_main(void *p)
+{
+    closer *c = p;
+    idmd_seqs_close(&c->t->app);
+    atomic_store(&c->done, 1);
+    return NULL;
+}
+
+/* Shutdown with an open stuck in the store: idmd_seqs_close refuses new
+ * opens at once, answers /healthz and /ping meanwhile, returns once the
+ * store call returns, and closes the allocator that open made (none is
+ * left behind: its prefetch thread is gone too). (It hung at the first
+ * request.) */
+static void test_close_while_opening(void **state)
+{
+    tapp *t = tapp_new(NULL, NULL);
+    idmd_response rs;
+    closer c;
+    pthread_t th;
+    int before, now = 0;
+    (void)state;
+    IDM_ASSERT_OK(idm_store_create(t->app.store, "fresh", 100, 0, 1));
+    t->cfg.segment_wait_ms = 0;
+    before = idm_test_threads_now();
+    idm_test_memstore_hold(t->ms, 1);
+    call_held(t, "/v1/segment/fresh", NULL, &rs);
+    assert_error(&rs, 503, NULL);
+    free(rs.body);
+    assert_int_equal(idm_test_memstore_wait_held(t->ms, 1, 60000), 0);
+
+    c.t = t;
+    atomic_store(&c.done, 0);
+    assert_int_equal(pthread_create(&th, NULL, closer_main, &c), 0);
+    /* once the close has begun, a sequence is refused, not opened */
+    for (int i = 0; i < 5000; i++) {
+        call_held(t, "/v1/segment/orders", NULL, &rs);
+        assert_error(&rs, 503, NULL);
+        if (strstr(rs.body, "shutting down") != NULL)
+            break;
+        free(rs.body);
+        rs.body = NULL;
+        struct timespec ts = {0, 2 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    assert_non_null(rs.body);
+    body_has(&rs, "sequence orders: shutting down", NULL);
+    free(rs.body);
+    call_held(t, "/healthz", NULL, &rs);
+    assert_int_equal(rs.status, 503); /* fresh's store is stuck */
+    body_has(&rs, "sequence fresh", NULL);
+    free(rs.body);
+    call_held(t, "/ping", NULL, &rs);
+    assert_int_equal(rs.status, 200);
+    free(rs.body);
+    /* the store call has not returned: neither has the close */
+    assert_int_equal(idm_test_memstore_held(t->ms), 1);
+    assert_int_equal(atomic_load(&c.done), 0);
+
+    idm_test_memstore_hold(t->ms, 0);
+    assert_int_equal(pthread_join(th, NULL), 0);
+    assert_int_equal(atomic_load(&c.done), 1);
+    assert_null(t->app.seqs);
+    assert_int_equal(t->app.nseqs, 0);
+    CHECK(ms_next(t->ms, "fresh") > 100, "the open took no block: %lld",
+          (long long)ms_next(t->ms, "fresh"));
+    /* the opener and the prefetch thread its allocator started are gone
+     * (a joined thread leaves the count a moment later) */
+    for (int i = 0; i < 5000 && (now = idm_test_threads_now()) != before; i++) {
+        struct timespec ts = {0, 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    CHECK(now == before, "%d threads, %d before", now, before);
+    tapp_free(t);
+}
+
+/* An open that fails is remembered for IDMD_SEQ_RETRY_MS: requests for
+ * the name get its error (503 for a store down) without asking the store
+ * again, /healthz says so (503: no ids for it and its store fails), the
+ * metrics count it; afterwards the next request opens again. (It asked the
+ * store again at once, and hung on the held store.) */
+static void test_open_failure_remembered(void **state)
+{
+    tapp *t = tapp_new(NULL, NULL);
+    idmd_response rs;
+    (void)state;
+    t->cfg.segment_wait_ms = 1000;
+    atomic_store(&t->ms->down, 1);
+    call(t, "/v1/segment/orders", NULL, &rs);
+    print_message("store down, a new sequence: %d %s", rs.status, rs.body);
+    assert_error(&rs, 503, NULL);
+    assert_true(rs.retry_after_s > 0);
+    body_has(&rs, "memstore: connection refused", NULL);
+    free(rs.body);
+
+    /* the store is not asked again: held, it would hold the open */
+    idm_test_memstore_hold(t->ms, 1);
+    call_held(t, "/v1/segment/orders", NULL, &rs);
+    assert_error(&rs, 503, NULL);
+    body_has(&rs, "memstore: connection refused", NULL);
+    free(rs.body);
+    assert_int_equal(idm_test_memstore_held(t->ms), 0);
+    call_held(t, "/metrics", NULL, &rs);
+    assert_true(metric_value(rs.body, "idmint_segment_sequences_opening") == 0);
+    assert_true(metric_value(rs.body, "idmint_segment_open_failures_total") == 1);
+    free(rs.body);
+    idm_test_memstore_hold(t->ms, 0);
+    call(t, "/healthz", NULL, &rs);
+    print_message("healthz: %d %s", rs.status, rs.body);
+    if (rs.status == 503) /* it may have been forgotten already */
+        body_has(&rs, "sequence orders: cannot be opened (IDM_EUNAVAIL)", NULL);
+    free(rs.body);
+
+    /* the store back: within IDMD_SEQ_RETRY_MS the next request opens it */
+    atomic_store(&t->ms->down, 0);
+    for (int i = 0; i < 5000; i++) {
+        call(t, "/v1/segment/orders", NULL, &rs);
+        if (rs.status == 200)
+            break;
+        assert_error(&rs, 503, NULL);
+        free(rs.body);
+        struct timespec ts = {0, 2 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    assert_int_equal(rs.status, 200);
+    assert_string_equal(rs.body, "{\"ids\":[\"1\"]}\n");
+    free(rs.body);
+    call(t, "/healthz", NULL, &rs);
+    assert_int_equal(rs.status, 200);
+    free(rs.body);
+    tapp_free(t);
+}
+
+/* A new app whose sequence orders is open with two blocks of 1000 in hand
+ * (ids 1 to 2000, id 1 handed out); then with the store set up by how
+ * (down or held), the first block is used up and the second past its
+ * prefetch point: the prefetch thread asks the store for a block, ids are
+ * left (149). */
+static tapp *tapp_prefetching(void (*how)(tapp *t))
+{
+    tapp *t = tapp_new(NULL, NULL);
+    idmd_response rs;
+    t->cfg.segment_wait_ms = 1000;
+    call(t, "/v1/segment/orders", NULL, &rs);
+    assert_string_equal(rs.body, "{\"ids\":[\"1\"]}\n");
+    free(rs.body);
+    ms_settle(t->ms, "orders");
+    assert_int_equal(ms_next(t->ms, "orders"), 2001); /* two blocks of 1000 in hand */
+    how(t);
+    call(t, "/v1/segment/orders", "count=1000", &rs);
+    assert_int_equal(rs.status, 200);
+    free(rs.body);
+    call(t, "/v1/segment/orders", "count=850&format=text", &rs); /* to 1851 */
+    assert_int_equal(rs.status, 200);
+    assert_non_null(strstr(rs.body, "\n1851\n"));
+    free(rs.body);
+    return t;
+}
+
+static void store_down(tapp *t)
+{
+    atomic_store(&t->ms->down, 1);
+}
+
+static void store_held(tapp *t)
+{
+    idm_test_memstore_hold(t->ms, 1);
+}
+
+/* A store whose fetches fail while ids are left: /healthz is 200 and warns,
+ * naming the sequence and the store's problem; the metrics count the store
+ * down; back, no warning. (No warning: 200 with the plain body.) */
+static void test_health_store_down_warns(void **state)
+{
+    tapp *t = tapp_prefetching(store_down);
+    idmd_response rs;
+    (void)state;
+    health_until(t, "warnings", &rs);
+    print_message("store down, ids left: healthz %d %s", rs.status, rs.body);
+    assert_int_equal(rs.status, 200);
+    body_has(&rs, "{\"status\":\"ok\",\"layout\":\"twitter\",\"warnings\":[\"sequence orders: ",
+             "store(s) down", "ids left", "connection refused", NULL);
+    free(rs.body);
+    call(t, "/metrics", NULL, &rs);
+    assert_true(metric_value(rs.body, "idmint_segment_fetch_errors_total") >= 1);
+    assert_true(metric_value(rs.body, "idmint_segment_down_stores") == 1);
+    free(rs.body);
+    atomic_store(&t->ms->down, 0);
+    health_until(t, NULL, &rs);
+    assert_string_equal(rs.body, "{\"status\":\"ok\",\"layout\":\"twitter\"}\n");
+    free(rs.body);
+    call(t, "/metrics", NULL, &rs);
+    assert_true(metric_value(rs.body, "idmint_segment_down_stores") == 0);
+    free(rs.body);
+    tapp_free(t);
+}
+
+/* A store call running past store-timeout (a custom store's calls are its
+ * own to bound; here 1 ms, the store held) while ids are left: /healthz is
+ * 200 and warns, naming the sequence, the store and how long; the metrics
+ * show the call; let go, no warning. (No warning.) */
+static void test_health_store_call_stuck(void **state)
+{
+    tapp *t = tapp_prefetching(store_held);
+    idmd_response rs;
+    (void)state;
+    t->cfg.store_timeout_ms = 1;
+    assert_int_equal(idm_test_memstore_wait_held(t->ms, 1, 60000), 0);
+    health_until(t, "past store-timeout", &rs);
+    print_message("a fetch held: healthz %d %s", rs.status, rs.body);
+    assert_int_equal(rs.status, 200);
+    body_has(&rs, "\"warnings\":[\"sequence orders: a call to store 0 has run ",
+             "past store-timeout (1 ms); 149 ids left", NULL);
+    free(rs.body);
+    call_held(t, "/metrics", NULL, &rs);
+    assert_true(metric_value(rs.body, "idmint_segment_store_call_seconds") > 0);
+    free(rs.body);
+    call_held(t, "/v1/segment/orders", "count=149", &rs); /* what is left still serves */
+    assert_int_equal(rs.status, 200);
+    free(rs.body);
+    idm_test_memstore_hold(t->ms, 0);
+    health_until(t, NULL, &rs);
+    assert_string_equal(rs.body, "{\"status\":\"ok\",\"layout\":\"twitter\"}\n");
+    free(rs.body);
+    tapp_free(t);
+}
+
+/* Issue 13 item 1: with floors_dir set (idmintd: DATA-DIR/floors) each
+ * sequence's allocator keeps its store's floor in FLOORS/NAME.floor (also
+ * for names that are "." or end in ".lock"), so a store rewound under the
+ * same data directory is refused, across restarts. (No file; the rewound
+ * store served ids again.) */
+static void test_floor_files(void **state)
+{
+    static const char *const names[] = {"orders", ".", "..", "orders.lock"};
+    char *dir = idm_test_tmpdir();
+    char path[1200];
+    tapp *t = tapp_new(NULL, NULL);
+    idmd_response rs;
+    struct stat st;
+    (void)state;
+    for (size_t i = 1; i < sizeof names / sizeof names[0]; i++)
+        IDM_ASSERT_OK(idm_store_create(t->app.store, names[i], 1, 0, 1));
+    snprintf(t->app.floors_dir, sizeof t->app.floors_dir, "%s", dir);
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        snprintf(path, sizeof path, "/v1/segment/%s", names[i]);
+        call(t, path, NULL, &rs);
+        if (rs.status != 200)
+            fail_msg("%s: %d %s", path, rs.status, rs.body);
+        assert_string_equal(rs.body, "{\"ids\":[\"1\"]}\n");
+        free(rs.body);
+        snprintf(path, sizeof path, "%s/%s.floor", dir, names[i]);
+        CHECK(stat(path, &st) == 0 && S_ISREG(st.st_mode), "no floor file %s", path);
+    }
+    tapp_free(t);
+
+    /* a restart on a store rewound to before those blocks */
+    t = tapp_new(NULL, NULL);
+    snprintf(t->app.floors_dir, sizeof t->app.floors_dir, "%s", dir);
+    call(t, "/v1/segment/orders", NULL, &rs);
+    print_message("a rewound store: %d %s", rs.status, rs.body);
+    CHECK(rs.status != 200, "a rewound store served: %s", rs.body);
+    assert_true(rs.status >= 500);
+    body_has(&rs, "orders", NULL);
+    free(rs.body);
+    assert_int_equal(minted(t, IDMD_K_SEGMENT), 0);
+    tapp_free(t);
+    idm_test_rmtree(dir);
+    free(dir);
+}
+
 /* 300 sequences in use at once (more than the 256 a fixed table held: the
  * 257th was a 500), each answering from its own counter, looked up again
  * in another order, all of them on one prefetch thread; a name the store
@@ -754,7 +1249,12 @@ static void test_many_sequences(void **state)
         free(rs.body);
     }
     assert_int_equal(t->app.nseqs, N);
-    n = idm_test_threads_now();
+    /* (each was opened on a thread of its own, joined by now: a joined
+     * thread leaves the count a moment later) */
+    for (int i = 0; i < 5000 && (n = idm_test_threads_now()) - before > 1; i++) {
+        struct timespec ts = {0, 1000000L};
+        nanosleep(&ts, NULL);
+    }
     CHECK(n - before <= 1, "%d sequences in use: %d threads more (want the one keeper)", N,
           n - before);
     for (int i = N - 1; i >= 0; i -= 7) {
@@ -1705,6 +2205,13 @@ int main(void)
         cmocka_unit_test(test_leaf),
         cmocka_unit_test(test_health_ping),
         cmocka_unit_test(test_health_store_down),
+        cmocka_unit_test(test_open_store_stuck),
+        cmocka_unit_test(test_open_limit),
+        cmocka_unit_test(test_close_while_opening),
+        cmocka_unit_test(test_open_failure_remembered),
+        cmocka_unit_test(test_health_store_down_warns),
+        cmocka_unit_test(test_health_store_call_stuck),
+        cmocka_unit_test(test_floor_files),
         cmocka_unit_test(test_many_sequences),
         cmocka_unit_test(test_opaque_format),
         cmocka_unit_test(test_metrics),

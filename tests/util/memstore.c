@@ -40,6 +40,19 @@ static void note_taker(idm_test_memstore *m)
         m->takers[m->ntakers++] = self;
 }
 
+/* Wait while the store is held; m->mu held. */
+static void hold_locked(idm_test_memstore *m)
+{
+    if (!m->hold)
+        return;
+    m->held++;
+    pthread_cond_broadcast(&m->hold_cv);
+    while (m->hold)
+        pthread_cond_wait(&m->hold_cv, &m->mu);
+    m->held--;
+    pthread_cond_broadcast(&m->hold_cv);
+}
+
 static int ms_create(void *ctx, const char *name, int64_t start, uint32_t k, uint32_t n)
 {
     idm_test_memstore *m = ctx;
@@ -73,6 +86,7 @@ static int ms_take(void *ctx, const char *name, int64_t size, uint32_t k, uint32
         nanosleep(&ts, NULL);
     }
     pthread_mutex_lock(&m->mu);
+    hold_locked(m);
     note_taker(m);
     if (atomic_load(&m->down)) {
         pthread_mutex_unlock(&m->mu);
@@ -111,6 +125,7 @@ static int ms_list(void *ctx, idm_seq_info **out, size_t *count)
 {
     idm_test_memstore *m = ctx;
     pthread_mutex_lock(&m->mu);
+    hold_locked(m);
     *out = calloc(m->nseq + 1, sizeof **out);
     if (*out == NULL) {
         pthread_mutex_unlock(&m->mu);
@@ -131,9 +146,12 @@ static int ms_floor_get(void *ctx, const char *name, uint32_t k, int64_t *floor)
 {
     idm_test_memstore *m = ctx;
     idm_test_memseq *s;
-    if (atomic_load(&m->down))
-        return idm_error_fail(IDM_EUNAVAIL, "memstore: connection refused (test)");
     pthread_mutex_lock(&m->mu);
+    hold_locked(m);
+    if (atomic_load(&m->down)) {
+        pthread_mutex_unlock(&m->mu);
+        return idm_error_fail(IDM_EUNAVAIL, "memstore: connection refused (test)");
+    }
     s = find(m, name);
     *floor = s != NULL && k < IDM_TEST_MS_KS ? s->floors[k] : 0;
     pthread_mutex_unlock(&m->mu);
@@ -144,9 +162,12 @@ static int ms_floor_raise(void *ctx, const char *name, uint32_t k, int64_t floor
 {
     idm_test_memstore *m = ctx;
     idm_test_memseq *s;
-    if (atomic_load(&m->down))
-        return idm_error_fail(IDM_EUNAVAIL, "memstore: connection refused (test)");
     pthread_mutex_lock(&m->mu);
+    hold_locked(m);
+    if (atomic_load(&m->down)) {
+        pthread_mutex_unlock(&m->mu);
+        return idm_error_fail(IDM_EUNAVAIL, "memstore: connection refused (test)");
+    }
     s = find(m, name);
     if (s != NULL && k < IDM_TEST_MS_KS && s->floors[k] < floor)
         s->floors[k] = floor;
@@ -167,8 +188,14 @@ idm_test_memstore *idm_test_memstore_new(idm_store **store)
     idm_test_memstore *m = calloc(1, sizeof *m);
     if (m == NULL)
         return NULL;
+    pthread_condattr_t ca;
     pthread_mutex_init(&m->mu, NULL);
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&m->hold_cv, &ca);
+    pthread_condattr_destroy(&ca);
     if (idm_store_custom(store, &ops, m) != 0) {
+        pthread_cond_destroy(&m->hold_cv);
         pthread_mutex_destroy(&m->mu);
         free(m);
         return NULL;
@@ -179,6 +206,7 @@ idm_test_memstore *idm_test_memstore_new(idm_store **store)
 void idm_test_memstore_free(idm_test_memstore *m, idm_store *store)
 {
     idm_store_close(store);
+    pthread_cond_destroy(&m->hold_cv);
     pthread_mutex_destroy(&m->mu);
     free(m->seqs);
     free(m->log);
@@ -250,4 +278,40 @@ size_t idm_test_memstore_takers(idm_test_memstore *m, pthread_t *out, size_t max
         out[t] = m->takers[t];
     pthread_mutex_unlock(&m->mu);
     return n;
+}
+
+void idm_test_memstore_hold(idm_test_memstore *m, int on)
+{
+    pthread_mutex_lock(&m->mu);
+    m->hold = on != 0;
+    pthread_cond_broadcast(&m->hold_cv);
+    pthread_mutex_unlock(&m->mu);
+}
+
+size_t idm_test_memstore_held(idm_test_memstore *m)
+{
+    size_t n;
+    pthread_mutex_lock(&m->mu);
+    n = m->held;
+    pthread_mutex_unlock(&m->mu);
+    return n;
+}
+
+int idm_test_memstore_wait_held(idm_test_memstore *m, size_t n, int64_t timeout_ms)
+{
+    struct timespec until;
+    int rc = 0;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += (time_t)(timeout_ms / 1000);
+    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&m->mu);
+    while (m->held < n && rc == 0)
+        rc = pthread_cond_timedwait(&m->hold_cv, &m->mu, &until);
+    rc = m->held >= n ? 0 : -1;
+    pthread_mutex_unlock(&m->mu);
+    return rc;
 }

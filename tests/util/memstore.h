@@ -2,10 +2,12 @@
 /*
  * An in-memory ticket store for tests (idm_store_custom): sequences in a
  * growable array under a mutex (as many as a test creates), with switches a
- * test flips to make the store slow (delay_ms per take) or down (take and
- * floors fail with IDM_EUNAVAIL), a log of every block taken and a record
- * of the distinct threads that called take. Plain C, no test framework: the
- * fuzz targets use it too.
+ * test flips to make the store slow (delay_ms per take), down (take and
+ * floors fail with IDM_EUNAVAIL) or stuck (hold: take, list and the floor
+ * calls wait until it is cleared, so a test holds a store call for as long
+ * as it likes, and knows when one is held), a log of every block taken and
+ * a record of the distinct threads that called take. Plain C, no test
+ * framework: the fuzz targets use it too.
  */
 #ifndef IDM_TEST_MEMSTORE_H
 #define IDM_TEST_MEMSTORE_H
@@ -36,6 +38,10 @@ typedef struct idm_test_memstore {
     size_t nlog, caplog;
     pthread_t takers[IDM_TEST_MS_TAKERS]; /* distinct threads that called take */
     size_t ntakers;
+    /* hold (idm_test_memstore_hold): under mu */
+    int hold;
+    size_t held;            /* calls waiting for hold to be cleared now */
+    pthread_cond_t hold_cv; /* (CLOCK_MONOTONIC) hold cleared, held changed */
 } idm_test_memstore;
 
 /* A new empty store and its idm_store (*store); NULL if out of memory. */
@@ -53,6 +59,16 @@ int idm_test_memstore_owns(idm_test_memstore *m, uint32_t k, uint32_t n, int64_t
  * each starting at start, store k of n: 0, or the first failure's code. */
 int idm_test_memstore_create_many(idm_store *store, const char *prefix, int count, int64_t start,
                                   uint32_t k, uint32_t n);
+/* Hold the store (on 1) or let it go (on 0): while held, take, list,
+ * floor_get and floor_raise wait (on entry, before anything else) until it
+ * is let go. Thread-safe. */
+void idm_test_memstore_hold(idm_test_memstore *m, int on);
+/* How many calls are waiting on the hold now. */
+size_t idm_test_memstore_held(idm_test_memstore *m);
+/* Wait until at least n calls are waiting on the hold: 0, or -1 if that
+ * did not happen within timeout_ms (a bound for a broken test, not a
+ * measure of anything). */
+int idm_test_memstore_wait_held(idm_test_memstore *m, size_t n, int64_t timeout_ms);
 /* The distinct threads that have called take (down or not), in the order
  * of their first call: how many (at most IDM_TEST_MS_TAKERS), the first
  * max of them in out (out may be NULL when max is 0). */
