@@ -19,10 +19,13 @@
  *       no wait at steady load (after the first quarter of the run, once
  *       the allocator has seen the rate and the store's latency)
  *   W2  the same with prefetch_pct 0 (no prefetch), for comparison
+ *   W3  W1 with a floor file (opts.floor_file: every block recorded on
+ *       disk, two fsyncs, before any of its ids is handed out); target: no
+ *       wait at steady load either
  *
  * All of it runs IDM_BENCH_ROUNDS times (default 3), interleaved; the fast
  * rows each for IDM_BENCH_SECONDS of wall time (default 1), the paced rows
- * (R1, W1, W2) for twice that. The table gives the median figure, the median
+ * (R1, W1, W2, W3) for twice that. The table gives the median figure, the median
  * of the per-round ratios and the range of the figure.
  *
  * Checks (a failure prints WRONG and makes the exit status 2): every call
@@ -89,6 +92,9 @@ enum {
     M_R1B,  /* the adaptive block size at the end of R1 */
     M_W2E,  /* ms per wait, no prefetch */
     M_W1L,  /* waits after the first quarter, prefetch */
+    M_W3,   /* wait ms per 1M ids, prefetch, floor file */
+    M_W3N,  /* waits, the same */
+    M_W3L,  /* waits after the first quarter, the same */
     M_COUNT
 };
 
@@ -182,10 +188,11 @@ static const idm_store_ops slow_ops = {slow_create, slow_take, slow_list, slow_f
 static idm_store *g_store; /* the real SQLite store */
 static idm_store *g_slow;  /* the slow wrapper (over its own file) */
 static int g_seq_no;
+static char g_floor_file[4200]; /* for W3 */
 
 /* A fresh sequence in st, and an allocator over it. */
-static idm_seq *open_seq(idm_store *st, int64_t min_block, int64_t max_block,
-                         int64_t target_ms, int pct)
+static idm_seq *open_seq_file(idm_store *st, int64_t min_block, int64_t max_block,
+                              int64_t target_ms, int pct, const char *floor_file)
 {
     char name[32];
     idm_seq_opts o;
@@ -206,9 +213,16 @@ static idm_seq *open_seq(idm_store *st, int64_t min_block, int64_t max_block,
         o.target_ms = target_ms;
     if (pct >= 0)
         o.prefetch_pct = pct;
+    o.floor_file = floor_file;
     if ((rc = idm_seq_open(&q, &o)) != 0)
         die("idm_seq_open", rc);
     return q;
+}
+
+static idm_seq *open_seq(idm_store *st, int64_t min_block, int64_t max_block,
+                         int64_t target_ms, int pct)
+{
+    return open_seq_file(st, min_block, max_block, target_ms, pct, NULL);
 }
 
 static int leaf_take(void *ctx, int64_t step, int64_t *first)
@@ -520,6 +534,14 @@ static void one_round(double *m, double secs)
     m[M_W2] = (double)pr.wait_ns / 1e6 * 1e6 / (double)pr.ids;
     m[M_W2N] = (double)pr.waits;
     m[M_W2E] = pr.waits > 0 ? (double)pr.wait_ns / 1e6 / (double)pr.waits : 0;
+    /* A new sequence each round: a new file for it (a file is one sequence's). */
+    (void)unlink(g_floor_file);
+    q = open_seq_file(g_slow, PACE_MIN_BLOCK, 0, PACE_TARGET_MS, -1, g_floor_file);
+    run_paced(q, pace, "W3 prefetch, floor file", &pr);
+    idm_seq_close(q);
+    m[M_W3] = (double)pr.wait_ns / 1e6 * 1e6 / (double)pr.ids;
+    m[M_W3N] = (double)pr.waits;
+    m[M_W3L] = (double)pr.late_waits;
 }
 
 /* ------------------------------------------------------------ the table */
@@ -598,6 +620,7 @@ int main(int argc, char **argv)
     }
     snprintf(url, sizeof url, "sqlite://%s/tickets.db", dir);
     snprintf(url2, sizeof url2, "sqlite://%s/slow.db", dir);
+    snprintf(g_floor_file, sizeof g_floor_file, "%s/bench.floors", dir);
     if ((rc = idm_store_open(&g_store, url)) != 0)
         die(url, rc);
     {
@@ -704,6 +727,15 @@ int main(int argc, char **argv)
     snprintf(rat, sizeof rat, "%.0f waits, %.2f ms each", med(M_W2N), med(M_W2E));
     bench_row("W2", "waits, slow store, no prefetch", fig, rat,
               spread(spr, sizeof spr, M_W2, false, " ms"), "", "");
+    {
+        double w3late = max_of(M_W3L);
+        snprintf(fig, sizeof fig, "%.2f ms/1M", med(M_W3));
+        snprintf(rat, sizeof rat, "%.0f waits steady (%.0f in all, max %.0f); W1 %.0f", w3late,
+                 med(M_W3N), max_of(M_W3N), med(M_W1N));
+        bench_row("W3", "waits, as W1 with a floor file", fig, rat,
+                  spread(spr, sizeof spr, M_W3, false, " ms"), "0 steady",
+                  w3late == 0 ? "PASS" : "BELOW");
+    }
 
     bench_table_header("C peer (idmint/peer: the peer's ns per id over idmint's, same "
                        "round; > 1: idmint faster)");
