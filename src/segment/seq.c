@@ -817,7 +817,6 @@ static int check_and_take(idm_seq *q, size_t k, int64_t floor, size_t from, bloc
     int64_t first = 0;
     int rc = idm_store_take(q->stores[k], q->name, q->block_size, (uint32_t)k,
                             (uint32_t)q->nstores, &first);
-    char where[64];
     if (rc != 0)
         return rc;
     b->first = first;
@@ -826,18 +825,22 @@ static int check_and_take(idm_seq *q, size_t k, int64_t floor, size_t from, bloc
     b->store = k;
     q->fetches++;
     q->st[k].hi = floor_after(q, b);
-    if (from == q->nstores)
-        snprintf(where, sizeof where, "in the floor file");
-    else
-        snprintf(where, sizeof where, "in store %zu", from);
-    if ((first - (int64_t)k) / (int64_t)q->nstores < floor)
+    if ((first - (int64_t)k) / (int64_t)q->nstores >= floor)
+        return 0;
+    if (from == q->nstores) /* the floor came from the floor file */
         return idm__seg_fail(IDM_ERANGE,
-                             "sequence %s: store %zu (%s) hands out %lld, below %lld already "
-                             "seen (floor recorded %s): restored from an old backup? "
-                             "refusing to start",
+                             "sequence %s: store %zu (%s) hands out %lld, below %lld recorded "
+                             "in the floor file: restored from an old backup? refusing to start "
+                             "(made again on purpose? remove %s)",
                              q->name, k, idm_store_url(q->stores[k]), (long long)first,
-                             (long long)(floor * (int64_t)q->nstores + (int64_t)k), where);
-    return 0;
+                             (long long)(floor * (int64_t)q->nstores + (int64_t)k),
+                             q->floor_file != NULL ? q->floor_file : "?");
+    return idm__seg_fail(IDM_ERANGE,
+                         "sequence %s: store %zu (%s) hands out %lld, below %lld already seen "
+                         "(floor recorded in store %zu): restored from an old backup? refusing "
+                         "to start",
+                         q->name, k, idm_store_url(q->stores[k]), (long long)first,
+                         (long long)(floor * (int64_t)q->nstores + (int64_t)k), from);
 }
 
 /* Open's store round trips: every store that answers has the sequence as
