@@ -512,8 +512,15 @@ static void raise_floors(idm_seq *q, const block *b)
         rc = idm__store_floor_raise(q->stores[j], q->name, (uint32_t)b->store, f);
         lock_q(q);
         q->call_start = 0;
-        if (rc == IDM_EUNAVAIL)
+        if (rc != 0) { /* a failed round trip: counted, and j asked after the others */
             mark_down_locked(q, j);
+            q->fetch_errors++;
+            q->last_fail = rc;
+            snprintf(q->last_detail, sizeof q->last_detail,
+                     "store %zu (%s): recording store %zu's floor: %s: %s", j,
+                     idm_store_url(q->stores[j]), b->store, idm_err_name(rc),
+                     idm_error_detail());
+        }
         unlock_q(q);
     }
 }
