@@ -43,11 +43,18 @@ static void sleep_ms(int64_t ms)
     nanosleep(&ts, NULL);
 }
 
-static int64_t now_ns(void)
+/* Wait for the keeper: until q holds want ids in hand (current block and
+ * spare). The bound only ends a hung test; no time is asserted. */
+static void wait_left(idm_seq *q, int64_t want)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    idm_seq_stats sx;
+    for (int i = 0; i < 60000; i++) {
+        idm_seq_stats_get(q, &sx);
+        if (sx.left == want)
+            return;
+        sleep_ms(1);
+    }
+    CHECK(sx.left == want, "ids in hand: %lld, want %lld", LL(sx.left), LL(want));
 }
 
 static void seq_opts(idm_seq_opts *o, idm_store **stores, size_t n)
@@ -129,32 +136,6 @@ static void test_threads_unique(void **state)
     ms_free(m, st);
 }
 
-/* Not an assertion: how long one id takes in a plain loop. */
-static void test_speed(void **state)
-{
-    enum { N = 20000000 };
-    idm_store *st;
-    mstore *m = ms_new(&st);
-    idm_seq_opts o;
-    idm_seq *q;
-    int64_t id = 0, sum = 0, t0;
-    (void)state;
-    IDM_ASSERT_OK(idm_store_create(st, "orders", 1, 0, 1));
-    seq_opts(&o, &st, 1);
-    o.min_block = 1000000;
-    o.max_block = 1 << 24;
-    IDM_ASSERT_OK(idm_seq_open(&q, &o));
-    t0 = now_ns();
-    for (int i = 0; i < N; i++) {
-        IDM_ASSERT_OK(idm_seq_next(q, &id));
-        sum += id;
-    }
-    print_message("idm_seq_next: %.2f ns/id single thread (%d ids, checksum %lld)\n",
-                  (double)(now_ns() - t0) / N, N, LL(sum));
-    idm_seq_close(q);
-    ms_free(m, st);
-}
-
 /* A store taking 5 ms: a steady consumer (1 id a ms, the spare fetched
  * with 100 ids = 100 ms left, 20 times the fetch) never waits; one
  * draining faster than the store answers does. */
@@ -177,13 +158,16 @@ static void test_prefetch(void **state)
         IDM_ASSERT_OK(idm_seq_next(q, &id));
         sleep_ms(1);
     }
+    /* 5 blocks used, the sixth prefetched (at half of the fifth) */
+    wait_left(q, 200);
     idm_seq_stats_get(q, &sx);
     CHECK(sx.waits == 0, "a steady consumer waited %llu times (%llu ns)", ULL(sx.waits),
           ULL(sx.wait_ns));
-    CHECK(sx.fetches >= 5, "fetches %llu", ULL(sx.fetches));
+    CHECK(sx.fetches == 6, "fetches %llu, want 6", ULL(sx.fetches));
     idm_seq_close(q);
 
-    /* No prefetch: the same steady consumer waits once a block. */
+    /* No prefetch: the same steady consumer waits once a block after the
+     * first (blocks 2 to 5). */
     o.prefetch_pct = 0;
     IDM_ASSERT_OK(idm_seq_open(&q, &o));
     for (int i = 0; i < 1000; i++) {
@@ -191,7 +175,8 @@ static void test_prefetch(void **state)
         sleep_ms(1);
     }
     idm_seq_stats_get(q, &sx);
-    CHECK(sx.waits >= 4, "without prefetch the consumer waited only %llu times", ULL(sx.waits));
+    CHECK(sx.waits == 4 && sx.fetches == 5, "without prefetch: %llu waits, %llu fetches",
+          ULL(sx.waits), ULL(sx.fetches));
     idm_seq_close(q);
     o.prefetch_pct = 50;
 
@@ -206,8 +191,10 @@ static void test_prefetch(void **state)
     ms_free(m, st);
 }
 
-/* The store goes down: the ids in hand are served, then IDM_EUNAVAIL within
- * wait_ms; back up: ids again, none seen before. */
+/* The store goes down: the ids in hand (exactly the current block's rest
+ * and the spare) are served, then IDM_EUNAVAIL after waiting wait_ms (said
+ * in the detail; no time is measured here); back up: ids again, none seen
+ * before. */
 static void test_store_down(void **state)
 {
     idm_store *st;
@@ -217,7 +204,7 @@ static void test_store_down(void **state)
     idm_seq_stats sx;
     uint64_t ids[1000];
     size_t n = 0, before;
-    int64_t id, t0, took;
+    int64_t id;
     int rc = 0;
     (void)state;
     IDM_ASSERT_OK(idm_store_create(st, "orders", 1, 0, 1));
@@ -229,12 +216,10 @@ static void test_store_down(void **state)
         IDM_ASSERT_OK(idm_seq_next(q, &id));
         ids[n++] = (uint64_t)id;
     }
-    sleep_ms(50); /* the prefetch (asked for at 20 left) is in hand */
+    wait_left(q, 15 + 100); /* the spare (fetched after open) is in hand */
     atomic_store(&m->down, 1);
     for (;;) {
-        t0 = now_ns();
         rc = idm_seq_next(q, &id);
-        took = (now_ns() - t0) / 1000000;
         if (rc != 0)
             break;
         assert_true(n < 900);
@@ -243,13 +228,15 @@ static void test_store_down(void **state)
     assert_int_equal(rc, IDM_EUNAVAIL);
     CHECK(strstr(idm_error_detail(), "connection refused") != NULL, "detail: %s",
           idm_error_detail());
-    CHECK(took >= 90 && took < 100 + 400, "EUNAVAIL after %lld ms (wait_ms 100)", LL(took));
+    CHECK(strstr(idm_error_detail(), "within 100 ms") != NULL, "detail: %s",
+          idm_error_detail());
     CHECK(n == 200, "%zu ids served from the blocks in hand, want 200", n);
-    /* Still down: fails again, still bounded. */
-    t0 = now_ns();
+    /* Still down: fails again, the same way. */
     IDM_ASSERT_RC(idm_seq_next(q, &id), IDM_EUNAVAIL);
-    CHECK((now_ns() - t0) / 1000000 < 500, "second failure took too long");
+    CHECK(strstr(idm_error_detail(), "within 100 ms") != NULL, "detail: %s",
+          idm_error_detail());
     idm_seq_stats_get(q, &sx);
+    CHECK(sx.waits == 2, "waits %llu, want 2", ULL(sx.waits));
     CHECK(sx.fetch_errors > 0 && sx.last_error == IDM_EUNAVAIL && sx.left == 0,
           "errors %llu last %d left %lld", ULL(sx.fetch_errors), sx.last_error, LL(sx.left));
     before = n;
@@ -298,7 +285,8 @@ static void test_odd_even(void **state)
             odd++;
         }
     }
-    CHECK(odd > N / 4 && even > N / 4, "round robin: %zu odd, %zu even", odd, even);
+    /* blocks alternate strictly while both answer: 100 blocks of 100 each */
+    CHECK(odd == N / 2 && even == N / 2, "round robin: %zu odd, %zu even", odd, even);
     atomic_store(&m[1]->down, 1);
     even = odd = 0;
     for (int i = 0; i < N; i++) {
@@ -483,8 +471,10 @@ static void test_counter_back_one_store(void **state)
     CHECK(strstr(idm_error_detail(), "store 0") != NULL &&
               strstr(idm_error_detail(), "every store is marked bad") != NULL,
           "detail: %s", idm_error_detail());
-    /* at most the current block and the prefetched one after the set back */
-    CHECK(n <= 95 + 20, "%zu ids served", n);
+    /* the rest of the current block (to 100), and the spare if the keeper
+     * had fetched it before the set back (to 110; it is fetched early when
+     * ids go fast): never an id of a block taken after */
+    CHECK(n == 100 || n == 110, "%zu ids served, want 100 or 110", n);
     assert_int_equal(idm_test_count_duplicates(ids, n), 0);
     IDM_ASSERT_RC(idm_seq_next(q, &id), IDM_ECORRUPT);
     idm_seq_stats_get(q, &sx);
@@ -571,6 +561,7 @@ static void test_sqlite(void **state)
     pthread_t th[2 * T];
     worker w[2 * T];
     uint64_t *all = malloc(sizeof *all * 2 * T * PER);
+    int64_t next[2];
     (void)state;
     assert_non_null(all);
     for (int i = 0; i < 2; i++) {
@@ -596,9 +587,24 @@ static void test_sqlite(void **state)
     for (int t = 0; t < 2 * T; t++) {
         pthread_join(th[t], NULL);
         IDM_ASSERT_OK(w[t].rc);
+    }
+    /* Parity by store: an id v*2 + k comes from store k, so its local value
+     * v is below store k's counter (a block store k handed out). */
+    for (int k = 0; k < 2; k++) {
+        idm_seq_info *info = NULL;
+        size_t count = 0;
+        IDM_ASSERT_OK(idm_store_list(st[k], &info, &count));
+        assert_int_equal(count, 1);
+        next[k] = info[0].next;
+        free(info);
+    }
+    for (int t = 0; t < 2 * T; t++) {
         for (size_t i = 0; i < PER; i++) {
-            CHECK(w[t].ids[i] > 0, "id %lld", LL(w[t].ids[i]));
-            all[(size_t)t * PER + i] = (uint64_t)w[t].ids[i];
+            int64_t id = w[t].ids[i], k = id % 2;
+            CHECK(id >= 1 && (id - k) / 2 < next[k],
+                  "id %lld: store %lld's counter is %lld (local %lld not below it)", LL(id),
+                  LL(k), LL(next[k]), LL((id - k) / 2));
+            all[(size_t)t * PER + i] = (uint64_t)id;
         }
         free(w[t].ids);
     }
@@ -858,7 +864,7 @@ static void test_keeper_serves_waiters_first(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_threads_unique), cmocka_unit_test(test_speed),
+        cmocka_unit_test(test_threads_unique),
         cmocka_unit_test(test_prefetch),       cmocka_unit_test(test_store_down),
         cmocka_unit_test(test_odd_even),       cmocka_unit_test(test_adaptive),
         cmocka_unit_test(test_floors),         cmocka_unit_test(test_bad_input),

@@ -531,6 +531,58 @@ static void sqlite_wal_file(void **state)
     idm_store_close(s);
 }
 
+/* The store's own connections, caught as SQLite opens them (an automatic
+ * extension runs on every connection the process opens). */
+#define CAUGHT_MAX 8
+static sqlite3 *g_caught[CAUGHT_MAX];
+static int g_ncaught;
+
+static int catch_db(sqlite3 *db, const char **err, const struct sqlite3_api_routines *api)
+{
+    (void)err;
+    (void)api;
+    if (g_ncaught < CAUGHT_MAX)
+        g_caught[g_ncaught++] = db;
+    return SQLITE_OK;
+}
+
+/* The first row's first column of sql on db, as text, in out. */
+static void db_value(sqlite3 *db, const char *sql, char *out, size_t cap)
+{
+    sqlite3_stmt *st = NULL;
+    out[0] = '\0';
+    assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0) != NULL)
+        snprintf(out, cap, "%s", (const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+}
+
+/* The store's own connection runs with synchronous=FULL (2) and in WAL
+ * mode, at open and after a take: a block handed out survives power loss.
+ * Asked of the store's connection itself, not of another (synchronous is a
+ * setting of each connection, not of the file). */
+static void sqlite_synchronous_full(void **state)
+{
+    idm_store *s;
+    int64_t first;
+    char v[32];
+    (void)state;
+    g_ncaught = 0;
+    assert_int_equal(sqlite3_auto_extension((void (*)(void))catch_db), SQLITE_OK);
+    s = open_ok(g_sq.url);
+    sqlite3_cancel_auto_extension((void (*)(void))catch_db);
+    CHECK(g_ncaught >= 1, "no connection seen opening the store");
+    IDM_ASSERT_OK(idm_store_create(s, "sync", 1, 0, 1));
+    IDM_ASSERT_OK(idm_store_take(s, "sync", 1, 0, 1, &first));
+    for (int i = 0; i < g_ncaught; i++) {
+        db_value(g_caught[i], "PRAGMA synchronous", v, sizeof v);
+        CHECK(strcmp(v, "2") == 0, "connection %d: synchronous is %s, not 2 (FULL)", i, v);
+        db_value(g_caught[i], "PRAGMA journal_mode", v, sizeof v);
+        CHECK(strcmp(v, "wal") == 0, "connection %d: journal_mode is %s, not wal", i, v);
+    }
+    idm_store_close(s);
+}
+
 #define PROCS 4
 #define PROC_TAKES 500
 
@@ -1210,6 +1262,7 @@ int main(void)
         cmocka_unit_test(sqlite_identity),
         cmocka_unit_test(custom_identity),
         cmocka_unit_test(sqlite_wal_file),
+        cmocka_unit_test(sqlite_synchronous_full),
         cmocka_unit_test(sqlite_open_while_writing),
         cmocka_unit_test(sqlite_fork_during_take),
         cmocka_unit_test_prestate(p1_threads, &g_sq),
