@@ -8,8 +8,9 @@
  * thread keeps its own state, seeded from getrandom(2), refilled a block of
  * keystream at a time and rekeyed from its own output after every refill (so
  * bytes already handed out cannot be recovered from the state), and reseeded
- * from getrandom(2) every 1 MiB. After fork() the child reseeds before its
- * first byte, so parent and child never emit the same bytes.
+ * from getrandom(2) every 1 MiB of output, also within one long request.
+ * After fork() the child reseeds before its first byte, so parent and child
+ * never emit the same bytes.
  */
 #ifndef IDMINT_RNG_H
 #define IDMINT_RNG_H

@@ -6,10 +6,12 @@
  * computes 16 blocks under the current key (nonce 0, counters 0 to 15),
  * takes the first 32 bytes as the next key and hands out the rest; every
  * byte handed out is wiped from the buffer. So no byte already returned can
- * be recomputed from the state. Every 1 MiB the key is replaced from
- * getrandom(2), and a forked child reseeds before its first byte: the child's
- * thread state is a copy of the parent's, and without that the two processes
- * would return the same bytes.
+ * be recomputed from the state. The key is replaced from getrandom(2) before
+ * a thread's first byte and then every 1 MiB of output exactly: the byte at
+ * 1 MiB after a seed comes from the next seed, even within one long request
+ * (one call of 10 MiB reseeds ten times). A forked child reseeds before its
+ * first byte: the child's thread state is a copy of the parent's, and
+ * without that the two processes would return the same bytes.
  *
  * What it does not do: block for entropy after boot (getrandom does, once),
  * or keep state anywhere but thread-local storage.
@@ -18,7 +20,6 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
-#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -28,6 +29,23 @@
 #define BLOCKS 16
 #define BUF_BYTES (BLOCKS * 64)
 #define RESEED_BYTES (UINT64_C(1) << 20)
+
+/*
+ * Test builds only (tests/unit/test_chacha.c compiles this file in with
+ * IDM_TEST_HOOKS): when set, seeds come from this function, called as
+ * getrandom(2) is, so a test can count reseeds and choose the keys. Nothing
+ * in the library.
+ */
+#ifdef IDM_TEST_HOOKS
+extern ssize_t (*idm__rng_getrandom_test_hook)(void *buf, size_t n, unsigned flags);
+ssize_t (*idm__rng_getrandom_test_hook)(void *buf, size_t n, unsigned flags);
+#define GETRANDOM(buf, n, flags)                                              \
+    (idm__rng_getrandom_test_hook != NULL                                     \
+         ? idm__rng_getrandom_test_hook(buf, n, flags)                        \
+         : getrandom(buf, n, flags))
+#else
+#define GETRANDOM(buf, n, flags) getrandom(buf, n, flags)
+#endif
 
 /* ---- ChaCha20 ---- */
 
@@ -243,9 +261,10 @@ void idm__spin_after_fork(_Atomic uint64_t *fork_gen, idm__spin *lock, idm_unix_
 struct rng_state {
     uint32_t key[8];
     uint64_t fork_gen;
-    uint64_t since_reseed;
+    /* Bytes this seed may still give; 0: reseed before the next byte (also
+     * a new state's, never seeded). */
+    uint64_t left;
     size_t pos; /* next unused byte of buf; BUF_BYTES when empty */
-    bool seeded;
     uint8_t buf[BUF_BYTES];
 };
 
@@ -306,7 +325,7 @@ static int reseed(struct rng_state *st)
     size_t got = 0;
     uint64_t gen = idm__fork_generation();
     while (got < sizeof st->key) {
-        ssize_t r = getrandom(p + got, sizeof st->key - got, 0);
+        ssize_t r = GETRANDOM(p + got, sizeof st->key - got, 0);
         if (r < 0) {
             if (errno == EINTR)
                 continue;
@@ -315,8 +334,7 @@ static int reseed(struct rng_state *st)
         got += (size_t)r;
     }
     st->fork_gen = gen;
-    st->since_reseed = 0;
-    st->seeded = true;
+    st->left = RESEED_BYTES;
     refill(st);
     return 0;
 }
@@ -328,32 +346,42 @@ static int system_fill(void *ctx, void *out, size_t n)
     (void)ctx;
     if (IDM__UNLIKELY(st == NULL) && (st = new_state()) == NULL)
         return idm__fail(IDM_ENOMEM, "rng: no memory for the thread's state");
-    if (IDM__UNLIKELY(!st->seeded || st->since_reseed >= RESEED_BYTES ||
-                      st->fork_gen != atomic_load_explicit(&idm__fork_gen, memory_order_relaxed))) {
-        int rc = reseed(st);
-        if (rc != 0)
-            return rc;
-    }
-    st->since_reseed += n;
-    if (n <= 16 && BUF_BYTES - st->pos >= n) {
+    /* A forked child's copy of the parent's state: a new seed before the
+     * first byte. */
+    if (IDM__UNLIKELY(st->fork_gen != atomic_load_explicit(&idm__fork_gen, memory_order_relaxed)))
+        st->left = 0;
+    if (n <= 16 && BUF_BYTES - st->pos >= n && st->left >= n) {
         /* The common case, a few bytes for one id: a short loop beats two
-         * calls into the C library. */
+         * calls into the C library. (A new or forked state has left 0, so
+         * its buffer is never served before a seed.) */
         uint8_t *b = st->buf + st->pos;
         for (size_t i = 0; i < n; i++) {
             o[i] = b[i];
             b[i] = 0;
         }
         st->pos += n;
+        st->left -= n;
         return 0;
     }
     while (n > 0) {
         size_t take;
-        if (st->pos == BUF_BYTES)
+        /* A seed's last byte may fall inside a request: the rest of the
+         * request comes from the next seed. (If getrandom fails there, part
+         * of out is written and the call fails.) */
+        if (st->left == 0) {
+            int rc = reseed(st);
+            if (rc != 0)
+                return rc;
+        } else if (st->pos == BUF_BYTES) {
             refill(st);
+        }
         take = BUF_BYTES - st->pos < n ? BUF_BYTES - st->pos : n;
+        if (take > st->left)
+            take = (size_t)st->left;
         memcpy(o, st->buf + st->pos, take);
         memset(st->buf + st->pos, 0, take);
         st->pos += take;
+        st->left -= take;
         o += take;
         n -= take;
     }

@@ -8,9 +8,11 @@
  * generator: monotonic mode (each id the previous + 1 on a frozen clock for
  * 1,000,000 ids, IDM_EOVERFLOW at the top of the random part without
  * wrapping and without moving, clock steps back, four threads on one
- * generator), non-monotonic mode, rng failure and clock range; and fork()
- * while another thread holds the monotonic generator's lock (the child must
- * not inherit it held, and starts afresh).
+ * generator), non-monotonic mode, rng failure and clock range; fork() (in
+ * the same ms parent and child share no id: the parent's run goes on, the
+ * child redraws its random part instead of minting the parent's previous +
+ * 1); and fork() while another thread holds the monotonic generator's lock
+ * (the child must not inherit it held, and starts afresh).
  */
 #include "testids.h"
 
@@ -599,6 +601,192 @@ static void ulid_threads(void **state)
     free(all);
 }
 
+/* ---- fork ---- */
+
+/* Fails the test unless each of the n ids at v is at ms t and, after the
+ * first, the previous plus 1: one run of the monotonic sequence. who names
+ * the side for the message. */
+static void check_run(const idm_ulid *v, size_t n, idm_unix_ms t, const char *who)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (ts48(&v[i]) != t || (i > 0 && !rand_is_next(&v[i - 1], &v[i]))) {
+            if (i > 0)
+                print_ulid("previous", &v[i - 1]);
+            print_ulid("this", &v[i]);
+            fail_msg("%s: id %zu is not the previous + 1 at ms %lld", who, i, LL(t));
+        }
+    }
+}
+
+/* What the child of ulid_fork_child_redraws sends back. */
+typedef struct redraw_report {
+    idm_ulid ids[4];
+    uint64_t draws;  /* requests the child made of the rng */
+    int vec_pending; /* the child's copy of the rng still holds the vector */
+} redraw_report;
+
+/*
+ * Monotonic mode, a clock stuck at one ms and a scripted rng: the parent's
+ * first id takes the random part A, its next 99 are A+1 .. A+99. Then the
+ * rng's next fresh draw is set to B (far from A) and the process forks;
+ * parent and child each mint four more ids in the same ms. The parent
+ * continues its run (A+100 ..) and draws nothing; the child must restart
+ * the sequence: exactly one fresh draw, its first id's random part is B,
+ * not the parent's previous + 1, then B+1, B+2, B+3. No id is shared. A
+ * child that kept the parent's state would mint A+100 .. A+103, the very
+ * ids the parent mints.
+ */
+static void ulid_fork_child_redraws(void **state)
+{
+    enum { PRE = 100, POST = 4 };
+    const idm_unix_ms t = INT64_C(1700000010000);
+    static const uint8_t A[10] = {0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0x00};
+    static const uint8_t B[10] = {0xB0, 0x0B, 0xB0, 0x0B, 0xB0, 0x0B, 0xB0, 0x0B, 0x00, 0x00};
+    idm_manual_clock *mc = idm_test_frozen_clock(t);
+    idm_test_script_rng s;
+    idm_ulid_gen *g = NULL;
+    idm_ulid pre[PRE], mine[POST], all[PRE + 2 * POST];
+    redraw_report theirs;
+    idm_test_child child;
+    uint64_t draws_at_fork;
+    (void)state;
+    idm_test_script_init(&s);
+    IDM_ASSERT_OK(idm_ulid_gen_new(&g, idm_manual_clock_clock(mc), &s.iface, true));
+    idm_test_script_vector(&s, A, sizeof A);
+    for (int i = 0; i < PRE; i++)
+        IDM_ASSERT_OK(idm_ulid_next(g, &pre[i]));
+    CHECK(memcmp(pre[0].b + 6, A, 10) == 0, "the first id's random part is not the rng's draw");
+    check_run(pre, PRE, t, "parent before fork");
+    idm_test_script_vector(&s, B, sizeof B);
+    draws_at_fork = s.calls;
+
+    memset(&theirs, 0, sizeof theirs);
+    if (idm_test_fork(&child)) {
+        for (int i = 0; i < POST; i++)
+            if (idm_ulid_next(g, &theirs.ids[i]) != 0)
+                _exit(2);
+        theirs.draws = s.calls - draws_at_fork;
+        theirs.vec_pending = s.vec_pending;
+        idm_test_child_send(&child, &theirs, sizeof theirs);
+    }
+    for (int i = 0; i < POST; i++)
+        IDM_ASSERT_OK(idm_ulid_next(g, &mine[i]));
+    size_t got = idm_test_child_collect(&child, &theirs, sizeof theirs);
+    assert_int_equal(got, sizeof theirs);
+
+    /* The parent: no draw, its run goes on. */
+    CHECK(s.calls == draws_at_fork && s.vec_pending,
+          "the parent drew random bits after fork within the same ms");
+    CHECK(rand_is_next(&pre[PRE - 1], &mine[0]), "the parent did not continue its run after fork");
+    check_run(mine, POST, t, "parent after fork");
+
+    /* The child: one fresh draw, B, then B+1 ... */
+    if (rand_is_next(&pre[PRE - 1], &theirs.ids[0])) {
+        print_ulid("parent's last id before fork", &pre[PRE - 1]);
+        print_ulid("child's first id", &theirs.ids[0]);
+        fail_msg("the child continued the parent's sequence (previous + 1) instead of "
+                 "redrawing its random part");
+    }
+    CHECK(theirs.draws == 1 && !theirs.vec_pending,
+          "the child made %llu draws of the rng (vector %s), expected exactly 1",
+          ULL(theirs.draws), theirs.vec_pending ? "still pending" : "taken");
+    CHECK(memcmp(theirs.ids[0].b + 6, B, 10) == 0,
+          "the child's first random part is not its fresh draw");
+    check_run(theirs.ids, POST, t, "child");
+
+    /* No id shared by the parent's ids (before and after) and the child's. */
+    memcpy(all, pre, sizeof pre);
+    memcpy(all + PRE, mine, sizeof mine);
+    memcpy(all + PRE + POST, theirs.ids, sizeof theirs.ids);
+    size_t d = idm_test_count_dup16(all, PRE + 2 * POST);
+    CHECK(d == 0, "%zu ids shared by parent and child", d);
+    idm_ulid_gen_free(g);
+    idm_manual_clock_free(mc);
+    idm_test_script_done(&s);
+}
+
+enum { FORK_N = 10000 };
+
+/* FORK_N ids from the monotonic generator m, then FORK_N from the
+ * non-monotonic generator r, into out; 0 or an IDM_E* code. */
+static int mint_after_fork(idm_ulid_gen *m, idm_ulid_gen *r, idm_ulid *out)
+{
+    for (size_t i = 0; i < FORK_N; i++) {
+        int rc = idm_ulid_next(m, &out[i]);
+        if (rc != 0)
+            return rc;
+    }
+    for (size_t i = 0; i < FORK_N; i++) {
+        int rc = idm_ulid_next(r, &out[FORK_N + i]);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
+/*
+ * The same with the system rng, as a service would run: a monotonic and a
+ * non-monotonic generator, both used before fork(), on a clock stuck at one
+ * ms. After the fork parent and child each mint 10,000 ids from each. The
+ * parent's monotonic run continues (previous + 1); the child's is one run
+ * of + 1 that starts at a fresh random part, not at the parent's previous
+ * + 1 nor anywhere in the parent's run; no id appears on both sides.
+ */
+static void ulid_fork(void **state)
+{
+    enum { PRE = 100, N = 2 * FORK_N };
+    const idm_unix_ms t = INT64_C(1700000011000);
+    idm_manual_clock *mc = idm_test_frozen_clock(t);
+    idm_ulid_gen *m = NULL, *r = NULL;
+    idm_ulid pre[PRE], r_pre;
+    idm_ulid *mine = malloc(N * sizeof *mine), *theirs = malloc(N * sizeof *theirs);
+    idm_ulid *all = malloc((PRE + 2 * N) * sizeof *all);
+    idm_test_child child;
+    (void)state;
+    assert_non_null(mine);
+    assert_non_null(theirs);
+    assert_non_null(all);
+    IDM_ASSERT_OK(idm_ulid_gen_new(&m, idm_manual_clock_clock(mc), NULL, true));
+    IDM_ASSERT_OK(idm_ulid_gen_new(&r, idm_manual_clock_clock(mc), NULL, false));
+    for (int i = 0; i < PRE; i++)
+        IDM_ASSERT_OK(idm_ulid_next(m, &pre[i]));
+    IDM_ASSERT_OK(idm_ulid_next(r, &r_pre));
+    if (idm_test_fork(&child)) {
+        int rc = mint_after_fork(m, r, theirs);
+        if (rc != 0)
+            _exit(10 + -rc);
+        idm_test_child_send(&child, theirs, N * sizeof *theirs);
+    }
+    IDM_ASSERT_OK(mint_after_fork(m, r, mine));
+    size_t got = idm_test_child_collect(&child, theirs, N * sizeof *theirs);
+    CHECK(got == N * sizeof *theirs, "child sent %zu bytes", got);
+
+    CHECK(rand_is_next(&pre[PRE - 1], &mine[0]), "the parent did not continue its run after fork");
+    check_run(mine, FORK_N, t, "parent after fork");
+    check_run(theirs, FORK_N, t, "child");
+    if (rand_is_next(&pre[PRE - 1], &theirs[0])) {
+        print_ulid("parent's last id before fork", &pre[PRE - 1]);
+        print_ulid("child's first id", &theirs[0]);
+        fail_msg("the child continued the parent's sequence (previous + 1)");
+    }
+    /* Not anywhere in the parent's run either: the child's random part was
+     * redrawn, not continued or shifted. */
+    CHECK(!(memcmp(&theirs[0], &pre[0], 16) >= 0 && memcmp(&theirs[0], &mine[FORK_N - 1], 16) <= 0),
+          "the child's first id lies inside the parent's run");
+
+    memcpy(all, pre, sizeof pre);
+    memcpy(all + PRE, mine, N * sizeof *all);
+    memcpy(all + PRE + N, theirs, N * sizeof *all);
+    size_t d = idm_test_count_dup16(all, PRE + 2 * N);
+    CHECK(d == 0, "%zu ids shared by parent and child after fork", d);
+    free(all);
+    free(mine);
+    free(theirs);
+    idm_ulid_gen_free(m);
+    idm_ulid_gen_free(r);
+    idm_manual_clock_free(mc);
+}
+
 /* ---- fork while the generator's lock is held ---- */
 
 /* Monotonic generator on a frozen clock; a second thread holds its lock
@@ -719,6 +907,8 @@ int main(void)
         cmocka_unit_test(ulid_clock_step_back),
         cmocka_unit_test(ulid_errors),
         cmocka_unit_test(ulid_threads),
+        cmocka_unit_test(ulid_fork_child_redraws),
+        cmocka_unit_test(ulid_fork),
         cmocka_unit_test(ulid_fork_while_locked),
         cmocka_unit_test(ulid_fork_while_locked_child_threads),
     };
