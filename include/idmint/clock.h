@@ -67,7 +67,9 @@ IDM_EXTERN void idm_manual_clock_advance_ns(idm_manual_clock *mc, int64_t delta_
 /* The manual clock's wall time now, in ms (floor). */
 IDM_EXTERN idm_unix_ms idm_manual_clock_now_ms(const idm_manual_clock *mc);
 /* Move wall and monotonic time at different rates, e.g. to model a clock
- * that runs fast: wall by wall_ms, monotonic by mono_ns. */
+ * that runs fast: wall by wall_ms, monotonic by mono_ns. Either may be 0 to
+ * move one clock alone: (mc, ms, 0) is a resumed suspend or a wall step,
+ * (mc, 0, ns) monotonic time passing under a stopped wall clock. */
 IDM_EXTERN void idm_manual_clock_skew(idm_manual_clock *mc, int64_t wall_ms,
                                       int64_t mono_ns);
 IDM_EXTERN void idm_manual_clock_set_advance_on_sleep(idm_manual_clock *mc,

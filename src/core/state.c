@@ -208,12 +208,24 @@ int idm__state_open(idm__state *s, const char *path, bool fresh, idm_unix_ms *ma
         return idm__fail(IDM_EIO, "state: cannot resolve %s: %s", path, strerror(e));
     s->tmp_path = concat(s->path, ".tmp");
     s->lock_path = concat(s->path, ".lock");
-    if (s->tmp_path == NULL || s->lock_path == NULL) {
+    s->dir_path = strdup(s->path);
+    if (s->tmp_path == NULL || s->lock_path == NULL || s->dir_path == NULL) {
         idm__state_close(s);
         return IDM_ENOMEM;
     }
     /* Refused before the lock file is created; checked again on the
      * descriptor below, under the lock. */
+    {
+        /* dirname may return a pointer into its argument or a static "."
+         * or "/": keep a copy of what it returns. */
+        char *d = strdup(dirname(s->dir_path));
+        free(s->dir_path);
+        s->dir_path = d;
+        if (d == NULL) {
+            idm__state_close(s);
+            return IDM_ENOMEM;
+        }
+    }
     if (stat(s->path, &st) == 0 && !S_ISREG(st.st_mode)) {
         rc = idm__fail(IDM_EIO, "state: %s is not a regular file (it is %s)", s->path,
                        kind_of(st.st_mode));
@@ -278,23 +290,18 @@ int idm__state_open(idm__state *s, const char *path, bool fresh, idm_unix_ms *ma
     return 0;
 }
 
-static int fsync_dir(const char *path)
+/* Sync the directory dir (the state file's, found at open: nothing is
+ * allocated on the minting path). */
+static int fsync_dir(const char *dir)
 {
-    char *copy = strdup(path);
     int fd, rc = 0;
-    if (copy == NULL)
-        return ENOMEM;
-    if (fault("fsyncdir") != 0) {
-        rc = errno;
-        free(copy);
-        return rc;
-    }
-    fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fault("fsyncdir") != 0)
+        return errno;
+    fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0 || fsync(fd) != 0)
         rc = errno;
     if (fd >= 0)
         close(fd);
-    free(copy);
     return rc;
 }
 
@@ -335,7 +342,7 @@ int idm__state_write(idm__state *s, idm_unix_ms mark)
     if (fault("rename") != 0 || rename(s->tmp_path, s->path) != 0)
         return idm__fail(IDM_EIO, "state: cannot rename %s to %s: %s", s->tmp_path, s->path,
                          strerror(errno));
-    e = fsync_dir(s->path);
+    e = fsync_dir(s->dir_path);
     if (e != 0)
         return idm__fail(IDM_EIO, "state: cannot sync the directory of %s: %s", s->path, strerror(e));
     return 0;
@@ -353,6 +360,7 @@ void idm__state_close(idm__state *s)
     free(s->path);
     free(s->tmp_path);
     free(s->lock_path);
+    free(s->dir_path);
     memset(s, 0, sizeof *s);
     s->lock_fd = -1;
 }

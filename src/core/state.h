@@ -31,6 +31,8 @@ typedef struct idm__state {
     char *path;      /* the resolved path: no symbolic link in it */
     char *tmp_path;  /* path + ".tmp" */
     char *lock_path; /* path + ".lock" */
+    char *dir_path;  /* path's directory, synced after each rename (made at
+                        open: a write allocates nothing) */
     int lock_fd;
 } idm__state;
 

@@ -3,7 +3,8 @@
  * The generator's lease guard and the previous holder's mark: a guarded
  * generator mints nothing before its first guard, stops at either deadline
  * (monotonic, then wall clock: a suspended machine's monotonic clock stands
- * still while its wall clock moves on) and at the recorded mark, resumes on
+ * still while its wall clock moves on), each on its own with the other
+ * clock well inside its deadline, and at the recorded mark, resumes on
  * the next guard, stops at once on a drop; a new holder never mints at or
  * below the previous holder's mark, even with its clock 5 s behind
  * (refused, or after waiting, per policy). Fault rows H1, H2 and C13 of
@@ -124,6 +125,114 @@ static void suspend_wall_deadline(void **unused)
     idm_manual_clock_skew(f.mc, 60000, 0); /* 60 s of wall time, no monotonic */
     IDM_ASSERT_RC(mint(&f), IDM_ELEASE);
     CHECK(strstr(idm_error_detail(), "wall") != NULL, "detail: %s", idm_error_detail());
+    gfx_close(&f);
+}
+
+/*
+ * Each deadline alone stops minting. The tests above move the two clocks
+ * together (or only the wall clock far past), so a generator that ignored
+ * one of the deadlines could still pass them; these move one clock to its
+ * deadline and leave the other well inside its own, with
+ * idm_manual_clock_skew (which moves each clock by its own amount). The
+ * header promises: minting is allowed while each clock is before its
+ * deadline, and past either it fails with IDM_ELEASE, for single mints and
+ * batches alike, and idm_snowflake_check says so too. A refused call hands
+ * nothing out and moves nothing.
+ *
+ * The mark is put a day past the deadlines here (renew() puts it at the
+ * wall deadline, where it would stop a generator that ignored the wall
+ * deadline with the same IDM_ELEASE): only the deadline under test can
+ * stop these mints.
+ */
+static void guard_far_mark(gfx *f, int64_t deadline_ms)
+{
+    idm_mono_ns mono = f->clock->mono_ns(f->clock->ctx);
+    idm_wall_ns wall = f->clock->wall_ns(f->clock->ctx);
+    int64_t d = deadline_ms * MS;
+    IDM_ASSERT_OK(idm_snowflake_guard(f->g, mono + d, wall + d, (wall + d) / MS + 86400000));
+}
+
+static void expect_refused_alone(gfx *f, const char *which, idm_unix_ms last_ms,
+                                 uint64_t refused_before)
+{
+    uint64_t ids[4] = {0, 0, 0, 0};
+    idm_snowflake_stats st;
+    size_t n = f->ids.n;
+
+    IDM_ASSERT_RC(mint(f), IDM_ELEASE);
+    CHECK(strstr(idm_error_detail(), which) != NULL, "detail: %s", idm_error_detail());
+    IDM_ASSERT_RC(idm_snowflake_next_batch(f->g, ids, 4), IDM_ELEASE);
+    CHECK(strstr(idm_error_detail(), which) != NULL, "detail: %s", idm_error_detail());
+    assert_int_equal(ids[0], 0); /* nothing written out */
+    IDM_ASSERT_RC(idm_snowflake_check(f->g), IDM_ELEASE);
+    CHECK(strstr(idm_error_detail(), which) != NULL, "detail: %s", idm_error_detail());
+    assert_int_equal(f->ids.n, n);
+    idm_snowflake_stats_get(f->g, &st);
+    assert_int_equal(st.last_unix_ms, last_ms);         /* the state did not move */
+    assert_int_equal(st.refused_lease, refused_before + 2); /* the check counts none */
+}
+
+/* Monotonic time reaches its deadline while wall time stands still, 8 s
+ * short of the wall deadline (a wall clock stepped back, or one that runs
+ * slow against the monotonic clock): refused on the monotonic deadline. */
+static void monotonic_deadline_alone(void **unused)
+{
+    gfx f;
+    idm_mono_ns mono0;
+    idm_wall_ns wall0;
+    (void)unused;
+    gfx_open(&f, T0, -1, IDM_BACKWARDS_LOGICAL, 0);
+    mono0 = f.clock->mono_ns(f.clock->ctx);
+    wall0 = f.clock->wall_ns(f.clock->ctx);
+    guard_far_mark(&f, 8000); /* both deadlines 8 s from now */
+    IDM_ASSERT_OK(mint(&f));
+    /* One nanosecond before the monotonic deadline: still allowed. */
+    idm_manual_clock_skew(f.mc, 0, 8000 * MS - 1);
+    IDM_ASSERT_OK(mint(&f));
+    IDM_ASSERT_OK(idm_snowflake_check(f.g));
+    /* At the deadline ("before" it no longer holds); wall time has not
+     * moved at all. */
+    idm_manual_clock_skew(f.mc, 0, 1);
+    assert_int_equal(f.clock->mono_ns(f.clock->ctx), mono0 + 8000 * MS);
+    assert_int_equal(f.clock->wall_ns(f.clock->ctx), wall0);
+    expect_refused_alone(&f, "monotonic", T0, 0);
+    /* Far past it, still with the wall clock where it was. */
+    idm_manual_clock_skew(f.mc, 0, 3600 * 1000 * MS);
+    expect_refused_alone(&f, "monotonic", T0, 2);
+    /* The next renewal lets it mint again. */
+    guard_far_mark(&f, 8000);
+    IDM_ASSERT_OK(mint(&f));
+    idm_test_check_ids(&f.ids);
+    gfx_close(&f);
+}
+
+/* Wall time reaches its deadline while monotonic time stands still, 8 s
+ * short of the monotonic deadline (a resumed suspend, a wall clock stepped
+ * forward): refused on the wall deadline. */
+static void wall_deadline_alone(void **unused)
+{
+    gfx f;
+    idm_mono_ns mono0;
+    (void)unused;
+    gfx_open(&f, T0, -1, IDM_BACKWARDS_LOGICAL, 0);
+    mono0 = f.clock->mono_ns(f.clock->ctx);
+    guard_far_mark(&f, 8000); /* both deadlines 8 s from now */
+    IDM_ASSERT_OK(mint(&f));
+    /* One millisecond before the wall deadline: still allowed. */
+    idm_manual_clock_skew(f.mc, 7999, 0);
+    IDM_ASSERT_OK(mint(&f));
+    IDM_ASSERT_OK(idm_snowflake_check(f.g));
+    /* At the deadline; monotonic time has not moved at all. */
+    idm_manual_clock_skew(f.mc, 1, 0);
+    assert_int_equal(f.clock->mono_ns(f.clock->ctx), mono0);
+    assert_int_equal(idm_manual_clock_now_ms(f.mc), T0 + 8000);
+    expect_refused_alone(&f, "wall", T0 + 7999, 0);
+    /* Far past it, still with the monotonic clock where it was. */
+    idm_manual_clock_skew(f.mc, 3600 * 1000, 0);
+    expect_refused_alone(&f, "wall", T0 + 7999, 2);
+    guard_far_mark(&f, 8000);
+    IDM_ASSERT_OK(mint(&f));
+    idm_test_check_ids(&f.ids);
     gfx_close(&f);
 }
 
@@ -351,6 +460,8 @@ int main(void)
         cmocka_unit_test(refuses_before_first_guard),
         cmocka_unit_test(monotonic_deadline),
         cmocka_unit_test(suspend_wall_deadline),
+        cmocka_unit_test(monotonic_deadline_alone),
+        cmocka_unit_test(wall_deadline_alone),
         cmocka_unit_test(recorded_mark_limits),
         cmocka_unit_test(batch_not_across_mark),
         cmocka_unit_test(drop_stops_at_once),
