@@ -52,6 +52,21 @@ finish() {
     exit $?
 }
 
+# need TOOL...: the tools a script uses besides idmint, each on PATH. They
+# are dependencies (scripts/deps.sh installs python3; flock, script and
+# timeout come with every Debian system), so a missing one fails the script
+# with a message that names it: checks are never skipped for want of a
+# tool. Call it right after sourcing this file.
+need() {
+    local t missing=()
+    for t in "$@"; do
+        command -v "$t" >/dev/null 2>&1 || missing+=("$t")
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    bad "${0##*/}: not on PATH: ${missing[*]} (dependencies: scripts/deps.sh or a base Debian system provides them); no check was run"
+    finish
+}
+
 # run ARGS...: run idmint; stdout in $T/out, stderr in $T/err, status in RC.
 run() {
     "$BIN" "$@" >"$T/out" 2>"$T/err"
@@ -90,16 +105,23 @@ expect_out() {
 # exactly one stderr line that equals MESSAGE (MODE exact) or starts with it
 # (MODE prefix).
 fails_with() {
-    local status=$1 mode=$2 msg=$3 line
+    local status=$1 mode=$2 msg=$3
     shift 3
     run "$@"
+    failed_with "$status" "$mode" "$msg" "idmint $*"
+}
+# failed_with STATUS MODE MESSAGE DESCRIPTION: the check of fails_with on
+# the run already made (RC, $T/out, $T/err), for runs that `run` cannot
+# make (in the background, say); DESCRIPTION names it in the failure.
+failed_with() {
+    local status=$1 mode=$2 msg=$3 desc=$4 line
     line=$(head -n 1 "$T/err")
     if [ "$RC" -eq "$status" ] && [ ! -s "$T/out" ] && one_err_line &&
         { { [ "$mode" = exact ] && [ "$line" = "$msg" ]; } ||
           { [ "$mode" = prefix ] && [ "${line#"$msg"}" != "$line" ]; }; }; then
         ok
     else
-        bad "idmint $*: want exit $status and stderr ($mode) [$msg]; $(show)"
+        bad "$desc: want exit $status and stderr ($mode) [$msg]; $(show)"
     fi
 }
 # usage_exact MESSAGE ARGS...: a usage error (exit 2) whose one stderr line

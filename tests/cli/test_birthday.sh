@@ -20,11 +20,7 @@ set -u
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 
-if ! command -v python3 >/dev/null 2>&1; then
-    echo "python3 is needed" >&2
-    echo "0 passed, 1 failed"
-    exit 1
-fi
+need python3
 
 # pycheck DESCRIPTION PYTHON: run PYTHON with the last run's stdout as the
 # JSON object J (json.load); passes if it prints "ok".

@@ -16,6 +16,7 @@ set -u
 
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
+need python3 script
 now_ms() {
     local ms
     ms=$(date +%s%3N 2>/dev/null)
@@ -177,10 +178,9 @@ expect_out '1 time=2010-11-04T01:42:54.657Z unix_ms=1288834974657 datacenter=0 w
     decode --kind=snowflake 000000000000000000000001
 expect_out "$SF" decode --kind snowflake --layout twitter 2006515713438650368
 
-if command -v python3 >/dev/null 2>&1; then
-    "$BIN" decode --json 017f22e2-79b0-7cc3-98c4-dc0c0c07398f 01ARZ3NDEKTSV4RRFFQ69G5FAV 507f1f77bcf86cd799439011 \
-        919108f7-52d1-4320-9bac-f847db4148a8 >"$T/dj" 2>&1
-    check "decode --json of every kind parses as JSON with the keys in order" python3 - "$T/dj" <<'EOF'
+"$BIN" decode --json 017f22e2-79b0-7cc3-98c4-dc0c0c07398f 01ARZ3NDEKTSV4RRFFQ69G5FAV 507f1f77bcf86cd799439011 \
+    919108f7-52d1-4320-9bac-f847db4148a8 >"$T/dj" 2>&1
+check "decode --json of every kind parses as JSON with the keys in order" python3 - "$T/dj" <<'EOF'
 import json, sys
 want = [
     ["id", "kind", "version", "variant", "time", "unix_ms"],
@@ -191,7 +191,6 @@ want = [
 lines = open(sys.argv[1]).read().splitlines()
 sys.exit(0 if [list(json.loads(l)) for l in lines] == want else 1)
 EOF
-fi
 
 # ---------------------------------------------------------------- decode: errors
 
@@ -281,23 +280,28 @@ for c in uuid7 uuid4 objectid; do
 done
 usage_exact "idmint: ulid: option '--no-monotonic' takes no value (got '--no-monotonic=1')" ulid --no-monotonic=1
 
-# --format binary to a terminal is refused (needs util-linux script(1)).
-if script -qec 'test -t 1' /dev/null >/dev/null 2>&1 && ! script -qec 'test ! -t 1' /dev/null >/dev/null 2>&1; then
-    for c in $NEW_CMDS; do
-        script -qec "'$BIN' $c -n 3 --format binary 2>'$T/err'" /dev/null >"$T/tty"
-        RC=$?
-        if [ "$RC" -eq 2 ] && one_err_line && [ "$(tr -d '\r\n' <"$T/tty" | wc -c)" -eq 0 ] &&
-            [ "$(cat "$T/err")" = "idmint: $c: refusing to write binary ids to a terminal: redirect the output, or use --format text or hex" ]; then
-            ok
-        else
-            bad "idmint $c --format binary to a terminal: rc=$RC tty=[$(od -An -c "$T/tty" | head -3)] stderr=[$(cat "$T/err")]"
-        fi
-        script -qec "'$BIN' $c -n 3 --format hex 2>'$T/err'" /dev/null >"$T/tty"
-        RC=$?
-        check "idmint $c --format hex to a terminal is fine" \
-            test "$RC" -eq 0 -a ! -s "$T/err" -a "$(tr -d '\r' <"$T/tty" | grep -Ecx '[0-9a-f]{24}|[0-9a-f]{32}')" -eq 3
-    done
-fi
+# --format binary to a terminal is refused. script(1) (util-linux, in
+# Debian's bsdutils) gives the run a terminal; first, that it does so and passes the status back.
+script -qec 'test -t 1' /dev/null >/dev/null 2>&1
+RC_TTY=$?
+script -qec 'test ! -t 1' /dev/null >/dev/null 2>&1
+RC_NOTTY=$?
+check "script(1) runs a command on a terminal and passes its status back (got $RC_TTY and $RC_NOTTY, want 0 and 1)" \
+    test "$RC_TTY" -eq 0 -a "$RC_NOTTY" -ne 0
+for c in $NEW_CMDS; do
+    script -qec "'$BIN' $c -n 3 --format binary 2>'$T/err'" /dev/null >"$T/tty"
+    RC=$?
+    if [ "$RC" -eq 2 ] && one_err_line && [ "$(tr -d '\r\n' <"$T/tty" | wc -c)" -eq 0 ] &&
+        [ "$(cat "$T/err")" = "idmint: $c: refusing to write binary ids to a terminal: redirect the output, or use --format text or hex" ]; then
+        ok
+    else
+        bad "idmint $c --format binary to a terminal: rc=$RC tty=[$(od -An -c "$T/tty" | head -3)] stderr=[$(cat "$T/err")]"
+    fi
+    script -qec "'$BIN' $c -n 3 --format hex 2>'$T/err'" /dev/null >"$T/tty"
+    RC=$?
+    check "idmint $c --format hex to a terminal is fine" \
+        test "$RC" -eq 0 -a ! -s "$T/err" -a "$(tr -d '\r' <"$T/tty" | grep -Ecx '[0-9a-f]{24}|[0-9a-f]{32}')" -eq 3
+done
 
 # ---------------------------------------------------------------- mint: uuid7
 
@@ -525,12 +529,11 @@ for c in $NEW_CMDS; do
     RC=${PIPESTATUS[0]}
     check "$c into a closed pipe: exit 1, no message, the first id read" \
         test "$RC" -eq 1 -a ! -s "$T/err" -a "$(matching "$UUID_RE|$ULID_RE|$OID_RE" "$T/out")" -eq 1
-    if [ -w /dev/full ]; then
-        "$BIN" "$c" -n 3 >/dev/full 2>"$T/err"
-        RC=$?
-        check "$c to a full disk: exit 1, one line" \
-            test "$RC" -eq 1 -a "$(grep -c "^idmint: $c: cannot write the output: " "$T/err")" -eq 1 -a "$(lines "$T/err")" -eq 1
-    fi
+    # /dev/full is on every Linux machine: a write there fails with ENOSPC.
+    "$BIN" "$c" -n 3 >/dev/full 2>"$T/err"
+    RC=$?
+    check "$c to a full disk (/dev/full): exit 1, one line" \
+        test "$RC" -eq 1 -a "$(grep -c "^idmint: $c: cannot write the output: " "$T/err")" -eq 1 -a "$(lines "$T/err")" -eq 1
 done
 run objectid -n 3 --format hex
 cp "$T/out" "$T/oh"

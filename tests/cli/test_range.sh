@@ -19,11 +19,7 @@ set -u
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 
-if ! command -v python3 >/dev/null 2>&1; then
-    echo "python3 is needed" >&2
-    echo "0 passed, 1 failed"
-    exit 1
-fi
+need python3
 
 # signed V: V (unsigned 64-bit) as a signed 64-bit column holds its bits.
 signed() { python3 -c 'import sys; v = int(sys.argv[1]); print(v - 2**64 if v >= 2**63 else v)' "$1"; }

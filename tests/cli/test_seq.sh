@@ -18,6 +18,7 @@
 set -u
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
+need psql timeout
 SERVER="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/scripts/pg-test-server.sh"
 
 PGDIR=$(mktemp -d) || exit 1
@@ -183,10 +184,13 @@ check "postgres: 20 concurrent seq next -n 100 succeed" test "$rc" -eq 0
 check "postgres: their 2000 ids are distinct and dense (102..2101)" \
     test "$(sort -n "$T"/c.[0-9]* | uniq | wc -l)" -eq 2000 -a "$(sort -n "$T"/c.[0-9]* | head -n 1)" -eq 102 \
     -a "$(sort -n "$T"/c.[0-9]* | tail -n 1)" -eq 2101
+# The server stopped: the run fails, naming the store. Not timed; the 60 s
+# bound only ends a run that hangs (timeout's status 124 then fails the
+# check).
 bash "$SERVER" stop "$PGDIR" >/dev/null 2>&1
-start=$(date +%s)
-fails_with 1 prefix "idmint: seq next: cannot take ids: store $P: cannot connect:" \
-    seq next tickets --store "$P"
-check "an unreachable server fails within 10 s" test $(($(date +%s) - start)) -lt 10
+timeout 60 "$BIN" seq next tickets --store "$P" >"$T/out" 2>"$T/err"
+RC=$?
+failed_with 1 prefix "idmint: seq next: cannot take ids: store $P: cannot connect:" \
+    "an unreachable server: idmint seq next tickets --store $P"
 
 finish
