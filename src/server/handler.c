@@ -843,11 +843,6 @@ static void h_decode(idmd_app *app, const char *id, const params *p, idmd_respon
 
 /* ---------------------------------------------------------------- health */
 
-static int64_t mono_ms_now(void)
-{
-    return mono_ns_now() / 1000000;
-}
-
 /* Warnings /healthz lists, at most; past them one more says how many more. */
 #define HEALTH_WARN_MAX 16
 
@@ -940,6 +935,9 @@ static void h_health(idmd_app *app, idmd_response *rs)
     health h;
     uint32_t worker = 0;
     idm_lease_status ls;
+    /* The lease's deadline is on the generator's (and lease's) monotonic
+     * clock, app->clock, which need not be the system's: read that one. */
+    idm_mono_ns now = app->clock->mono_ns(app->clock->ctx);
     int rc;
     h.why[0] = '\0';
     h.nwarn = h.more = 0;
@@ -961,7 +959,7 @@ static void h_health(idmd_app *app, idmd_response *rs)
     else if ((rc = idm_snowflake_check(app->gen)) != 0 && rc != IDM_EEXHAUSTED)
         snprintf(h.why, sizeof h.why, "Snowflake ids cannot be minted now (%s): %s",
                  idm_err_name(rc), idm_error_detail());
-    else if (app->lease != NULL && ls.deadline / 1000000 - mono_ms_now() < app->lease_ttl_ms / 4)
+    else if (app->lease != NULL && (ls.deadline - now) / 1000000 < app->lease_ttl_ms / 4)
         snprintf(h.why, sizeof h.why,
                  "the worker-id lease for worker %u is about to expire (renewals failing: "
                  "%s)",

@@ -8,7 +8,9 @@
 #
 # Sourcing it sets D (the absolute path of the idmintd next to $BIN) and
 # stops the script with "0 passed, 1 failed" if there is none or curl,
-# python3 or a tool named in IDMD_NEEDS is missing; it replaces lib.sh's
+# python3 or a tool named in IDMD_NEEDS is missing (they are dependencies,
+# installed by scripts/deps.sh: a missing one fails, nothing is skipped);
+# it replaces lib.sh's
 # EXIT trap with one that also kills the servers and clients listed in PIDS,
 # unsets the environment's IDMINT_* variables (so that they stay out of the
 # servers started here), sets HOME to $T/home and defines the helpers below.
@@ -20,7 +22,12 @@
 # runs it; it imports the $T/idmd_http.py written here) and defines its
 # own `metric`.
 
-# shellcheck shell=bash disable=SC2034 # START_MS, STOPPED, STOP_MS: for the scripts
+# No helper measures how long anything took. A wait for an event (a server
+# listening, a process exiting, a condition a script polls with wait_until)
+# has a generous bound whose only job is to end a test whose event never
+# comes; what the scripts check is the event and what it left.
+
+# shellcheck shell=bash disable=SC2034 # STOPPED: for the scripts
 
 D="$(cd "$(dirname "$BIN")" && pwd)/idmintd"
 if [ ! -x "$D" ]; then
@@ -30,7 +37,7 @@ fi
 # shellcheck disable=SC2086 # one word a tool
 for tool in curl python3 ${IDMD_NEEDS:-}; do
     if ! command -v "$tool" >/dev/null; then
-        bad "$tool is needed"
+        bad "$tool is needed and missing (a dependency: scripts/deps.sh installs it)"
         finish
     fi
 done
@@ -50,43 +57,82 @@ while IFS='=' read -r name _; do
 done < <(env)
 export HOME="$T/home"
 
-# note TEXT: printed when IDMD_TEST_VERBOSE is set (timings, for tuning).
+# note TEXT: printed when IDMD_TEST_VERBOSE is set.
 note() { [ -z "${IDMD_TEST_VERBOSE:-}" ] || printf 'note: %s\n' "$*" >&3; }
+# now_ms: the wall clock in ms (to compare with the times ids and lease
+# marks carry, never to measure how long something took).
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
-# start_d NAME ARGS...: idmintd --listen 127.0.0.1:0 ARGS in the background,
-# its stderr in $T/NAME.log; waits up to 10 s for its "listening" line. Sets
-# DPID and PORT (empty if it did not come up) and START_MS (ms it took).
-start_d() {
-    local name=$1 t0
+# BOUND: the seconds any wait for an event here may take before the test
+# gives up on it (it is no measure: a working server takes a fraction).
+BOUND=60
+
+# wait_until SECONDS COMMAND...: run COMMAND every 50 ms until it succeeds
+# (status 0), or until SECONDS have passed (status 1).
+wait_until() {
+    local end=$(($(date +%s) + $1))
     shift
-    t0=$(now_ms)
+    until "$@"; do
+        [ "$(date +%s)" -lt "$end" ] || return 1
+        sleep 0.05
+    done
+}
+
+# exited PID: the process (a child of this shell) has exited: it is gone,
+# or a zombie this shell has not waited for yet (kill -0 still reaches one).
+exited() {
+    local st
+    st=$(sed -n 's/^State:[[:space:]]*\([A-Z]\).*/\1/p' "/proc/$1/status" 2>/dev/null)
+    [ -z "$st" ] || [ "$st" = Z ]
+}
+
+# listening NAME: the port in $T/NAME.log's "listening" line, into PORT.
+listening() {
+    PORT=$(sed -n 's|^idmintd: listening on http://127\.0\.0\.1:\([0-9]*\) (worker .*|\1|p' "$T/$1.log")
+    [ -n "$PORT" ]
+}
+# up_or_exited NAME PID: NAME is listening, or PID has exited.
+up_or_exited() { listening "$1" || exited "$2"; }
+
+# start_d NAME ARGS...: idmintd --listen 127.0.0.1:0 ARGS in the background,
+# its stderr in $T/NAME.log; waits (at most BOUND s) for its "listening"
+# line, or for it to exit. Sets DPID and PORT (empty if it did not come up).
+start_d() {
+    local name=$1
+    shift
     : >"$T/$name.log"
     "$D" --listen 127.0.0.1:0 "$@" >"$T/$name.out" 2>>"$T/$name.log" &
     DPID=$!
     PIDS+=("$DPID")
     PORT=
-    for _ in $(seq 200); do
-        PORT=$(sed -n 's|^idmintd: listening on http://127\.0\.0\.1:\([0-9]*\) (worker .*|\1|p' "$T/$name.log")
-        [ -n "$PORT" ] && break
-        kill -0 "$DPID" 2>/dev/null || break
-        sleep 0.05
-    done
-    START_MS=$(($(now_ms) - t0))
-    if [ -z "$PORT" ]; then
+    wait_until "$BOUND" up_or_exited "$name" "$DPID"
+    if ! listening "$name"; then
+        PORT=
         bad "idmintd $name ($*) did not start: $(head -c 600 "$T/$name.log")"
         return 1
     fi
 }
 
-# stop_d PID [SIGNAL]: signal (TERM), wait; exit status in STOPPED, ms in STOP_MS.
-stop_d() {
-    local t0
-    t0=$(now_ms)
-    kill -"${2:-TERM}" "$1" 2>/dev/null
+# wait_exit PID: wait for the process (a child of this shell) to exit, its
+# status in STOPPED. One that has not exited after BOUND s is a failure: it
+# is killed (so the test goes on) and STOPPED is "hung".
+wait_exit() {
+    if ! wait_until "$BOUND" exited "$1"; then
+        bad "process $1 ($(tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | head -c 200)) has not exited after $BOUND s"
+        kill -9 "$1" 2>/dev/null
+        { wait "$1"; } 2>/dev/null
+        STOPPED=hung
+        return 1
+    fi
     { wait "$1"; } 2>/dev/null
     STOPPED=$?
-    STOP_MS=$(($(now_ms) - t0))
+}
+
+# stop_d PID [SIGNAL]: send SIGNAL (TERM), then wait_exit: the exit status
+# in STOPPED ("hung", and a failure, if it did not exit).
+stop_d() {
+    kill -"${2:-TERM}" "$1" 2>/dev/null
+    wait_exit "$1"
 }
 
 # get PORT PATH [CURL ARGS...]: one request; status in CODE, body in

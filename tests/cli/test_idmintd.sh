@@ -4,17 +4,23 @@
 # Black-box tests of the idmintd HTTP service over real sockets: every
 # endpoint and format (JSON ids are strings that survive 2^53), the count
 # cap and the strict input rules (FAULTS N1), malformed and oversized
-# requests (the server keeps serving after each), idle connections timed
-# out, two servers sharing one lease directory, the clock stepped back and
-# forth through an offset file, the clock stepped forward past the lease's
-# wall deadline (/healthz follows minting), SIGTERM under load (clean exit,
-# no partial body, the lease released), bearer tokens (up to 4096 bytes,
-# compared whole), count-max lowered to what the layout mints (N5), a lost
-# lease (N6) and the configuration's errors.
+# requests (the server keeps serving after each), idle connections closed
+# by the server, two servers sharing one lease directory, the clock stepped
+# back and forth through an offset file, the clock stepped forward past the
+# lease's wall deadline (/healthz follows minting), SIGTERM under load
+# (clean exit, no partial body, the lease released with the last tick as
+# its mark), bearer tokens (up to 4096 bytes, compared whole), count-max
+# lowered to what the layout mints (N5), a lost lease (N6: never minted
+# with again, even once another server holds the id) and the
+# configuration's errors.
 #
 # Usage: bash test_idmintd.sh /path/to/build/idmint  (idmintd is its sibling)
 # Needs curl and python3. Ends with one line "N passed, N failed"; exits
-# non-zero if any check failed.
+# non-zero if any check failed. No check measures how long anything took:
+# where the behaviour is a deadline (an idle connection closed, a server
+# stopped by SIGTERM), the event itself is waited for, with a bound (60 s,
+# lib_idmintd.sh's BOUND) that only ends a test whose event never comes,
+# and what happened is checked.
 
 set -u
 
@@ -52,17 +58,26 @@ health_worker() {
     get "$1" /healthz
     pyj 'j["worker"]'
 }
+# answers PORT PATH STATUS: a GET of PATH on PORT is answered STATUS now
+# (CODE, $T/body and $T/hdr keep that answer).
+answers() {
+    get "$1" "$2"
+    [ "$CODE" = "$3" ]
+}
 
 # The raw-socket side, in Python: see each command's docstring.
 cat >"$T/h.py" <<'PY'
-import http.client, json, socket, sys, threading, time
+import http.client, json, select, socket, sys, threading, time
 from idmd_http import read_all, read_one, status_of
 
-def conn(port, timeout=5):
+# Every bound here only ends a client whose answer or close never comes.
+BOUND = 60
+
+def conn(port, timeout=BOUND):
     s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
     return s
 
-def one(port, raw, limit=5):
+def one(port, raw, limit=BOUND):
     """Send raw bytes, return the status of the first answer (0: none)."""
     s = conn(port)
     try:
@@ -92,7 +107,7 @@ def cmd_bigbody(port):
         s.sendall(body)
     except OSError:
         pass
-    data = read_one(s, 5)
+    data = read_one(s, BOUND)
     s.close()
     print(status_of(data))
 
@@ -146,7 +161,7 @@ def cmd_pipeline(port, n):
     reqs = b"".join(b"GET /v1/snowflake?count=2 HTTP/1.1\r\nHost: x\r\n\r\n" for _ in range(n - 1))
     reqs += b"GET /v1/snowflake?count=2 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
     s.sendall(reqs)
-    data = read_all(s, 10)
+    data = read_all(s, BOUND)
     s.close()
     rs = parse_responses(data)
     ids = set()
@@ -158,12 +173,14 @@ def cmd_pipeline(port, n):
     print(len(rs), ok, len(ids))
 
 def cmd_idle(port):
-    """Two idle connections (one silent, one with half a request line):
-    print the seconds until the server closed each (99: not within 6 s)."""
-    res = [99.0, 99.0]
+    """Two idle connections (one silent, one with half a request line), each
+    read until the server closes it (or resets it): print for each "closed"
+    and the number of bytes that came before, or "open" if the server had
+    not closed it after BOUND s."""
+    res = ["open", "open"]
     def watch(k, raw):
-        s = conn(port, 6)
-        t0 = time.monotonic()
+        s = conn(port)
+        got = 0
         if raw:
             s.sendall(raw)
         try:
@@ -171,9 +188,10 @@ def cmd_idle(port):
                 b = s.recv(4096)
                 if not b:
                     break
-            res[k] = time.monotonic() - t0
+                got += len(b)
+            res[k] = "closed %d" % got
         except ConnectionResetError:
-            res[k] = time.monotonic() - t0
+            res[k] = "closed %d" % got
         except socket.timeout:
             pass
         s.close()
@@ -183,7 +201,7 @@ def cmd_idle(port):
         t.start()
     for t in th:
         t.join()
-    print("%.2f %.2f" % tuple(res))
+    print(" ".join(x.replace(" ", "-") for x in res))
 
 def cmd_load(port, outfile, statefile, seconds):
     """4 threads on keep-alive connections asking for 100 ids at a time,
@@ -257,20 +275,57 @@ def cmd_load(port, outfile, statefile, seconds):
     print(json.dumps(st))
 
 def cmd_full(port):
-    """With --max-connections 2: two idle connections hold every slot; a
-    third client's request waits (in the listen backlog) until the idle
-    ones time out, then is answered. Print its status and wait in s."""
-    idle = [conn(port, 6), conn(port, 6)]
-    time.sleep(0.2)
-    t0 = time.monotonic()
-    s = conn(port, 8)
+    """With --max-connections 2: two connections hold every slot (each had
+    a request answered, so the server has taken both; then they stay idle);
+    a third client's request must wait (in the listen backlog) until the
+    server closes an idle one, then be answered. Print ORDER and the third's
+    status: ORDER is "after-close" if its answer came only once the server
+    had closed an idle connection, "early" if it came while both were still
+    open (the limit did not hold), "none" if none came within BOUND s."""
+    idle = []
+    for _ in range(2):
+        i = conn(port)
+        i.sendall(b"GET /ping HTTP/1.1\r\nHost: x\r\n\r\n")
+        if status_of(read_one(i, BOUND)) != 200:
+            print("none 0")
+            return
+        idle.append(i)
+    s = conn(port)
     s.sendall(b"GET /ping HTTP/1.1\r\nHost: x\r\n\r\n")
-    st = status_of(read_one(s, 8))
-    waited = time.monotonic() - t0
+    closed = 0
+
+    def reap(wait):
+        # idle connections the server has closed (EOF or reset) by now
+        nonlocal closed
+        if not idle:
+            return
+        r, _, _ = select.select(idle, [], [], wait)
+        for i in r:
+            try:
+                b = i.recv(4096)
+            except OSError:
+                b = b""
+            if not b:
+                closed += 1
+                idle.remove(i)
+                i.close()
+
+    order = "none"
+    t_end = time.monotonic() + BOUND
+    while time.monotonic() < t_end:
+        r, _, _ = select.select(idle + [s], [], [], 1)
+        reap(0)
+        if s in r:
+            # the server closes an idle connection before it takes the
+            # third: that close is seen by the time the answer is
+            reap(0)
+            order = "after-close" if closed > 0 else "early"
+            break
+    st = status_of(read_one(s, BOUND)) if order != "none" else 0
     s.close()
     for i in idle:
         i.close()
-    print(st, "%.2f" % waited)
+    print(order, st)
 
 cmds = {"full": cmd_full, "bigheader": cmd_bigheader, "bigbody": cmd_bigbody, "garbage": cmd_garbage,
         "halfway": cmd_halfway, "lineonly": cmd_lineonly, "pipeline": cmd_pipeline, "idle": cmd_idle,
@@ -278,8 +333,6 @@ cmds = {"full": cmd_full, "bigheader": cmd_bigheader, "bigbody": cmd_bigbody, "g
 port = int(sys.argv[2])
 cmds[sys.argv[1]](port, *sys.argv[3:])
 PY
-
-T_START=$(now_ms)
 
 # ================================================= 1. endpoints and formats
 
@@ -436,7 +489,7 @@ get "$PORT_A" '/v1/%73nowflake'
 check "a percent-encoded path: want 400; got $CODE" test "$CODE" = 400
 
 ST=$(h bigheader "$PORT_A")
-check "a 20 KB header: want 431 (or another 4xx); got [$ST]" test "${ST:-0}" -ge 400 -a "${ST:-0}" -lt 500
+check "a 20 KB header (max-request 8192): want 431, as documented; got [${ST:-none}]" test "${ST:-0}" = 431
 alive "$PORT_A" "after a 20 KB header"
 ST=$(h bigbody "$PORT_A")
 check "a GET with a 100 KB body: want 413; got [$ST]" test "${ST:-0}" = 413
@@ -455,38 +508,37 @@ alive "$PORT_A" "after pipelining"
 check "server a is still running" kill -0 "$PID_A"
 
 # A client that sends a request line and hangs up before the headers are
-# complete has no request in flight: SIGTERM must not wait for it (the
-# drain waits up to 5 s only for requests being answered).
+# complete has no request in flight: SIGTERM stops the server, cleanly.
 start_d half --data-dir "$T/half" || finish
 PID_H=$DPID
 ST=$(h lineonly "$PORT")
 alive "$PORT" "after a request line and a hang-up"
 stop_d "$PID_H"
-check "a request line then a hang-up, nothing in flight: SIGTERM stops the server within 1 s (took $STOP_MS ms, exit $STOPPED)" \
-    test "$STOP_MS" -lt 1000 -a "$STOPPED" -eq 0
+check "a request line then a hang-up: SIGTERM stops the server, exit 0, its log ending 'stopped' (exit $STOPPED) [$(tail -n 2 "$T/half.log" | tr '\n' ' ')]" \
+    eval '[ "$STOPPED" = 0 ] && [ "$(tail -n 1 "$T/half.log")" = "idmintd: stopped" ]'
 
 # ================================================= 4. idle connections
 
-start_d idle --data-dir "$T/idle" --idle-timeout 1000 || finish
+# (head-timeout an hour: the idle timeout alone closes them)
+start_d idle --data-dir "$T/idle" --idle-timeout 1000 --head-timeout 3600000 || finish
 PID_I=$DPID
 read -r C1 C2 <<<"$(h idle "$PORT")"
-note "idle: closed after $C1 s and $C2 s"
-check "--idle-timeout 1000: a silent connection is closed within 3 s (took ${C1:-?} s)" \
-    python3 -c 'import sys; sys.exit(not (0 < float(sys.argv[1]) <= 3.0))' "${C1:-99}"
-check "--idle-timeout 1000: a connection with half a request line is closed within 3 s (took ${C2:-?} s)" \
-    python3 -c 'import sys; sys.exit(not (0 < float(sys.argv[1]) <= 3.0))' "${C2:-99}"
+check "--idle-timeout 1000: a silent connection is closed by the server, nothing sent on it (got ${C1:-none})" \
+    test "${C1:-}" = closed-0
+check "--idle-timeout 1000: a connection with half a request line is closed by the server, nothing sent on it (got ${C2:-none})" \
+    test "${C2:-}" = closed-0
 alive "$PORT" "after idle connections"
 stop_d "$PID_I"
 
 # Too many connections (FAULTS N2): memory and connections stay bounded; a
 # client over the limit waits for a slot (the idle ones time out), it is
 # not refused at once nor kept forever.
-start_d full --data-dir "$T/full" --idle-timeout 1000 --max-connections 2 || finish
+start_d full --data-dir "$T/full" --idle-timeout 1000 --head-timeout 3600000 \
+    --max-connections 2 || finish
 PID_F=$DPID
-read -r FST FWAIT <<<"$(h full "$PORT")"
-note "full: status $FST after $FWAIT s"
-check "--max-connections 2 with both held idle: a third client is answered ($FST) once an idle one times out (waited ${FWAIT:-?} s)" \
-    python3 -c 'import sys; sys.exit(not (sys.argv[1] == "200" and 0.5 <= float(sys.argv[2]) <= 4.0))' "${FST:-0}" "${FWAIT:-99}"
+read -r FORDER FST <<<"$(h full "$PORT")"
+check "--max-connections 2 with both held idle: a third client is answered (200) only after the server closed an idle one (got ${FORDER:-none} ${FST:-})" \
+    test "${FORDER:-}" = after-close -a "${FST:-0}" = 200
 alive "$PORT" "after the connection limit was reached"
 stop_d "$PID_F"
 
@@ -517,10 +569,10 @@ check "two servers: 6000 ids, all unique (got $NT, $NU distinct)" test "$NT" -eq
     --node worker=0 >"$T/s3.out" 2>"$T/s3.log" &
 PID_S3=$!
 PIDS+=("$PID_S3")
-{ wait "$PID_S3"; } 2>/dev/null
-S3=$?
+wait_exit "$PID_S3"
+S3=$STOPPED
 check "a server for another lease field is refused, naming both scopes (exit $S3) [$(head -c 400 "$T/s3.log")]" \
-    test "$S3" -ne 0 -a "$(grep -c "hands out ids for 'worker of time:41@1ms,datacenter:5,worker:5,seq:12 epoch 1288834974657'; this claimant asks for 'datacenter of" "$T/s3.log")" -eq 1
+    test "$S3" != hung -a "$S3" != 0 -a "$(grep -c "hands out ids for 'worker of time:41@1ms,datacenter:5,worker:5,seq:12 epoch 1288834974657'; this claimant asks for 'datacenter of" "$T/s3.log")" -eq 1
 check "the refused server claimed no worker id" test "$(ls "$T/shared" | grep -c '^worker-')" -eq 2
 stop_d "$PID_S1"
 check "server s1 exits 0 on SIGTERM (got $STOPPED)" test "$STOPPED" -eq 0
@@ -534,18 +586,15 @@ PID_C=$DPID PORT_C=$PORT
 get "$PORT_C" '/v1/snowflake?count=50&format=text'
 check "clock: minting before the step works ($CODE)" test "$CODE" = 200
 BEFORE=$(sort -n "$T/body" | tail -n 1)
+# The server reads the offset file on its own schedule: /healthz is asked
+# until it answers 503 (at most BOUND s, which only ends a broken run).
 echo -5000 >"$T/offset"
 H503=0 HREASON=
-for _ in $(seq 30); do
-    get "$PORT_C" /healthz
-    if [ "$CODE" = 503 ]; then
-        H503=1
-        HREASON=$(pyj 'j["reason"]')
-        break
-    fi
-    sleep 0.05
-done
-check "clock 5 s back: /healthz 503 within ~1.5 s" test "$H503" -eq 1
+if wait_until "$BOUND" answers "$PORT_C" /healthz 503; then
+    H503=1
+    HREASON=$(pyj 'j["reason"]')
+fi
+check "clock 5 s back: /healthz 503 (last $CODE [$(body_short)])" test "$H503" -eq 1
 check "clock 5 s back: the reason mentions the clock [$HREASON]" grep -qi clock <<<"$HREASON"
 get "$PORT_C" /v1/snowflake
 RA=$(header Retry-After)
@@ -553,12 +602,8 @@ check "clock 5 s back: /v1/snowflake 503 with Retry-After; got $CODE, Retry-Afte
     test "$CODE" = 503 -a -n "$RA"
 echo 0 >"$T/offset"
 H200=0
-for _ in $(seq 30); do
-    get "$PORT_C" /healthz
-    [ "$CODE" = 200 ] && H200=1 && break
-    sleep 0.05
-done
-check "clock back to 0: /healthz 200 again within ~1.5 s (last $CODE [$(body_short)])" test "$H200" -eq 1
+wait_until "$BOUND" answers "$PORT_C" /healthz 200 && H200=1
+check "clock back to 0: /healthz 200 again (last $CODE [$(body_short)])" test "$H200" -eq 1
 get "$PORT_C" '/v1/snowflake?count=5&format=text'
 AFTER=$(head -n 1 "$T/body")
 if [ "$CODE" = 200 ] && [[ $AFTER =~ ^[0-9]+$ ]] && [ "$AFTER" -gt "$BEFORE" ]; then
@@ -589,15 +634,10 @@ get "$PORT_FW" /healthz
 check "clock forward: /healthz 200 before the step ($CODE [$(body_short)])" test "$CODE" = 200
 echo 1200000 >"$T/offset_fw"
 FW503=0 FWREASON=
-for _ in $(seq 150); do
-    get "$PORT_FW" /healthz
-    if [ "$CODE" = 503 ]; then
-        FW503=1
-        FWREASON=$(pyj 'j["reason"]')
-        break
-    fi
-    sleep 0.02
-done
+if wait_until "$BOUND" answers "$PORT_FW" /healthz 503; then
+    FW503=1
+    FWREASON=$(pyj 'j["reason"]')
+fi
 check "clock 20 min forward, past the lease's wall deadline: /healthz 503 (last $CODE [$(body_short)])" \
     test "$FW503" -eq 1
 check "clock forward: the reason names the lease's wall-clock deadline [$FWREASON]" \
@@ -608,11 +648,7 @@ check "clock forward: /v1/snowflake 503 with Retry-After; got $CODE, Retry-After
     test "$CODE" = 503 -a -n "$RA"
 echo 0 >"$T/offset_fw"
 FW200=0
-for _ in $(seq 150); do
-    get "$PORT_FW" /healthz
-    [ "$CODE" = 200 ] && FW200=1 && break
-    sleep 0.02
-done
+wait_until "$BOUND" answers "$PORT_FW" /healthz 200 && FW200=1
 check "clock forward, offset removed: /healthz 200 again (last $CODE [$(body_short)])" \
     test "$FW200" -eq 1
 get "$PORT_FW" /v1/snowflake
@@ -626,19 +662,17 @@ mkdir -p "$T/l7"
 start_d load --data-dir "$T/load" --lease "file://$T/l7" || finish
 PID_L=$DPID PORT_L=$PORT
 WL=$(health_worker "$PORT_L")
-python3 "$T/h.py" load "$PORT_L" "$T/load.ids" "$T/load.state" 20 >"$T/load.json" 2>"$T/load.err" &
+python3 "$T/h.py" load "$PORT_L" "$T/load.ids" "$T/load.state" "$BOUND" >"$T/load.json" 2>"$T/load.err" &
 PID_CL=$!
 PIDS+=("$PID_CL")
-for _ in $(seq 100); do
-    [ "$(cat "$T/load.state" 2>/dev/null || echo 0)" -ge 200 ] && break
-    sleep 0.05
-done
+# the signal comes once the client has had 200 answers
+load_going() { [ "$(cat "$T/load.state" 2>/dev/null || echo 0)" -ge 200 ]; }
+wait_until "$BOUND" load_going
 stop_d "$PID_L"
-check "SIGTERM under load: exit 0 (got $STOPPED)" test "$STOPPED" -eq 0
-check "SIGTERM under load: stopped within 5 s (took $STOP_MS ms)" test "$STOP_MS" -le 5000
-{ wait "$PID_CL"; } 2>/dev/null
+check "SIGTERM under load: the server exits 0 (got $STOPPED)" test "$STOPPED" = 0
+wait_exit "$PID_CL"
 LJ=$(cat "$T/load.json")
-note "load: $LJ; stop took $STOP_MS ms"
+note "load: $LJ"
 check "SIGTERM under load: the client ran ($LJ) [$(head -c 300 "$T/load.err")]" test -n "$LJ"
 jv() { python3 -c 'import json,sys; print(json.loads(sys.argv[1]).get(sys.argv[2], -1))' "${LJ:-{\}}" "$1" 2>/dev/null; }
 check "SIGTERM under load: the client got answers before the signal ($LJ)" test "$(jv good)" -ge 100
@@ -647,15 +681,24 @@ check "SIGTERM under load: all $(jv ids) ids unique ($LJ)" \
     test "$(jv ids)" -eq "$(jv unique)" -a "$(jv ids)" -eq $(($(jv good) * 100))
 check "SIGTERM under load: the log says the lease was released [$(tail -n 3 "$T/load.log" | tr '\n' ' ')]" \
     grep -q '^idmintd: lease: released$' "$T/load.log"
+# The release records the last tick the server minted as the worker id's
+# mark; a server that stopped without releasing leaves its last renewal's
+# mark, up to a TTL (10 s) ahead of the clock, and the next holder of the
+# id must wait for the clock to pass it. So the mark the next server reads
+# must cover the last id handed out and not be ahead of the clock when it
+# starts: then it need not wait, which needs no stopwatch to see.
+MAXL=$(sort -n "$T/load.ids" | tail -n 1)
+RESTART_MS=$(now_ms)
 start_d load2 --data-dir "$T/load2" --lease "file://$T/l7" || finish
 PID_L2=$DPID
 W2=$(health_worker "$PORT")
-note "restart on the released lease took $START_MS ms"
 check "after a clean stop: the next server gets worker $WL again (got [$W2])" test "$W2" = "$WL" -a "$WL" = 0
-check "after a clean stop: the next server starts at once, not after the 10 s TTL (took $START_MS ms)" \
-    test "$START_MS" -lt 3000
+PMARK=$(sed -n 's/^idmintd: lease: worker id [0-9]* from .* (previous mark \([0-9]*\))$/\1/p' "$T/load2.log")
+get "$PORT" "/v1/decode/${MAXL:-0}"
+MAXL_MS=$(pyj 'j["unix_ms"]')
+check "after a clean stop: the mark the next server reads ([$PMARK]) is the last tick minted: at or above the last id's time ([$MAXL_MS]), not ahead of the clock at the restart ($RESTART_MS), so it starts without waiting out the TTL" \
+    eval '[[ $PMARK =~ ^[0-9]+$ && $MAXL_MS =~ ^[0-9]+$ ]] && [ "$PMARK" -ge "$MAXL_MS" ] && [ "$PMARK" -le "$RESTART_MS" ]'
 get "$PORT" /v1/snowflake?format=text
-MAXL=$(sort -n "$T/load.ids" | tail -n 1)
 check "after a clean stop: the next holder mints above the last one's ids ($(cat "$T/body") > $MAXL)" \
     test "$CODE" = 200 -a "$(cat "$T/body")" -gt "${MAXL:-0}"
 stop_d "$PID_L2"
@@ -767,13 +810,10 @@ get "$PORT_LO" /v1/snowflake
 check "lease lost: minting works first ($CODE)" test "$CODE" = 200
 check "lease lost: the lock file worker-0000.lease exists" test -e "$T/l10/worker-0000.lease"
 rm -f "$T/l10/worker-0000.lease"
+# the next renewal finds the claim gone: asked until it answers 503
 S503=0
-for _ in $(seq 60); do
-    get "$PORT_LO" /v1/snowflake
-    [ "$CODE" = 503 ] && S503=1 && break
-    sleep 0.05
-done
-check "lease lost: /v1/snowflake 503 within ~3 s of the lock file's removal (last $CODE [$(body_short)])" \
+wait_until "$BOUND" answers "$PORT_LO" /v1/snowflake 503 && S503=1
+check "lease lost: /v1/snowflake 503 once the lock file is gone (last $CODE [$(body_short)])" \
     test "$S503" -eq 1
 RA=$(header Retry-After)
 check "lease lost: the 503 has Retry-After [$RA]" test -n "$RA"
@@ -783,9 +823,19 @@ check "lease lost: /healthz 503 naming the lease; got $CODE [$LREASON]" \
     test "$CODE" = 503 -a "${LREASON#*lease}" != "$LREASON"
 get "$PORT_LO" /metrics
 check "lease lost: /metrics still answers ($CODE)" test "$CODE" = 200
-sleep 0.5
+# Another server now claims worker id 0 (its lock file is free) and mints
+# with it: the old holder must never mint again.
+start_d lost2 --data-dir "$T/lost2" --lease "file://$T/l10" --lease-ttl 1000 || finish
+PID_LO2=$DPID PORT_LO2=$PORT
+WLO2=$(health_worker "$PORT_LO2")
+check "lease lost: a new server claims the freed worker id 0 (got [$WLO2])" test "$WLO2" = 0
+get "$PORT_LO2" /v1/snowflake
+check "lease lost: the new holder of worker 0 mints ($CODE)" test "$CODE" = 200
 get "$PORT_LO" /v1/snowflake
-check "lease lost: still 503 (never mints again without a lease) ($CODE)" test "$CODE" = 503
+check "lease lost: with worker 0 held by another server, the old holder still refuses ($CODE)" \
+    test "$CODE" = 503
+stop_d "$PID_LO2"
+check "lease lost: the new holder exits 0 on SIGTERM (got $STOPPED)" test "$STOPPED" = 0
 alive "$PORT_LO" "lease lost"
 check "lease lost: the server is still running" kill -0 "$PID_LO"
 stop_d "$PID_LO"
@@ -819,22 +869,14 @@ check "--count-max 0: exit 2 with one stderr line naming count-max; $(show)" \
 "$D" --listen "127.0.0.1:$PORT_A" --data-dir "$T/busy" >"$T/out" 2>"$T/err" &
 PB=$!
 PIDS+=("$PB")
-for _ in $(seq 100); do
-    kill -0 "$PB" 2>/dev/null || break
-    sleep 0.05
-done
-stop_d "$PB" 9
+wait_exit "$PB"
 RC=$STOPPED
 check "--listen on a port in use: exit 1 with a message naming the address; $(show)" \
-    eval '[ "$RC" -eq 1 ] && grep -q "127.0.0.1:$PORT_A" "$T/err"'
+    eval '[ "$RC" = 1 ] && grep -q "127.0.0.1:$PORT_A" "$T/err"'
 alive "$PORT_A" "after another server failed to take its port"
 
 stop_d "$PID_A"
-check "server a exits 0 on SIGTERM within the 5 s drain (got $STOPPED after $STOP_MS ms)" \
-    test "$STOPPED" -eq 0 -a "$STOP_MS" -le 5500
+check "server a exits 0 on SIGTERM (got $STOPPED)" test "$STOPPED" = 0
 check "server a's log ends with 'stopped'" test "$(tail -n 1 "$T/a.log")" = "idmintd: stopped"
 
-ELAPSED=$(($(now_ms) - T_START))
-note "total $ELAPSED ms"
-check "the whole run took under 60 s ($ELAPSED ms)" test "$ELAPSED" -lt 60000
 finish

@@ -9,9 +9,14 @@
  * or stuck (the memstore's hold keeps a store call waiting for as long as a
  * test likes): sequences opened without blocking anything else, /healthz's
  * reasons and warnings, shutdown with an open in progress, the floor files.
- * No test measures time: a deadline is tested by a call returning. The app
- * is built by hand: the twitter layout, datacenter 1 worker 2, no lease, an
- * in-memory ticket store holding the sequence "orders".
+ * No test measures time: a deadline is tested by a call returning, or by
+ * moving a manual clock. Refused requests are checked to mint nothing
+ * against the generators themselves: the next id after a refusal is
+ * exactly the one a twin generator gives (and the 128-bit generators draw
+ * not one random byte for it). The app is built by hand: the twitter
+ * layout, datacenter 1 worker 2, no lease (but for the test of a lease
+ * about to expire, which claims a real file:// one), an in-memory ticket
+ * store holding the sequence "orders".
  */
 #include <pthread.h>
 #include <stdarg.h>
@@ -22,11 +27,27 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include <idmint/idmint.h>
+#include <idmint/lease.h>
 #include <idmint/segment.h>
+
+/* The handler mints UUIDv4s from the system's rng (idm_uuid4(NULL, ...)),
+ * whose state a test cannot see. Compiled in here, its calls go through
+ * this seam instead: with uuid4_rng set, they draw from that rng, so a test
+ * sees exactly what was drawn (test_n1_count). The header is included
+ * above, so only handler.c's calls are renamed. */
+static const idm_rng *uuid4_rng; /* NULL: the system's */
+static int test_uuid4(const idm_rng *rng, idm_uuid *out)
+{
+    return idm_uuid4(rng != NULL ? rng : uuid4_rng, out);
+}
+#define idm_uuid4 test_uuid4
 
 /* before cmocka: handler.c has a function named fail, cmocka a macro */
 #include "../../src/server/config.c"
 #include "../../src/server/handler.c"
+
+#undef idm_uuid4
 
 #include "memstore.h"
 #include "testutil.h"
@@ -75,6 +96,7 @@ static tapp *tapp_new_ex(const char *layout_text, idm_manual_clock *mc, bool gua
     tapp *t = calloc(1, sizeof *t);
     idm_snowflake_opts o;
     assert_non_null(t);
+    uuid4_rng = NULL; /* the system's, whatever a failed test left */
     idmd_config_defaults(&t->cfg);
     t->mc = mc;
     t->app.cfg = &t->cfg;
@@ -120,6 +142,8 @@ static tapp *tapp_new(const char *layout_text, idm_manual_clock *mc)
 
 static void tapp_free(tapp *t)
 {
+    if (t->app.lease != NULL) /* stops the keeper and the generator, releases */
+        IDM_ASSERT_OK(idm_lease_close(t->app.lease));
     idmd_seqs_close(&t->app);
     idm_test_memstore_free(t->ms, t->app.store);
     idm_snowflake_close(t->app.gen);
@@ -129,6 +153,38 @@ static void tapp_free(tapp *t)
     pthread_mutex_destroy(&t->app.seq_mu);
     pthread_cond_destroy(&t->app.seq_cv);
     free(t);
+}
+
+/* Give t a real worker-id lease, as idmintd takes one: claimed from url
+ * (file://) on t's clock with ttl_ms and margin_ms, the generator reopened
+ * guarded for the leased worker id above the previous mark (datacenter 1),
+ * then attached. The claim stands as the first renewal, so the guard's
+ * deadline is the claim's monotonic time + ttl_ms - margin_ms. The keeper
+ * renews every ttl_ms/3 of real time: with a TTL of an hour, never while a
+ * test runs, so only the test's (manual) clock moves the deadline nearer. */
+static void tapp_lease(tapp *t, const char *url, int64_t ttl_ms, int64_t margin_ms)
+{
+    idm_lease_opts lo;
+    idm_snowflake_opts o;
+    idm_lease_opts_init(&lo);
+    lo.url = url;
+    lo.ttl_ms = ttl_ms;
+    lo.margin_ms = margin_ms;
+    lo.clock = t->app.clock;
+    lo.holder = "test_idmd_handler";
+    IDM_ASSERT_OK(idm_lease_open(&t->app.lease, &lo));
+    idm_snowflake_close(t->app.gen);
+    idm_snowflake_opts_init(&o);
+    o.layout = t->app.layout;
+    o.clock = t->app.clock;
+    o.guarded = true;
+    o.after_ms = idm_lease_mark(t->app.lease);
+    IDM_ASSERT_OK(idm_snowflake_opts_node(&o, "datacenter", 1));
+    IDM_ASSERT_OK(idm_snowflake_opts_node(&o, "worker", idm_lease_worker(t->app.lease)));
+    IDM_ASSERT_OK(idm_snowflake_open(&t->app.gen, &o));
+    IDM_ASSERT_OK(idm_lease_attach(t->app.lease, t->app.gen));
+    t->app.lease_ttl_ms = ttl_ms;
+    t->app.lease_margin_ms = margin_ms;
 }
 
 static void tapp_token(tapp *t, const char *tok)
@@ -1434,18 +1490,158 @@ static const char *const bad_counts[] = {
     "count=5&format=xml", /* count parsed, then the batch refused */
 };
 
-static void check_n1(tapp *t, const char *path, int kind, const char *param)
+/* A deterministic rng that counts what it hands out: byte i of its stream
+ * is a hash of (seed, i), so two with one seed give one stream, and drawn
+ * is how far along it this one is. */
+typedef struct crng {
+    idm_rng rng;
+    uint64_t seed;
+    _Atomic uint64_t drawn;
+} crng;
+
+static int crng_fill(void *ctx, void *buf, size_t n)
+{
+    crng *c = ctx;
+    uint64_t at = atomic_fetch_add(&c->drawn, n);
+    uint8_t *b = buf;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t x = c->seed + (at + i) * UINT64_C(0x9e3779b97f4a7c15);
+        x = (x ^ (x >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+        x = (x ^ (x >> 27)) * UINT64_C(0x94d049bb133111eb);
+        b[i] = (uint8_t)(x ^ (x >> 31));
+    }
+    return 0;
+}
+
+static void crng_init(crng *c, uint64_t seed)
+{
+    c->rng.ctx = c;
+    c->rng.fill = crng_fill;
+    c->seed = seed;
+    atomic_init(&c->drawn, 0);
+}
+
+/*
+ * What the app's generators mint next had they minted only what the test
+ * asked for: a twin of each (the same clock, node, policy and rng stream,
+ * fed one id whenever the app answers one), and the sequence's next value.
+ * The app's 128-bit generators draw from rng[kind] (the twins from their
+ * own copies of those streams), so the test also sees every byte they draw.
+ */
+typedef struct twins {
+    crng rng[IDMD_K_N], twin_rng[IDMD_K_N]; /* UUID7, UUID4, ULID only */
+    idm_snowflake *sf;
+    idm_uuid7_gen *u7;
+    idm_ulid_gen *ul;
+    int64_t seg_next;
+} twins;
+
+static const char *const kind_path[IDMD_K_N] = {"/v1/snowflake", "/v1/segment/orders",
+                                                "/v1/uuid7", "/v1/uuid4", "/v1/ulid"};
+
+/* Make t's 128-bit generators draw from tw's counting rngs and open their
+ * twins, and a twin of its Snowflake generator (as tapp_new_ex opens it). */
+static void twins_new(tapp *t, twins *tw, int64_t seg_next)
+{
+    idm_snowflake_opts o;
+    for (int k = IDMD_K_UUID7; k <= IDMD_K_ULID; k++) {
+        crng_init(&tw->rng[k], UINT64_C(0x1d3a) + (uint64_t)k);
+        crng_init(&tw->twin_rng[k], UINT64_C(0x1d3a) + (uint64_t)k);
+    }
+    idm_uuid7_gen_free(t->app.uuid7);
+    idm_ulid_gen_free(t->app.ulid);
+    IDM_ASSERT_OK(idm_uuid7_gen_new(&t->app.uuid7, t->app.clock, &tw->rng[IDMD_K_UUID7].rng));
+    IDM_ASSERT_OK(idm_ulid_gen_new(&t->app.ulid, t->app.clock, &tw->rng[IDMD_K_ULID].rng, true));
+    uuid4_rng = &tw->rng[IDMD_K_UUID4].rng;
+    IDM_ASSERT_OK(idm_uuid7_gen_new(&tw->u7, t->app.clock, &tw->twin_rng[IDMD_K_UUID7].rng));
+    IDM_ASSERT_OK(idm_ulid_gen_new(&tw->ul, t->app.clock, &tw->twin_rng[IDMD_K_ULID].rng, true));
+    idm_snowflake_opts_init(&o);
+    o.layout = t->app.layout;
+    o.clock = t->app.clock;
+    o.backwards = IDM_BACKWARDS_LOGICAL;
+    IDM_ASSERT_OK(idm_snowflake_opts_node(&o, "datacenter", 1));
+    IDM_ASSERT_OK(idm_snowflake_opts_node(&o, "worker", 2));
+    IDM_ASSERT_OK(idm_snowflake_open(&tw->sf, &o));
+    tw->seg_next = seg_next;
+}
+
+static void twins_free(twins *tw)
+{
+    uuid4_rng = NULL;
+    idm_snowflake_close(tw->sf);
+    idm_uuid7_gen_free(tw->u7);
+    idm_ulid_gen_free(tw->ul);
+}
+
+/* Mint one id of kind through the handler: it must be exactly the twin's
+ * next id, the one the generator gives if nothing was minted since the
+ * last id the test saw. */
+static void expect_successor(tapp *t, twins *tw, int kind, const char *after)
+{
+    char want[48];
+    idmd_response rs;
+    idlist l;
+    switch (kind) {
+    case IDMD_K_SNOWFLAKE: {
+        uint64_t v;
+        IDM_ASSERT_OK(idm_snowflake_next(tw->sf, &v));
+        snprintf(want, sizeof want, "%llu", ULL(v));
+        break;
+    }
+    case IDMD_K_SEGMENT:
+        snprintf(want, sizeof want, "%lld", LL(tw->seg_next++));
+        break;
+    case IDMD_K_UUID7: {
+        idm_uuid u;
+        IDM_ASSERT_OK(idm_uuid7_next(tw->u7, &u));
+        idm_uuid_format(&u, want);
+        break;
+    }
+    case IDMD_K_UUID4: {
+        idm_uuid u;
+        IDM_ASSERT_OK(idm_uuid4(&tw->twin_rng[IDMD_K_UUID4].rng, &u));
+        idm_uuid_format(&u, want);
+        break;
+    }
+    default: {
+        idm_ulid u;
+        IDM_ASSERT_OK(idm_ulid_next(tw->ul, &u));
+        idm_ulid_format(&u, want);
+        break;
+    }
+    }
+    call(t, kind_path[kind], NULL, &rs);
+    if (rs.status != 200)
+        fail_msg("%s after %s: %d %s", kind_path[kind], after, rs.status, rs.body);
+    parse_json_ids(rs.body, &l);
+    assert_int_equal(l.n, 1);
+    CHECK(strcmp(l.v[0], want) == 0,
+          "%s after %s: got %s, but the generator's next id had nothing been minted is %s",
+          kind_path[kind], after, l.v[0], want);
+    idlist_free(&l);
+    free(rs.body);
+}
+
+/* Every malformed count on path: 400 naming param, and nothing minted: no
+ * kind's counter moved, the Snowflake state, the store's counter and every
+ * byte the 128-bit generators drew are where they were, and the next id of
+ * path's kind is exactly the one its generator gives had the refused
+ * request never come (the test's clock moved 1 ms before it, so a mint
+ * would have moved the state; the next id is minted in that same ms). */
+static void check_n1(tapp *t, twins *tw, const char *path, int kind, const char *param)
 {
     for (size_t i = 0; i < sizeof bad_counts / sizeof bad_counts[0]; i++) {
         idmd_response rs;
-        uint64_t before[IDMD_K_N];
+        uint64_t before[IDMD_K_N], drawn[IDMD_K_N];
         idm_unix_ms ms = last_ms(t);
         int64_t store = ms_next(t->ms, "orders");
         const char *want = param;
-        for (int k = 0; k < IDMD_K_N; k++)
+        char what[80];
+        for (int k = 0; k < IDMD_K_N; k++) {
             before[k] = minted(t, k);
-        if (t->mc != NULL)
-            idm_manual_clock_advance(t->mc, 1); /* a mint would move the state */
+            drawn[k] = atomic_load(&tw->rng[k].drawn);
+        }
+        idm_manual_clock_advance(t->mc, 1); /* a mint would move the state */
         if (strstr(bad_counts[i], "xml") != NULL)
             want = "format";
         call(t, path, bad_counts[i], &rs);
@@ -1454,44 +1650,46 @@ static void check_n1(tapp *t, const char *path, int kind, const char *param)
         assert_error(&rs, 400, want);
         assert_int_equal(rs.retry_after_s, 0);
         free(rs.body);
-        for (int k = 0; k < IDMD_K_N; k++)
+        for (int k = 0; k < IDMD_K_N; k++) {
             assert_int_equal(minted(t, k), before[k]);
+            CHECK(atomic_load(&tw->rng[k].drawn) == drawn[k],
+                  "%s?%s drew %llu random bytes for %s", path, bad_counts[i],
+                  ULL(atomic_load(&tw->rng[k].drawn) - drawn[k]), kind_path[k]);
+        }
         assert_int_equal(last_ms(t), ms);
         assert_int_equal(ms_next(t->ms, "orders"), store);
-        (void)kind;
+        snprintf(what, sizeof what, "refused ?%s", bad_counts[i]);
+        expect_successor(t, tw, kind, what);
     }
 }
 
 static void test_n1_count(void **state)
 {
+    const size_t nbad = sizeof bad_counts / sizeof bad_counts[0];
+    static twins tw; /* not on the stack: uuid4_rng points into it */
     idm_manual_clock *mc;
     tapp *t;
-    idmd_response rs;
     (void)state;
     IDM_ASSERT_OK(idm_manual_clock_new(&mc, INT64_C(1700000000000), true));
     t = tapp_new(NULL, mc);
-    /* one of each first, so that the generators have a state */
-    call(t, "/v1/snowflake", NULL, &rs);
-    assert_int_equal(rs.status, 200);
-    free(rs.body);
-    call(t, "/v1/segment/orders", NULL, &rs);
-    assert_string_equal(rs.body, "{\"ids\":[\"1\"]}\n");
-    free(rs.body);
+    twins_new(t, &tw, 1);
+    /* one of each first, so that the generators have a state (and the
+     * twins are seen to follow them) */
+    for (int k = 0; k < IDMD_K_N; k++)
+        expect_successor(t, &tw, k, "nothing");
 
     ms_settle(t->ms, "orders");
-    check_n1(t, "/v1/snowflake", IDMD_K_SNOWFLAKE, "count");
-    check_n1(t, "/v1/segment/orders", IDMD_K_SEGMENT, "count");
-    check_n1(t, "/v1/uuid7", IDMD_K_UUID7, "count");
-    check_n1(t, "/v1/uuid4", IDMD_K_UUID4, "count");
-    check_n1(t, "/v1/ulid", IDMD_K_ULID, "count");
+    check_n1(t, &tw, "/v1/snowflake", IDMD_K_SNOWFLAKE, "count");
+    check_n1(t, &tw, "/v1/segment/orders", IDMD_K_SEGMENT, "count");
+    check_n1(t, &tw, "/v1/uuid7", IDMD_K_UUID7, "count");
+    check_n1(t, &tw, "/v1/uuid4", IDMD_K_UUID4, "count");
+    check_n1(t, &tw, "/v1/ulid", IDMD_K_ULID, "count");
 
-    /* the sequence goes on densely: nothing was drawn */
-    call(t, "/v1/segment/orders", NULL, &rs);
-    assert_string_equal(rs.body, "{\"ids\":[\"2\"]}\n");
-    free(rs.body);
-    assert_int_equal(minted(t, IDMD_K_SNOWFLAKE), 1);
-    assert_int_equal(minted(t, IDMD_K_UUID7) + minted(t, IDMD_K_UUID4) + minted(t, IDMD_K_ULID),
-                     0);
+    /* the sequence went on densely: 1, then one after each refusal */
+    assert_int_equal(tw.seg_next, 2 + (int64_t)nbad);
+    for (int k = 0; k < IDMD_K_N; k++)
+        assert_int_equal(minted(t, k), 1 + nbad);
+    twins_free(&tw);
     tapp_free(t);
     idm_manual_clock_free(mc);
 }
@@ -2123,6 +2321,97 @@ static void test_health_mint_check(void **state)
     idm_manual_clock_free(mc);
 }
 
+/* The reason of a 503 /healthz answer, checked to be one. */
+static void assert_unhealthy(const idmd_response *rs, const char *what)
+{
+    CHECK(rs->status == 503, "%s: healthz %d %s", what, rs->status, rs->body);
+    assert_string_equal(rs->content_type, CT_JSON);
+    CHECK(strncmp(rs->body, "{\"status\":\"unavailable\",\"reason\":\"", 34) == 0, "%s: %s",
+          what, rs->body);
+}
+
+/*
+ * A real worker-id lease (file:// in a temporary directory, on the test's
+ * manual clock): /healthz is 200 naming the leased worker while the lease
+ * has more than a quarter of its TTL to run, and 503 naming the lease as
+ * about to expire once less is left, while ids are still minted (health
+ * says so before minting stops); past the guard's deadline minting stops
+ * and /healthz still names the lease. TTL 1 h, margin 10 min: the claim's
+ * deadline is 50 min after it, "about to expire" from 35 min on. No renewal
+ * comes meanwhile (the keeper waits 20 min of real time), so the test's
+ * clock alone moves the deadline nearer: the boundary is checked to the ms.
+ */
+static void test_health_lease_expiring(void **state)
+{
+    const int64_t ttl = 3600000, margin = 600000;
+    char *dir = idm_test_tmpdir(), url[4200], want[96];
+    idm_manual_clock *mc;
+    const idm_clock *c;
+    idm_lease_status ls;
+    idmd_response rs;
+    tapp *t;
+    int64_t left_ms;
+    (void)state;
+    snprintf(url, sizeof url, "file://%s", dir);
+    IDM_ASSERT_OK(idm_manual_clock_new(&mc, INT64_C(1700000000000), false));
+    c = idm_manual_clock_clock(mc);
+    t = tapp_new_ex(NULL, mc, true, IDM_BACKWARDS_LOGICAL);
+    tapp_lease(t, url, ttl, margin);
+    idm_lease_status_get(t->app.lease, &ls);
+    assert_false(ls.lost);
+    /* the premise: the deadline is ttl - margin ahead on the test's clock */
+    left_ms = (ls.deadline - c->mono_ns(c->ctx)) / 1000000;
+    assert_int_equal(left_ms, ttl - margin);
+
+    call(t, "/healthz", NULL, &rs);
+    print_message("a fresh lease (worker %u): healthz %d %s", (unsigned)ls.worker, rs.status,
+                  rs.body);
+    assert_int_equal(rs.status, 200);
+    snprintf(want, sizeof want, "{\"status\":\"ok\",\"layout\":\"twitter\",\"worker\":%u}\n",
+             (unsigned)ls.worker);
+    assert_string_equal(rs.body, want);
+    free(rs.body);
+
+    /* exactly a quarter of the TTL left: still 200 */
+    idm_manual_clock_advance(mc, left_ms - ttl / 4);
+    call(t, "/healthz", NULL, &rs);
+    CHECK(rs.status == 200, "%lld ms left of the lease (ttl/4): healthz %d %s",
+          LL(ttl / 4), rs.status, rs.body);
+    free(rs.body);
+
+    /* 1 ms less: 503, the reason naming the lease about to expire */
+    idm_manual_clock_advance(mc, 1);
+    call(t, "/healthz", NULL, &rs);
+    print_message("%lld ms left of the lease: healthz %d %s", LL(ttl / 4 - 1), rs.status,
+                  rs.body);
+    assert_unhealthy(&rs, "less than ttl/4 left");
+    snprintf(want, sizeof want, "the worker-id lease for worker %u is about to expire",
+             (unsigned)ls.worker);
+    CHECK(strstr(rs.body, want) != NULL, "the reason names the lease: %s", rs.body);
+    free(rs.body);
+    /* minting goes on meanwhile: /healthz says so before it stops */
+    call(t, "/v1/snowflake", NULL, &rs);
+    CHECK(rs.status == 200, "the lease still valid: snowflake %d %s", rs.status, rs.body);
+    free(rs.body);
+
+    /* at the guard's deadline minting stops, and /healthz still names the lease */
+    idm_manual_clock_advance(mc, ttl / 4 - 1);
+    call(t, "/v1/snowflake", NULL, &rs);
+    assert_error(&rs, 503, NULL);
+    assert_true(rs.retry_after_s > 0);
+    free(rs.body);
+    call(t, "/healthz", NULL, &rs);
+    print_message("at the lease's deadline: healthz %d %s", rs.status, rs.body);
+    assert_unhealthy(&rs, "at the lease's deadline");
+    CHECK(strstr(rs.body, "lease") != NULL, "the reason names the lease: %s", rs.body);
+    free(rs.body);
+    assert_int_equal(minted(t, IDMD_K_SNOWFLAKE), 1);
+    tapp_free(t);
+    idm_manual_clock_free(mc);
+    idm_test_rmtree(dir);
+    free(dir);
+}
+
 /* --------------------------------------------------------------- threads */
 
 #define TH_N 4
@@ -2227,6 +2516,7 @@ int main(void)
         cmocka_unit_test(test_exhaustion),
         cmocka_unit_test(test_clock_back),
         cmocka_unit_test(test_health_mint_check),
+        cmocka_unit_test(test_health_lease_expiring),
         cmocka_unit_test(test_threads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
