@@ -2,10 +2,14 @@
 /*
  * Worker-id leases on the file backend, in one process and with forked
  * children: distinct ids for distinct claims, the keeper feeding a guarded
- * generator, the mark handed from one holder to the next (clean release and
+ * generator (each renewal, on an injected clock, moving the deadline and the
+ * mark on; minting stopping at the deadline while renewals are held back),
+ * the mark handed from one holder to the next (clean release and
  * kill -9 alike), "no free worker id", a lock file removed under a holder
  * (the claim is lost and minting stops at once), damaged, short and
- * unreadable records, bad URLs, scopes (a claimant for another layout,
+ * unreadable records, bad URLs, a lease directory that racing processes all
+ * find missing and create at once (mkdir is interposed below to make that
+ * interleaving certain), scopes (a claimant for another layout,
  * epoch or lease field refused, racing first claimants) and FIFOs in a
  * file's place. Fault rows H5 (two processes, one id) and
  * E12/E13 analogues of the catalogue for the embedded backend, and H3/H4
@@ -15,11 +19,15 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -130,6 +138,8 @@ static void claims_are_distinct_and_marks_hand_over(void **unused)
     }
     idm_lease_status_get(a, &st);
     assert_int_equal(st.worker, 0);
+    /* The claim counts as the first renewal; the keeper's own may or may
+     * not have come yet (keeper_renewals_move_the_deadline checks them). */
     assert_true(st.renewals >= 1);
     assert_false(st.lost);
     IDM_ASSERT_OK(idm_lease_close(a));
@@ -273,6 +283,283 @@ static void removed_file_loses_claim(void **unused)
     idm_snowflake_close(g);
     idm_layout_free(layout);
     free(path);
+    idm_test_rmtree(dir);
+    free(dir);
+    free(url);
+}
+
+/* ------------------------------------------------- the keeper's renewals */
+
+/*
+ * The clock of keeper_renewals_move_the_deadline: a manual clock, except
+ * that a read of its monotonic time on any thread but the test's own waits
+ * for a ticket the test hands out. The keeper is that other thread, and a
+ * renewal starts with that read (its send time): so the test decides when
+ * each renewal happens and what time it reads, and without a ticket the
+ * keeper is held before it renews anything. The keeper still waits TTL/3 of
+ * real time between renewals; the test never looks at how long.
+ */
+typedef struct gated_clock {
+    idm_clock iface;
+    const idm_clock *inner;
+    pthread_t owner;   /* the test's thread: its reads never wait */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int tickets;       /* renewals the keeper may start */
+    int parked;        /* reads waiting for a ticket now */
+    bool open;         /* no more waiting (to close the lease) */
+} gated_clock;
+
+static idm_wall_ns gated_wall_ns(void *ctx)
+{
+    gated_clock *gc = ctx;
+    return gc->inner->wall_ns(gc->inner->ctx);
+}
+
+static idm_mono_ns gated_mono_ns(void *ctx)
+{
+    gated_clock *gc = ctx;
+    if (!pthread_equal(pthread_self(), gc->owner)) {
+        pthread_mutex_lock(&gc->mu);
+        gc->parked++;
+        pthread_cond_broadcast(&gc->cv);
+        while (gc->tickets == 0 && !gc->open)
+            pthread_cond_wait(&gc->cv, &gc->mu);
+        if (gc->tickets > 0)
+            gc->tickets--;
+        gc->parked--;
+        pthread_cond_broadcast(&gc->cv);
+        pthread_mutex_unlock(&gc->mu);
+    }
+    return gc->inner->mono_ns(gc->inner->ctx);
+}
+
+static void gated_sleep_ns(void *ctx, int64_t ns)
+{
+    gated_clock *gc = ctx;
+    gc->inner->sleep_ns(gc->inner->ctx, ns);
+}
+
+/* Static: a failed check leaves the keeper held on it, never on a dead
+ * stack frame. */
+static gated_clock keeper_gate;
+
+static void gate_init(gated_clock *gc, idm_manual_clock *mc)
+{
+    gc->inner = idm_manual_clock_clock(mc);
+    gc->iface.ctx = gc;
+    gc->iface.wall_ns = gated_wall_ns;
+    gc->iface.mono_ns = gated_mono_ns;
+    gc->iface.sleep_ns = gated_sleep_ns;
+    gc->owner = pthread_self();
+    pthread_mutex_init(&gc->mu, NULL);
+    pthread_cond_init(&gc->cv, NULL);
+    gc->tickets = 0;
+    gc->parked = 0;
+    gc->open = false;
+}
+
+/* Wait until the keeper is held at the gate with no ticket left: it has
+ * finished every renewal it was let into, and starts no other until the
+ * next ticket. The bound only ends a hung test (the keeper reaches the
+ * gate TTL/3 of real time after its last renewal). */
+static void gate_wait_parked(gated_clock *gc)
+{
+    struct timespec until;
+    int rc = 0;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 60;
+    pthread_mutex_lock(&gc->mu);
+    while ((gc->parked == 0 || gc->tickets > 0) && rc != ETIMEDOUT)
+        rc = pthread_cond_timedwait(&gc->cv, &gc->mu, &until);
+    pthread_mutex_unlock(&gc->mu);
+    CHECK(rc != ETIMEDOUT, "the keeper never came back to renew (60 s)");
+}
+
+/* Let the keeper start one renewal (open: every one, from now on). */
+static void gate_let(gated_clock *gc, bool open)
+{
+    pthread_mutex_lock(&gc->mu);
+    if (open)
+        gc->open = true;
+    else
+        gc->tickets++;
+    pthread_cond_broadcast(&gc->cv);
+    pthread_mutex_unlock(&gc->mu);
+}
+
+/* The status once the renewal count is no longer `before` (60 s bound,
+ * only for a hung test). */
+static void wait_renewed(idm_lease *l, uint64_t before, idm_lease_status *st)
+{
+    for (int i = 0; i < 60000; i++) {
+        idm_lease_status_get(l, st);
+        if (st->renewals != before || st->failures != 0)
+            return;
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    fail_msg("no renewal in 60 s (renewals %llu)", ULL(before));
+}
+
+/* A guarded twitter generator for lease l on clock, above l's mark. */
+static idm_snowflake *gen_on(idm_layout *layout, idm_lease *l, const idm_clock *clock)
+{
+    idm_snowflake_opts o;
+    idm_snowflake *g;
+    idm_snowflake_opts_init(&o);
+    o.layout = layout;
+    o.guarded = true;
+    o.after_ms = idm_lease_mark(l);
+    o.clock = clock;
+    IDM_ASSERT_OK(idm_snowflake_opts_node(&o, "datacenter", 0));
+    IDM_ASSERT_OK(idm_snowflake_opts_node(&o, "worker", idm_lease_worker(l)));
+    IDM_ASSERT_OK(idm_snowflake_open(&g, &o));
+    return g;
+}
+
+/* The mark idm_lease_list gives worker 0, the only id with a record (the
+ * higher of its lock file's and its marks file's). */
+static idm_unix_ms listed_mark(const char *url)
+{
+    idm_lease_entry *e;
+    size_t n;
+    idm_unix_ms m;
+    IDM_ASSERT_OK(idm_lease_list(url, 4, &e, &n));
+    assert_int_equal(n, 1);
+    assert_int_equal(e[0].worker, 0);
+    m = e[0].mark_ms;
+    free(e);
+    return m;
+}
+
+/*
+ * Each renewal the keeper makes moves the generator's deadline to its send
+ * time + TTL - margin and the recorded mark to its send time + TTL, and
+ * minting goes on past the claim's TTL only because of them: held back,
+ * minting stops exactly at the last deadline (and resumes with the next
+ * renewal). On an injected clock that the test moves, with the keeper let
+ * into one renewal at a time (gated_clock): every deadline, mark and count
+ * is exact.
+ */
+static void keeper_renewals_move_the_deadline(void **unused)
+{
+    const idm_unix_ms t0 = INT64_C(1700000000000);
+    const int64_t ttl = 1000, margin = 200, ms = 1000000;
+    const int steps = 4;
+    char *dir = idm_test_tmpdir(), *url = url_of(dir);
+    gated_clock *gc = &keeper_gate;
+    idm_manual_clock *mc;
+    idm_lease_opts o;
+    idm_lease *l;
+    idm_layout *layout;
+    idm_snowflake *g;
+    idm_lease_status st;
+    idm_mono_ns mono0, deadline;
+    uint64_t id, last = 0;
+    (void)unused;
+    IDM_ASSERT_OK(idm_layout_preset(&layout, "twitter"));
+    IDM_ASSERT_OK(idm_manual_clock_new(&mc, t0, false));
+    gate_init(gc, mc);
+    lease_opts(&o, url, 4);
+    o.ttl_ms = ttl; /* the keeper comes to renew every 333 ms of real time */
+    o.margin_ms = margin;
+    o.clock = &gc->iface;
+    IDM_ASSERT_OK(idm_lease_open(&l, &o));
+    assert_int_equal(idm_lease_worker(l), 0);
+    assert_int_equal(idm_lease_mark(l), 0);
+    mono0 = gc->iface.mono_ns(gc);
+    g = gen_on(layout, l, &gc->iface);
+
+    /* The claim is the first renewal: deadline claim + TTL - margin, mark
+     * claim + TTL. */
+    IDM_ASSERT_OK(idm_lease_attach(l, g));
+    idm_lease_status_get(l, &st);
+    assert_int_equal(st.renewals, 1);
+    assert_int_equal(st.failures, 0);
+    assert_false(st.lost);
+    assert_int_equal(st.deadline, mono0 + (ttl - margin) * ms);
+    assert_int_equal(st.mark_ms, t0 + ttl);
+    assert_int_equal(listed_mark(url), t0 + ttl);
+    IDM_ASSERT_OK(idm_snowflake_next(g, &id));
+    assert_int_equal(time_of(layout, id), t0);
+    last = id;
+
+    /* Renewals held back (the keeper waits at the gate): minting goes on
+     * up to the claim's deadline and stops there, inside the first TTL. */
+    gate_wait_parked(gc);
+    idm_manual_clock_advance_ns(mc, (ttl - margin) * ms - 1);
+    IDM_ASSERT_OK(idm_snowflake_next(g, &id));
+    assert_true(id > last);
+    last = id;
+    idm_manual_clock_advance_ns(mc, 1); /* now exactly at the deadline */
+    IDM_ASSERT_RC(idm_snowflake_next(g, &id), IDM_ELEASE);
+    CHECK(strstr(idm_error_detail(), "deadline has passed") != NULL, "detail: %s",
+          idm_error_detail());
+    idm_lease_status_get(l, &st);
+    assert_int_equal(st.renewals, 1);
+    assert_int_equal(st.deadline, mono0 + (ttl - margin) * ms);
+
+    /* One renewal at a time, 600 ms of clock apart: each sets the deadline
+     * and the mark from the time it read, strictly later than the last,
+     * and minting resumes and goes on past the claim's TTL. */
+    deadline = st.deadline;
+    for (int k = 1; k <= steps; k++) {
+        idm_mono_ns now_mono;
+        idm_unix_ms now_ms;
+        if (k > 1)
+            idm_manual_clock_advance(mc, 600);
+        now_mono = gc->iface.mono_ns(gc);
+        now_ms = idm_manual_clock_now_ms(mc);
+        gate_let(gc, false);
+        wait_renewed(l, (uint64_t)k, &st);
+        gate_wait_parked(gc); /* done, and held again: the counts stand */
+        idm_lease_status_get(l, &st);
+        CHECK(st.renewals == (uint64_t)k + 1 && st.failures == 0 && st.last_error == 0 &&
+                  !st.lost,
+              "renewal %d: renewals %llu failures %llu last_error %s", k, ULL(st.renewals),
+              ULL(st.failures), idm_err_name(st.last_error));
+        CHECK(st.deadline == now_mono + (ttl - margin) * ms,
+              "renewal %d: deadline %lld, want its send time %lld + %lld ms", k, LL(st.deadline),
+              LL(now_mono), LL(ttl - margin));
+        CHECK(st.deadline > deadline, "renewal %d: deadline %lld not after %lld", k,
+              LL(st.deadline), LL(deadline));
+        CHECK(st.mark_ms == now_ms + ttl, "renewal %d: mark %lld, want %lld", k, LL(st.mark_ms),
+              LL(now_ms + ttl));
+        CHECK(listed_mark(url) == now_ms + ttl, "renewal %d: the file records %lld, want %lld", k,
+              LL(listed_mark(url)), LL(now_ms + ttl));
+        deadline = st.deadline;
+        IDM_ASSERT_OK(idm_snowflake_next(g, &id));
+        assert_int_equal(time_of(layout, id), now_ms);
+        assert_true(id > last);
+        last = id;
+    }
+    /* The clock is 1.6 s past the claim's TTL. */
+    CHECK(time_of(layout, last) > t0 + ttl, "last id at %lld, first TTL ends at %lld",
+          LL(time_of(layout, last)), LL(t0 + ttl));
+
+    /* Held back again: minting stops exactly at the last renewal's
+     * deadline, and nothing renewed meanwhile. */
+    idm_manual_clock_advance_ns(mc, deadline - gc->iface.mono_ns(gc) - 1);
+    IDM_ASSERT_OK(idm_snowflake_next(g, &id));
+    assert_true(id > last);
+    last = id;
+    idm_manual_clock_advance_ns(mc, 1);
+    IDM_ASSERT_RC(idm_snowflake_next(g, &id), IDM_ELEASE);
+    idm_lease_status_get(l, &st);
+    assert_int_equal(st.renewals, (uint64_t)steps + 1);
+    assert_int_equal(st.deadline, deadline);
+
+    /* Close: the keeper may renew once more on its way out; the release
+     * records the last id's time. */
+    gate_let(gc, true);
+    IDM_ASSERT_OK(idm_lease_close(l));
+    idm_snowflake_close(g);
+    assert_int_equal(listed_mark(url), time_of(layout, last));
+    pthread_cond_destroy(&gc->cv);
+    pthread_mutex_destroy(&gc->mu);
+    idm_manual_clock_free(mc);
+    idm_layout_free(layout);
     idm_test_rmtree(dir);
     free(dir);
     free(url);
@@ -594,28 +881,125 @@ static void bad_urls_and_options(void **unused)
     IDM_ASSERT_RC(idm_lease_open(&l, &o), IDM_EINVAL);
 }
 
-/* Eight processes opening a lease directory that does not exist yet: all
- * succeed (creating it is a race that EEXIST must not lose). */
+/*
+ * mkdir, as the library (linked into this program) calls it: when a test
+ * has set mkdir_gate_now, a mkdir of its path first waits until all of the
+ * gate's processes have come to that mkdir, so that none of them has made
+ * the directory before every one of them has looked for it. That is the
+ * interleaving in which two processes creating one lease directory at once
+ * once failed (a stat seeing no directory, then a mkdir losing to another's
+ * with EEXIST), made certain rather than left to the scheduler. Any other
+ * mkdir goes straight to the system call.
+ */
+typedef struct mkdir_gate {
+    _Atomic int arrived; /* processes that came to the gated mkdir */
+    int processes;
+    char path[4096];
+} mkdir_gate;
+
+static mkdir_gate *mkdir_gate_now; /* shared with forked children */
+
+int mkdir(const char *path, mode_t mode)
+{
+    mkdir_gate *gate = mkdir_gate_now;
+    if (gate != NULL && strcmp(path, gate->path) == 0) {
+        atomic_fetch_add(&gate->arrived, 1);
+        /* At most 30 s: that only ends the wait of a run in which some
+         * process never comes. */
+        for (int i = 0; i < 30000 && atomic_load(&gate->arrived) < gate->processes; i++) {
+            struct timespec ts = {0, 1000000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    return (int)syscall(SYS_mkdirat, AT_FDCWD, path, mode);
+}
+
+/* Eight processes using a lease directory that does not exist yet, all at
+ * once (the gate above holds each one's mkdir until all have come to it):
+ * half list, half claim a worker id. Every one succeeds (a mkdir that finds
+ * the directory made by another is fine once it is checked to be a
+ * directory), the claims get distinct ids, and the directory is the one the
+ * library makes (mode 0700). */
 static void concurrent_directory_creation(void **unused)
 {
+    enum { N = 8 };
     char *base = idm_test_tmpdir(), *dir = idm_test_path(base, "new");
     char *url = url_of(dir);
-    pid_t pids[8];
+    mkdir_gate *gate;
+    pid_t pids[N];
+    int res[2], hold[2], claimed = 0;
+    unsigned seen = 0;
+    struct stat st;
     (void)unused;
-    for (int i = 0; i < 8; i++) {
+    gate = mmap(NULL, sizeof *gate, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    assert_true(gate != MAP_FAILED);
+    atomic_init(&gate->arrived, 0);
+    gate->processes = N;
+    snprintf(gate->path, sizeof gate->path, "%s", dir);
+    assert_int_equal(pipe(res), 0);
+    assert_int_equal(pipe(hold), 0);
+    mkdir_gate_now = gate;
+    for (int i = 0; i < N; i++) {
         pids[i] = fork();
         assert_true(pids[i] >= 0);
         if (pids[i] == 0) {
-            idm_lease_entry *e = NULL;
-            size_t n;
-            _exit(idm_lease_list(url, 4, &e, &n) == 0 ? 0 : 1);
+            int r[2] = {i, -1};
+            char c;
+            close(res[0]);
+            close(hold[1]);
+            if (i % 2 == 0) {
+                idm_lease_entry *e = NULL;
+                size_t n;
+                r[1] = idm_lease_list(url, 4, &e, &n) == 0 ? 0 : -1;
+                free(e);
+                if (write(res[1], r, sizeof r) != (ssize_t)sizeof r)
+                    _exit(3);
+                _exit(r[1] == 0 ? 0 : 1);
+            }
+            idm_lease_opts o;
+            idm_lease *l = NULL;
+            lease_opts(&o, url, N);
+            if (idm_lease_open(&l, &o) == 0)
+                r[1] = (int)idm_lease_worker(l);
+            else
+                fprintf(stderr, "child %d: %s\n", i, idm_error_detail());
+            if (write(res[1], r, sizeof r) != (ssize_t)sizeof r)
+                _exit(3);
+            if (read(hold[0], &c, 1) != 0) /* hold the id until the parent has looked */
+                _exit(4);
+            _exit(l != NULL && idm_lease_close(l) == 0 ? 0 : 1);
         }
     }
-    for (int i = 0; i < 8; i++) {
+    mkdir_gate_now = NULL;
+    close(res[1]);
+    close(hold[0]);
+    for (int k = 0; k < N; k++) {
+        int r[2];
+        assert_int_equal(read(res[0], r, sizeof r), (ssize_t)sizeof r);
+        CHECK(r[1] >= 0, "process %d (%s) failed on the new directory", r[0],
+              r[0] % 2 == 0 ? "list" : "claim");
+        if (r[0] % 2 == 1) {
+            CHECK((seen & (1u << r[1])) == 0, "worker id %d claimed twice", r[1]);
+            seen |= 1u << r[1];
+            claimed++;
+        }
+    }
+    close(res[0]);
+    assert_int_equal(claimed, N / 2);
+    assert_int_equal(seen, (1u << (N / 2)) - 1); /* ids 0 to 3 */
+    close(hold[1]);
+    for (int i = 0; i < N; i++) {
         int status;
         assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
-        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child %d failed", i);
+        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child %d: status %d", i, status);
     }
+    /* Every process came to the mkdir before any made the directory: the
+     * race was run, not missed. */
+    assert_int_equal(atomic_load(&gate->arrived), N);
+    assert_int_equal(stat(dir, &st), 0);
+    assert_true(S_ISDIR(st.st_mode));
+    assert_int_equal(st.st_mode & 0777, 0700);
+    munmap(gate, sizeof *gate);
     idm_test_rmtree(base);
     free(base);
     free(dir);
@@ -1131,6 +1515,7 @@ int main(void)
         cmocka_unit_test(no_free_worker_id),
         cmocka_unit_test(kill9_frees_at_once),
         cmocka_unit_test(removed_file_loses_claim),
+        cmocka_unit_test(keeper_renewals_move_the_deadline),
         cmocka_unit_test(damaged_records),
         cmocka_unit_test(damaged_record_falls_back_past_longest_ttl),
         cmocka_unit_test(short_record_file_is_damaged),
