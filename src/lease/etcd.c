@@ -608,16 +608,19 @@ static int64_t id_of_key(const etcd_be *e, const char *kind, const unsigned char
 /* A mark as stored: MARK_DIGITS decimal digits of Unix ms, zero-padded, so
  * that etcd's bytewise VALUE comparison orders marks as numbers. Read
  * leniently (any decimal, leading zeros allowed); a short form left by hand
- * then fails the "raised to at least" check after a write, with an error. */
+ * then fails the "raised to at least" check after a write, with an error.
+ * A value above INT64_MAX (19 digits can be) is no mark: refused, never
+ * wrapped to some other number. */
 static int parse_mark(const unsigned char *v, size_t len, idm_unix_ms *mark)
 {
     int64_t m = 0;
     if (len == 0 || len > 19)
         return -1;
     for (size_t i = 0; i < len; i++) {
-        if (v[i] < '0' || v[i] > '9')
+        int d = v[i] - '0';
+        if (v[i] < '0' || v[i] > '9' || m > (INT64_MAX - d) / 10)
             return -1;
-        m = m * 10 + (v[i] - '0'); /* 19 digits: cannot overflow */
+        m = m * 10 + d;
     }
     *mark = m;
     return 0;

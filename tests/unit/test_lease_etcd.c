@@ -71,6 +71,14 @@ static void sleep_ms(int64_t ms)
         ;
 }
 
+/* The guard reads CLOCK_MONOTONIC_COARSE: a mint may pass up to a jiffy
+ * after the deadline read on CLOCK_MONOTONIC. */
+#define COARSE_NS INT64_C(10000000)
+
+/* A bound on a wait for an event, or on a call that must give up by
+ * itself, that only a hung test reaches: never a claim about how fast. */
+#define HUNG_MS 30000
+
 /* Run a shell command; its exit status (or 128 + signal, -1). */
 __attribute__((format(printf, 1, 2))) static int run(const char *fmt, ...)
 {
@@ -880,8 +888,7 @@ static void claim_renew_release(void **unused)
     IDM_ASSERT_RC(idm_snowflake_next(g, &id), IDM_ELEASE);
     IDM_ASSERT_OK(idm_lease_attach(a, g));
     mint_n(g, &iv, 10000);
-    sleep_ms(1300);
-    idm_lease_status_get(a, &st);
+    wait_status(a, &st, HUNG_MS, false, 1); /* the claim's, then the keeper's */
     CHECK(st.renewals >= 2, "renewals %llu", ULL(st.renewals));
     assert_int_equal(st.lost, 0);
     assert_int_equal(st.last_error, 0);
@@ -1409,7 +1416,7 @@ static void lost_claim(const char *name, bool revoke)
         if (i % 64 == 0)
             sleep_ms(1);
     }
-    wait_status(l, &st, 3000, true, 0);
+    wait_status(l, &st, HUNG_MS, true, 0);
     CHECK(st.lost, "%s: the claim was not found lost", name);
     assert_int_equal(st.last_error, IDM_ELEASE);
     printf("  %s: lost after %lld ms\n", revoke ? "E3" : "E4", LL(mono_ms() - t0));
@@ -1499,12 +1506,13 @@ static void e12_holder_killed(void **unused)
           (unsigned)child_last[0]);
     og = gen_for(layout, other);
     IDM_ASSERT_OK(idm_lease_attach(other, og)); /* kept alive meanwhile */
-    while (mono_ms() - t0 < 5000) {
+    {
         char key[64];
+        bool held = true;
         snprintf(key, sizeof key, "/idmint/e12/workers/%u", (unsigned)child_last[0]);
-        if (!key_exists(g_eps, key))
-            break;
-        sleep_ms(100);
+        while (mono_ms() - t0 < HUNG_MS && (held = key_exists(g_eps, key)))
+            sleep_ms(100);
+        CHECK(!held, "the dead holder's id is still held");
     }
     printf("  E12: the dead holder's id was free %lld ms after kill -9\n", LL(mono_ms() - t0));
     IDM_ASSERT_OK(idm_lease_open(&l, &o));
@@ -1536,7 +1544,6 @@ static void e13_release_frees_at_once(void **unused)
     idm_layout *layout;
     idm_snowflake *g;
     idm_test_idvec iv = {0};
-    int64_t t0;
     (void)unused;
     IDM_ASSERT_OK(idm_layout_preset(&layout, "twitter"));
     lease_opts(&o, url, 4);
@@ -1545,7 +1552,6 @@ static void e13_release_frees_at_once(void **unused)
     g = gen_for(layout, a);
     IDM_ASSERT_OK(idm_lease_attach(a, g));
     mint_n(g, &iv, 5000);
-    t0 = mono_ms();
     IDM_ASSERT_OK(idm_lease_close(a));
     idm_snowflake_close(g);
     snprintf(key, sizeof key, "/idmint/e13/workers/0");
@@ -1553,7 +1559,6 @@ static void e13_release_frees_at_once(void **unused)
     IDM_ASSERT_OK(idm_lease_open(&b, &o));
     assert_int_equal(idm_lease_worker(b), 0);
     assert_int_equal(idm_lease_mark(b), time_of(layout, iv.v[iv.n - 1]));
-    CHECK(mono_ms() - t0 < 2000, "re-claim took %lld ms", LL(mono_ms() - t0));
     g = gen_for(layout, b);
     IDM_ASSERT_OK(idm_lease_attach(b, g));
     mint_n(g, &iv, 1000);
@@ -1576,12 +1581,12 @@ static void e17_granted_ttl_used(void **unused)
     idm_snowflake *g;
     idm_lease_status st;
     idm_test_idvec iv = {0};
-    struct timespec ts;
-    int64_t now_ns, lease;
+    int64_t t_open, lease;
     (void)unused;
     IDM_ASSERT_OK(idm_layout_preset(&layout, "twitter"));
     lease_opts(&o, url, 4);
-    o.ttl_ms = 1000; /* etcd's minimum with default timing is 2 s */
+    o.ttl_ms = 1000; /* etcd's minimum with default timing is 2 s; margin 200 ms */
+    t_open = mono_ns();
     IDM_ASSERT_OK(idm_lease_open(&l, &o));
     lease = key_lease(g_eps, "e17", 0);
     assert_int_equal(run_out(out, sizeof out, ETCDCTL "%s lease timetolive %llx", g_eps,
@@ -1591,16 +1596,18 @@ static void e17_granted_ttl_used(void **unused)
     g = gen_for(layout, l);
     IDM_ASSERT_OK(idm_lease_attach(l, g));
     idm_lease_status_get(l, &st);
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    now_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-    /* 2 s granted - 200 ms margin from the send: well past 1 s. */
-    CHECK(st.deadline - now_ns > INT64_C(1300000000), "deadline only %lld ms ahead",
-          LL((st.deadline - now_ns) / 1000000));
-    for (int i = 0; i < 30; i++) {
+    /* 2 s granted - 200 ms margin from a send after t_open (the 1 s asked
+     * for would give 800 ms). */
+    CHECK(st.deadline >= t_open + INT64_C(1800000000), "deadline only %lld ms after the open",
+          LL((st.deadline - t_open) / 1000000));
+    /* Mint on across two keeper renewals (the claim counts as one). */
+    for (int64_t until = mono_ms() + HUNG_MS; mono_ms() < until;) {
         mint_n(g, &iv, 100);
+        idm_lease_status_get(l, &st);
+        if (st.renewals >= 3 || st.lost)
+            break;
         sleep_ms(50);
     }
-    idm_lease_status_get(l, &st);
     CHECK(st.renewals >= 3 && !st.lost, "renewals %llu lost %d", ULL(st.renewals), st.lost);
     idm_test_check_ids(&iv);
     IDM_ASSERT_OK(idm_lease_close(l));
@@ -1632,8 +1639,7 @@ static void e16_big_lease_id(void **unused)
     g = gen_for(layout, l);
     IDM_ASSERT_OK(idm_lease_attach(l, g));
     mint_n(g, &iv, 1000);
-    sleep_ms(1200);
-    idm_lease_status_get(l, &st);
+    wait_status(l, &st, HUNG_MS, false, 1); /* the claim's, then the keeper's */
     CHECK(st.renewals >= 2 && st.last_error == 0, "renewals %llu error %d", ULL(st.renewals),
           st.last_error);
     mint_n(g, &iv, 1000);
@@ -1876,7 +1882,8 @@ static void e15_garbage_answers(void **unused)
                   strstr(idm_error_detail(), "hands out ids for 's1'; this claimant asks for "
                                              "'s0'") != NULL,
               "%s: detail %s", gc->name, idm_error_detail());
-        CHECK(mono_ms() - t0 < 2500, "%s: took %lld ms", gc->name, LL(mono_ms() - t0));
+        CHECK(mono_ms() - t0 < HUNG_MS, "%s: gave up only after %lld ms", gc->name,
+              LL(mono_ms() - t0));
         assert_null(l);
     }
     for (size_t i = 0; i < sizeof renew_cases / sizeof renew_cases[0]; i++) {
@@ -1902,12 +1909,11 @@ static void e15_garbage_answers(void **unused)
         do {
             sleep_ms(5);
             idm_lease_status_get(l, &st);
-        } while (st.failures == 0 && mono_ms() - t0 < 2000);
+        } while (st.failures == 0 && mono_ms() - t0 < HUNG_MS);
         rc = st.last_error;
         CHECK(st.failures != 0, "%s: renewed", gc->name);
         CHECK(gc->want != 0 ? rc == gc->want : rc != IDM_ELEASE, "%s: %s", gc->name,
               idm_err_name(rc));
-        CHECK(mono_ms() - t0 < 1200, "%s: took %lld ms", gc->name, LL(mono_ms() - t0));
         assert_int_equal(st.lost, gc->want == IDM_ELEASE);
         /* Told the claim is gone: stop at once. Anything else is "unknown,
          * try again": mint on until the deadline (2 s TTL - 400 ms margin
@@ -1960,9 +1966,9 @@ static void late_mark_write_never_lowers(void **unused)
     o.ttl_ms = 2000;
     IDM_ASSERT_OK(idm_lease_open(&l, &o));
     g = first_id(layout, l);
-    wait_status(l, &st, 3000, false, 1); /* the first keeper renewal */
-    wait_status(l, &st, 3000, false, 2);
-    wait_status(l, &st, 3000, false, 3);
+    wait_status(l, &st, HUNG_MS, false, 1); /* the first keeper renewal */
+    wait_status(l, &st, HUNG_MS, false, 2);
+    wait_status(l, &st, HUNG_MS, false, 3);
     CHECK(st.renewals >= 4 && st.last_error == 0, "renewals %llu, %s", ULL(st.renewals),
           idm_err_name(st.last_error));
     before = stored_mark("late");
@@ -1990,7 +1996,7 @@ static void late_mark_write_never_lowers(void **unused)
         do {
             sleep_ms(10);
             idm_lease_status_get(l, &st);
-        } while (st.failures == fails && mono_ms() - t0 < 2000);
+        } while (st.failures == fails && mono_ms() - t0 < HUNG_MS);
     }
     CHECK(st.last_error == IDM_EIO && !st.lost, "%s, lost %d", idm_err_name(st.last_error),
           st.lost);
@@ -1999,7 +2005,7 @@ static void late_mark_write_never_lowers(void **unused)
         snprintf(v, sizeof v, "%016lld", LL(after));
         assert_int_equal(run(ETCDCTL "%s put /idmint/late/hwm/0 %s > /dev/null", g_eps, v), 0);
     }
-    wait_status(l, &st, 2000, false, st.renewals);
+    wait_status(l, &st, HUNG_MS, false, st.renewals);
     CHECK(st.last_error == 0 && !st.lost, "after the repair: %s", idm_err_name(st.last_error));
     IDM_ASSERT_OK(idm_lease_close(l));
     idm_snowflake_close(g);
@@ -2042,7 +2048,8 @@ static void endpoint_failover(void **unused)
     o.ttl_ms = 2000;
     t0 = mono_ms();
     IDM_ASSERT_OK(idm_lease_open(&l, &o));
-    CHECK(mono_ms() - t0 < 1300, "claim took %lld ms", LL(mono_ms() - t0));
+    printf("  failover: claimed past a dead and a mute endpoint in %lld ms\n",
+           LL(mono_ms() - t0));
     mute_conns = atomic_load(&mute.conns);
     assert_int_equal(mute_conns, 1);
     g = gen_for(layout, l);
@@ -2059,7 +2066,7 @@ static void endpoint_failover(void **unused)
     t0 = mono_ms();
     IDM_ASSERT_RC(idm_lease_open(&l, &o), IDM_EIO);
     CHECK(strstr(idm_error_detail(), "unreachable") != NULL, "detail: %s", idm_error_detail());
-    CHECK(mono_ms() - t0 < 2500, "took %lld ms", LL(mono_ms() - t0));
+    CHECK(mono_ms() - t0 < HUNG_MS, "gave up only after %lld ms", LL(mono_ms() - t0));
     free(url);
     fake_stop(&good);
     fake_stop(&mute);
@@ -2144,113 +2151,147 @@ static void skewed_handoff(void **unused)
     free(url);
 }
 
-/* E2: etcd frozen past the TTL. The generator stops at its deadline, with
- * no word from etcd; after SIGCONT the claim either renews again or is
- * reported lost (etcd expired it meanwhile), and a re-claim starts above
- * every id minted. */
-/* CLOCK_REALTIME minus CLOCK_MONOTONIC, ns: moves when the wall clock is
- * stepped or slewed. */
-static int64_t wall_minus_mono_ns(void)
+/* Stop process pid with SIGSTOP (it is resumed at teardown if the test
+ * fails first) and wait until the kernel reports it stopped, so that it
+ * answers nothing from the returned CLOCK_MONOTONIC time on. */
+static int64_t freeze(pid_t pid)
 {
-    struct timespec w, m;
-    clock_gettime(CLOCK_REALTIME, &w);
-    clock_gettime(CLOCK_MONOTONIC, &m);
-    return ((int64_t)w.tv_sec - (int64_t)m.tv_sec) * 1000000000 + (w.tv_nsec - m.tv_nsec);
+    char path[64];
+    assert_int_equal(kill(pid, SIGSTOP), 0);
+    atomic_store(&g_frozen, (int)pid);
+    snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+    for (int i = 0; i < 10000; i++) {
+        char buf[512];
+        const char *p;
+        FILE *f = fopen(path, "r");
+        size_t n = f != NULL ? fread(buf, 1, sizeof buf - 1, f) : 0;
+        if (f != NULL)
+            fclose(f);
+        buf[n] = '\0';
+        p = strrchr(buf, ')');
+        if (p != NULL && (p[2] == 'T' || p[2] == 't'))
+            return mono_ns();
+        sleep_ms(1);
+    }
+    fail_msg("process %ld did not stop", (long)pid);
+    return 0;
 }
 
+static void thaw(pid_t pid)
+{
+    assert_int_equal(kill(pid, SIGCONT), 0);
+    atomic_store(&g_frozen, 0);
+}
+
+/* E2: etcd frozen (SIGSTOP) past the TTL. The holder runs on an injected
+ * clock that moves only when told (renewals still go out every TTL/3 of
+ * real time, each sent at the same injected instant T), so its deadline is
+ * exact: T + TTL - margin, from the last renewal before the freeze (one of
+ * the keeper's: the test waits for one). With etcd frozen (and a renewal
+ * seen failing since), a mint 1 ns before that deadline works and one at
+ * it is refused, with no word from etcd: the claim is not called lost. etcd stays frozen until the lease has expired
+ * by etcd's own clock (the 2 s TTL after the last keepalive it can have
+ * taken, which came before the freeze, and 1 s more), so after SIGCONT the
+ * lease is gone: the next renewal hears so (a keepalive answer without a
+ * TTL), the claim is reported lost and minting stays stopped. Then the
+ * hand-over: a new claim gets the id (the only one) with at least the last
+ * mark the old holder recorded, and mints above every id it minted. */
 static void e2_frozen_etcd(void **unused)
 {
     char *url = url_for(g_eps, "e2");
-    idm_lease_opts o;
+    idm_lease_opts o, o2;
     idm_lease *l, *l2;
     idm_layout *layout;
     idm_snowflake *g, *g2;
     idm_lease_status st;
+    idm_manual_clock *mc;
+    const idm_clock *ck;
     idm_test_idvec iv = {0};
-    uint64_t id;
-    int64_t t_stop, t_fail = 0, t_last_ok = 0, fail_ns = 0, off_start, off_fail = 0, early_ok;
-    int rc = 0;
+    struct timespec ts;
+    uint64_t id, failures;
+    int64_t t_stop, at, ttl_ns = INT64_C(2000) * 1000000, margin_ns = INT64_C(400) * 1000000;
+    int rc;
     pid_t pid;
     (void)unused;
     IDM_ASSERT_OK(idm_layout_preset(&layout, "twitter"));
-    lease_opts(&o, url, 4);
-    o.ttl_ms = 2000; /* margin 400 ms: the deadline is 1.6 s after a renewal's send */
-    off_start = wall_minus_mono_ns();
+    clock_gettime(CLOCK_REALTIME, &ts);
+    IDM_ASSERT_OK(idm_manual_clock_new(&mc, (idm_unix_ms)ts.tv_sec * 1000 + ts.tv_nsec / 1000000,
+                                       true));
+    ck = idm_manual_clock_clock(mc);
+    lease_opts(&o, url, 1); /* one id: the re-claim must take the same */
+    o.ttl_ms = 2000;        /* margin 400 ms */
+    o.clock = ck;
     IDM_ASSERT_OK(idm_lease_open(&l, &o));
-    g = gen_for(layout, l);
+    g = gen_with(layout, l, ck, &rc);
+    IDM_ASSERT_OK(rc);
     IDM_ASSERT_OK(idm_lease_attach(l, g));
     mint_n(g, &iv, 100);
+    at = ck->mono_ns(ck->ctx); /* T: every send so far, and from now on */
+    wait_status(l, &st, HUNG_MS, false, 1); /* a keeper renewal (the claim was the first) */
+    CHECK(st.renewals >= 2 && st.last_error == 0, "renewals %llu, %s", ULL(st.renewals),
+          idm_err_name(st.last_error));
     pid = member_pid(g_dir, 1);
     assert_true(pid > 0);
 
-    assert_int_equal(kill(pid, SIGSTOP), 0);
-    atomic_store(&g_frozen, (int)pid);
-    t_stop = mono_ms();
-    while (mono_ms() - t_stop < 5000) {
-        rc = idm_snowflake_next(g, &id);
-        if (rc != 0) {
-            struct timespec ts;
-            clock_gettime(CLOCK_MONOTONIC, &ts);
-            fail_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-            off_fail = wall_minus_mono_ns();
-            t_fail = mono_ms();
-            break;
-        }
-        idm_test_idvec_push(&iv, id);
-        t_last_ok = mono_ms();
-        sleep_ms(1);
-    }
-    IDM_ASSERT_RC(rc, IDM_ELEASE);
+    t_stop = freeze(pid);
+    /* A renewal fails after the freeze: the last that worked is done. */
     idm_lease_status_get(l, &st);
-    printf("  E2: minted for %lld ms after SIGSTOP, stopped %lld ms after it\n",
-           LL(t_last_ok - t_stop), LL(t_fail - t_stop));
-    CHECK(t_fail - t_stop <= 1700, "stopped %lld ms after the freeze", LL(t_fail - t_stop));
-    /* The guard also stops at the wall-clock deadline: if the wall clock
-     * moved ahead of the monotonic one meanwhile (a step or slew, seen on
-     * a loaded VM), minting rightly stops that much earlier. Never later. */
-    early_ok = off_fail - off_start > 0 ? off_fail - off_start + INT64_C(1000000) : 0;
-    CHECK(st.deadline - early_ok <= fail_ns && fail_ns - st.deadline < INT64_C(100000000),
-          "stopped %lld ms from the deadline (the wall clock moved %lld ms against the "
-          "monotonic one)",
-          LL((fail_ns - st.deadline) / 1000000), LL((off_fail - off_start) / 1000000));
-    assert_int_equal(st.lost, 0); /* etcd said nothing */
-
-    sleep_ms(t_stop + 3000 - mono_ms()); /* past the 2 s TTL */
-    assert_int_equal(kill(pid, SIGCONT), 0);
-    atomic_store(&g_frozen, 0);
-    wait_status(l, &st, 8000, false, st.renewals);
-    if (!st.lost) {
-        CHECK(st.last_error == 0, "no renewal after SIGCONT: %s", idm_err_name(st.last_error));
-        mint_n(g, &iv, 100);
-        printf("  E2: the claim renewed after SIGCONT\n");
-        IDM_ASSERT_OK(idm_lease_close(l));
-        idm_snowflake_close(g);
-    } else {
-        printf("  E2: the claim was reported lost after SIGCONT (%s)\n",
-               idm_err_name(st.last_error));
-        assert_int_equal(st.last_error, IDM_ELEASE);
-        IDM_ASSERT_RC(idm_snowflake_next(g, &id), IDM_ELEASE);
-        IDM_ASSERT_OK(idm_lease_open(&l2, &o));
-        g2 = gen_after_loss(layout, l2);
-        IDM_ASSERT_OK(idm_lease_attach(l2, g2));
-        if (idm_lease_worker(l2) == idm_lease_worker(l))
-            CHECK(idm_lease_mark(l2) >= time_of(layout, iv.v[iv.n - 1]), "mark %lld",
-                  LL(idm_lease_mark(l2)));
-        mint_n(g2, &iv, 100);
-        idm_lease_close(l);
-        idm_snowflake_close(g);
-        IDM_ASSERT_OK(idm_lease_close(l2));
-        idm_snowflake_close(g2);
+    failures = st.failures;
+    while (st.failures == failures && mono_ns() - t_stop < HUNG_MS * INT64_C(1000000)) {
+        sleep_ms(10);
+        idm_lease_status_get(l, &st);
     }
-    idm_test_check_ids(&iv);
+    CHECK(st.failures > failures, "no renewal failed with etcd frozen");
+    CHECK(st.last_error != 0 && st.last_error != IDM_ELEASE, "%s", idm_err_name(st.last_error));
+    assert_int_equal(st.lost, 0); /* etcd said nothing */
+    CHECK(st.deadline == at + ttl_ns - margin_ns, "deadline T + %lld ms, not T + TTL - margin",
+          LL((st.deadline - at) / 1000000));
+    printf("  E2: renewals fail with etcd frozen (%s); the deadline is T + %lld ms\n",
+           idm_err_name(st.last_error), LL((st.deadline - at) / 1000000));
+    idm_manual_clock_advance_ns(mc, st.deadline - 1 - ck->mono_ns(ck->ctx));
+    IDM_ASSERT_OK(idm_snowflake_next(g, &id)); /* 1 ns before the deadline */
+    idm_test_idvec_push(&iv, id);
+    idm_manual_clock_advance_ns(mc, 1);
+    IDM_ASSERT_RC(idm_snowflake_next(g, &id), IDM_ELEASE); /* at it */
+    idm_lease_status_get(l, &st);
+    assert_int_equal(st.lost, 0);
+
+    /* Keep etcd frozen until the lease has expired by its clock. */
+    sleep_ms((t_stop + ttl_ns) / 1000000 + 1000 - mono_ms());
+    thaw(pid);
+    wait_status(l, &st, HUNG_MS, true, 0);
+    CHECK(st.lost, "the claim was not found lost after SIGCONT (error %s, renewals %llu)",
+          idm_err_name(st.last_error), ULL(st.renewals));
+    assert_int_equal(st.last_error, IDM_ELEASE);
+    IDM_ASSERT_RC(idm_snowflake_next(g, &id), IDM_ELEASE);
+
+    /* The hand-over, on the system clock. */
+    lease_opts(&o2, url, 1);
+    o2.ttl_ms = 2000;
+    IDM_ASSERT_OK(idm_lease_open(&l2, &o2));
+    assert_int_equal(idm_lease_worker(l2), idm_lease_worker(l));
+    CHECK(idm_lease_mark(l2) >= st.mark_ms, "mark %lld below the last recorded %lld",
+          LL(idm_lease_mark(l2)), LL(st.mark_ms));
+    CHECK(idm_lease_mark(l2) >= time_of(layout, iv.v[iv.n - 1]), "mark %lld below %lld",
+          LL(idm_lease_mark(l2)), LL(time_of(layout, iv.v[iv.n - 1])));
+    g2 = gen_after_loss(layout, l2);
+    IDM_ASSERT_OK(idm_lease_attach(l2, g2));
+    mint_n(g2, &iv, 1000);
+    idm_test_check_ids(&iv); /* one worker id: the new ids above all the old ones */
+    IDM_ASSERT_RC(idm_lease_close(l), 0); /* lost: nothing to release */
+    idm_snowflake_close(g);
+    IDM_ASSERT_OK(idm_lease_close(l2));
+    idm_snowflake_close(g2);
+    idm_manual_clock_free(mc);
     idm_test_idvec_free(&iv);
     idm_layout_free(layout);
     free(url);
 }
 
 /* E6: requests reach etcd but the answers are lost (a proxy holds them
- * back): the generator stops at its deadline, the claim is not called lost,
- * and minting resumes when answers come through again. */
+ * back): the generator stops at its deadline (that of a renewal answered
+ * before the answers were held back; no mint starts after it), the claim is
+ * not called lost, and minting resumes when answers come through again. */
 static void e6_answers_lost(void **unused)
 {
     fake px;
@@ -2262,7 +2303,8 @@ static void e6_answers_lost(void **unused)
     idm_lease_status st;
     idm_test_idvec iv = {0};
     uint64_t id;
-    int64_t t0;
+    int64_t t_hold, last_ok_start = 0, ttl_ns = INT64_C(2000) * 1000000,
+                    margin_ns = INT64_C(400) * 1000000;
     int rc = 0;
     (void)unused;
     IDM_ASSERT_OK(idm_layout_preset(&layout, "twitter"));
@@ -2274,19 +2316,31 @@ static void e6_answers_lost(void **unused)
     g = gen_for(layout, l);
     IDM_ASSERT_OK(idm_lease_attach(l, g));
     mint_n(g, &iv, 100);
+    wait_status(l, &st, HUNG_MS, false, 1); /* a keeper renewal (the claim was the first) */
     fake_hold(&px, true);
-    t0 = mono_ms();
-    while (mono_ms() - t0 < 4000 && (rc = idm_snowflake_next(g, &id)) == 0) {
+    t_hold = mono_ns();
+    while (mono_ns() - t_hold < HUNG_MS * INT64_C(1000000)) {
+        int64_t t = mono_ns();
+        if ((rc = idm_snowflake_next(g, &id)) != 0)
+            break;
         idm_test_idvec_push(&iv, id);
+        last_ok_start = t;
         sleep_ms(1);
     }
     IDM_ASSERT_RC(rc, IDM_ELEASE);
-    CHECK(mono_ms() - t0 <= 1700, "stopped after %lld ms", LL(mono_ms() - t0));
     idm_lease_status_get(l, &st);
+    printf("  E6: the deadline %lld ms after the answers were held back\n",
+           LL((st.deadline - t_hold) / 1000000));
+    /* Every answer since t_hold is held back: the deadline is a renewal's
+     * sent before, and no mint started past it. */
+    CHECK(st.deadline <= t_hold + ttl_ns - margin_ns, "deadline %lld ms after the hold",
+          LL((st.deadline - t_hold) / 1000000));
+    CHECK(last_ok_start < st.deadline + COARSE_NS, "a mint started %lld ms past the deadline",
+          LL((last_ok_start - st.deadline) / 1000000));
     assert_int_equal(st.lost, 0);
     CHECK(st.last_error != 0 && st.last_error != IDM_ELEASE, "%s", idm_err_name(st.last_error));
     fake_hold(&px, false);
-    wait_status(l, &st, 3000, false, st.renewals);
+    wait_status(l, &st, HUNG_MS, false, st.renewals);
     CHECK(!st.lost && st.last_error == 0, "lost %d error %s", st.lost,
           idm_err_name(st.last_error));
     mint_n(g, &iv, 100);
@@ -2307,6 +2361,7 @@ typedef struct minter {
     idm_lease *l;
     pthread_t th;
     atomic_int stop;
+    atomic_int minted;            /* ids minted so far */
     atomic_int refused;           /* refusals so far */
     idm_test_idvec iv;            /* the ids, once the thread is joined */
     int64_t first_refused_ns;     /* CLOCK_MONOTONIC before the first refused call */
@@ -2319,8 +2374,8 @@ typedef struct minter {
 
 /* The first_* fields, deadline_at_refusal and last_ok_before_ns are written
  * before refused is first incremented and not after: readable once refused
- * is seen non-zero; refused and after_refusal at any time; the rest once
- * minter_stop has joined the thread. */
+ * is seen non-zero; minted, refused and after_refusal at any time; the
+ * rest once minter_stop has joined the thread. */
 
 static void *minter_main(void *arg)
 {
@@ -2334,6 +2389,7 @@ static void *minter_main(void *arg)
         int rc = idm_snowflake_next(m->g, &id);
         if (rc == 0) {
             idm_test_idvec_push(&m->iv, id);
+            atomic_fetch_add(&m->minted, 1);
             if (m->first_refused_ns == 0) {
                 m->last_ok_before_ns = t;
             } else {
@@ -2382,6 +2438,16 @@ static void minter_stop(minter *m)
     pthread_join(m->th, NULL);
 }
 
+/* Wait until m has minted an id (the bound only ends a hung test). */
+static void minter_wait_minted(minter *m)
+{
+    int64_t until = mono_ms() + HUNG_MS;
+    while (atomic_load(&m->minted) == 0 && atomic_load(&m->refused) == 0 && mono_ms() < until)
+        sleep_ms(1);
+    CHECK(atomic_load(&m->minted) > 0, "the minter minted nothing (%d refusals)",
+          atomic_load(&m->refused));
+}
+
 /* Wait up to ms for m's first refusal; whether there was one. */
 static bool minter_wait_refused(minter *m, int64_t ms)
 {
@@ -2390,10 +2456,6 @@ static bool minter_wait_refused(minter *m, int64_t ms)
         sleep_ms(5);
     return atomic_load(&m->refused) != 0;
 }
-
-/* The guard reads CLOCK_MONOTONIC_COARSE: a mint may pass up to a jiffy
- * after the deadline read on CLOCK_MONOTONIC. */
-#define COARSE_NS INT64_C(10000000)
 
 /* E5: a partition between holder 1 and etcd (the proxy drops all of its
  * traffic; holder 2 talks to etcd directly), longer than the TTL. Holder 1
@@ -2430,11 +2492,11 @@ static void e5_partition(void **unused)
     IDM_ASSERT_RC(idm_lease_open(&l2, &o2), IDM_EBUSY);
     l2 = NULL;
     minter_start(&m, g1, l1);
-    sleep_ms(300);
+    minter_wait_minted(&m);
 
     fake_drop(&px, true);
     t_part = mono_ns();
-    CHECK(minter_wait_refused(&m, 3000), "holder 1 minted on through the partition");
+    CHECK(minter_wait_refused(&m, HUNG_MS), "holder 1 minted on through the partition");
     pthread_mutex_lock(&px.mu);
     fwd_ns = px.ka_fwd_ns; /* the last keepalive (or the grant) that reached etcd */
     pthread_mutex_unlock(&px.mu);
@@ -2443,24 +2505,20 @@ static void e5_partition(void **unused)
            "keepalive reached etcd\n",
            LL((m.first_refused_ns - t_part) / 1000000),
            LL((m.first_refused_ns - fwd_ns) / 1000000));
-    CHECK(m.first_refused_ns - t_part <= INT64_C(1700) * 1000000, "stopped %lld ms in",
-          LL((m.first_refused_ns - t_part) / 1000000));
     CHECK(m.deadline_at_refusal <= fwd_ns + ttl_ns - margin_ns,
           "deadline %lld ms after the last keepalive reached etcd",
           LL((m.deadline_at_refusal - fwd_ns) / 1000000));
     CHECK(m.last_ok_before_ns < m.deadline_at_refusal + COARSE_NS,
           "minted %lld ms past the deadline",
           LL((m.last_ok_before_ns - m.deadline_at_refusal) / 1000000));
-    CHECK(m.first_refused_ns < m.deadline_at_refusal + COARSE_NS + INT64_C(50000000),
-          "refused %lld ms after the deadline",
-          LL((m.first_refused_ns - m.deadline_at_refusal) / 1000000));
     idm_lease_status_get(l1, &st);
     assert_int_equal(st.lost, 0); /* etcd said nothing */
 
-    /* Holder 2 claims the id as soon as etcd has expired holder 1's lease. */
-    while (mono_ns() - t_part < INT64_C(7000) * 1000000) {
+    /* Holder 2 claims the id as soon as etcd has expired holder 1's lease
+     * (a claim that times out on a loaded machine is tried again). */
+    while (mono_ns() - t_part < HUNG_MS * INT64_C(1000000)) {
         rc = idm_lease_open(&l2, &o2);
-        if (rc != IDM_EBUSY)
+        if (rc != IDM_EBUSY && rc != IDM_EIO)
             break;
         sleep_ms(50);
     }
@@ -2478,7 +2536,7 @@ static void e5_partition(void **unused)
 
     /* The heal: holder 1's next renewal finds the id bound to another lease. */
     fake_drop(&px, false);
-    wait_status(l1, &st, 4000, true, 0);
+    wait_status(l1, &st, HUNG_MS, true, 0);
     minter_stop(&m);
     CHECK(st.lost, "holder 1 was not told its claim is lost (error %s)",
           idm_err_name(st.last_error));
@@ -2542,7 +2600,7 @@ static void e7_slow_answers(void **unused)
     renewals = st.renewals;
     for (int i = 0; i < 2; i++) {
         int64_t lag;
-        wait_status(l, &st, 3000, false, renewals);
+        wait_status(l, &st, HUNG_MS, false, renewals);
         CHECK(!st.lost && st.last_error == 0 && st.renewals > renewals,
               "a renewal with a 300 ms answer failed: %s", idm_err_name(st.last_error));
         renewals = st.renewals;
@@ -2563,9 +2621,17 @@ static void e7_slow_answers(void **unused)
     pthread_mutex_lock(&px.mu);
     n0 = px.nka;
     pthread_mutex_unlock(&px.mu);
-    CHECK(minter_wait_refused(&m, 4000), "minting went on with every answer late");
+    CHECK(minter_wait_refused(&m, HUNG_MS), "minting went on with every answer late");
     assert_int_equal(m.first_rc, IDM_ELEASE);
-    sleep_ms(t_slow / 1000000 + 4500 - mono_ms());
+    /* The keeper goes on trying: wait for five keepalives since the delay. */
+    for (int64_t until = mono_ms() + HUNG_MS; mono_ms() < until;) {
+        pthread_mutex_lock(&px.mu);
+        n1 = px.nka;
+        pthread_mutex_unlock(&px.mu);
+        if (n1 - n0 >= 5)
+            break;
+        sleep_ms(20);
+    }
     idm_lease_status_get(l, &st);
     pthread_mutex_lock(&px.mu);
     ok_ns = px.ka_ok_ns; /* the last keepalive answered in time */
@@ -2576,9 +2642,10 @@ static void e7_slow_answers(void **unused)
     pthread_mutex_unlock(&px.mu);
     attempts = n1 - n0;
     printf("  E7: answers held %lld ms: stopped %lld ms in, %lld ms before the last good "
-           "keepalive + TTL; %d keepalives in 4.5 s, at most %lld ms apart\n",
+           "keepalive + TTL; %d keepalives in %lld ms, at most %lld ms apart\n",
            LL(ttl_ms * 9 / 10), LL((m.first_refused_ns - t_slow) / 1000000),
-           LL((ok_ns + ttl_ns - m.first_refused_ns) / 1000000), attempts, LL(max_gap / 1000000));
+           LL((ok_ns + ttl_ns - m.first_refused_ns) / 1000000), attempts,
+           LL((mono_ns() - t_slow) / 1000000), LL(max_gap / 1000000));
     assert_int_equal(st.lost, 0);
     CHECK(st.renewals == renewals || st.renewals == renewals + 1,
           "%llu renewals worked with answers 2.7 s late", ULL(st.renewals - renewals));
@@ -2591,15 +2658,17 @@ static void e7_slow_answers(void **unused)
     CHECK(m.last_ok_before_ns < ok_ns + ttl_ns, "minted after the lease could expire on etcd");
     CHECK(atomic_load(&m.after_refusal) == 0, "%d ids minted after the deadline with no renewal",
           atomic_load(&m.after_refusal));
-    CHECK(attempts >= 4, "only %d keepalives in 4.5 s", attempts);
+    CHECK(attempts >= 5, "only %d keepalives", attempts);
     CHECK(max_gap <= (ttl_ms / 3 + ttl_ms / 6 + 200) * 1000000,
           "keepalives %lld ms apart (TTL/3 is %lld)", LL(max_gap / 1000000), LL(ttl_ms / 3));
 
     fake_delay(&px, 0);
-    wait_status(l, &st, 3000, false, st.renewals);
+    wait_status(l, &st, HUNG_MS, false, st.renewals);
     CHECK(!st.lost && st.last_error == 0, "lost %d error %s", st.lost,
           idm_err_name(st.last_error));
-    sleep_ms(200);
+    for (int64_t until = mono_ms() + HUNG_MS;
+         atomic_load(&m.after_refusal) == 0 && mono_ms() < until;)
+        sleep_ms(5);
     minter_stop(&m);
     CHECK(atomic_load(&m.after_refusal) > 0, "minting did not resume");
     CHECK(m.unrenewed == 0, "%d ids minted after a refusal before any renewal", m.unrenewed);
@@ -2638,7 +2707,7 @@ static void e11_etcd_restarted(void **unused)
     assert_int_equal(srv(NULL, 0, args), 0);
     CHECK(member_pid(g_dir, 1) != before, "etcd was not restarted");
     idm_lease_status_get(l, &st);
-    wait_status(l, &st, 6000, false, st.renewals);
+    wait_status(l, &st, HUNG_MS, false, st.renewals);
     printf("  E11: renewed %lld ms after the kill\n", LL(mono_ms() - t0));
     CHECK(!st.lost && st.last_error == 0, "lost %d error %s", st.lost,
           idm_err_name(st.last_error));
@@ -2716,7 +2785,7 @@ static void e18_wiped_cluster(void **unused)
     assert_int_equal(key_lease(g_eps, "e18", 0), lease);
     fake_hold(&px, false);
 
-    wait_status(l, &st, 5000, true, 0);
+    wait_status(l, &st, HUNG_MS, true, 0);
     CHECK(st.lost, "a different cluster went unnoticed");
     assert_int_equal(st.last_error, IDM_ELEASE);
     IDM_ASSERT_RC(idm_snowflake_next(g, &id), IDM_ELEASE);
@@ -2784,7 +2853,7 @@ static void e8_leader_killed(void **unused)
     assert_int_equal(srv(NULL, 0, args), 0);
     idm_lease_status_get(l, &st);
     refused = mint_for(g, &iv, 3500);
-    wait_status(l, &st, 5000, false, st.renewals);
+    wait_status(l, &st, HUNG_MS, false, st.renewals);
     printf("  E8: leader %d killed; after 3.5 s: renewals %llu, lost %d, %d mints refused\n",
            leader, ULL(st.renewals), st.lost, refused);
     if (st.lost) {
@@ -2829,7 +2898,8 @@ static void e10_quorum_lost(void **unused)
     idm_lease_status st;
     idm_test_idvec iv = {0};
     uint64_t id;
-    int64_t t0;
+    int64_t t_lost, last_ok_start = 0, ttl_ns = INT64_C(3000) * 1000000,
+                    margin_ns = INT64_C(600) * 1000000;
     int rc = 0;
     (void)unused;
     IDM_ASSERT_OK(idm_layout_preset(&layout, "twitter"));
@@ -2838,25 +2908,35 @@ static void e10_quorum_lost(void **unused)
     g = gen_for(layout, l);
     IDM_ASSERT_OK(idm_lease_attach(l, g));
     mint_n(g, &iv, 100);
+    wait_status(l, &st, HUNG_MS, false, 1); /* a keeper renewal (the claim was the first) */
     for (int m = 1; m <= 2; m++) {
         snprintf(args, sizeof args, "kill '%s' %d", g_cdir, m);
         assert_int_equal(srv(NULL, 0, args), 0);
     }
-    t0 = mono_ms();
-    while (mono_ms() - t0 < 6000 && (rc = idm_snowflake_next(g, &id)) == 0) {
+    t_lost = mono_ns();
+    while (mono_ns() - t_lost < HUNG_MS * INT64_C(1000000)) {
+        int64_t t = mono_ns();
+        if ((rc = idm_snowflake_next(g, &id)) != 0)
+            break;
         idm_test_idvec_push(&iv, id);
+        last_ok_start = t;
         sleep_ms(2);
     }
     IDM_ASSERT_RC(rc, IDM_ELEASE);
-    CHECK(mono_ms() - t0 <= 2600, "minted %lld ms into the quorum loss", LL(mono_ms() - t0));
     idm_lease_status_get(l, &st);
+    /* No renewal can work without a quorum (the mark's txn cannot commit):
+     * the deadline is a renewal's sent before, and no mint started past it. */
+    CHECK(st.deadline <= t_lost + ttl_ns - margin_ns, "deadline %lld ms into the quorum loss",
+          LL((st.deadline - t_lost) / 1000000));
+    CHECK(last_ok_start < st.deadline + COARSE_NS, "a mint started %lld ms past the deadline",
+          LL((last_ok_start - st.deadline) / 1000000));
     assert_int_equal(st.lost, 0);
     CHECK(st.last_error != 0 && st.last_error != IDM_ELEASE, "%s", idm_err_name(st.last_error));
     for (int m = 1; m <= 2; m++) {
         snprintf(args, sizeof args, "restart '%s' %d", g_cdir, m);
         assert_int_equal(srv(NULL, 0, args), 0);
     }
-    wait_status(l, &st, 8000, false, st.renewals);
+    wait_status(l, &st, HUNG_MS, false, st.renewals);
     printf("  E10: quorum back; the claim %s\n", st.lost ? "was reported lost" : "renewed");
     if (!st.lost) {
         CHECK(st.last_error == 0, "%s", idm_err_name(st.last_error));
@@ -2886,26 +2966,28 @@ static void member_ep(int n, char *out, size_t size)
 }
 
 /* E9: a holder pinned to one member (its only endpoint), the leader, which
- * is stopped with SIGSTOP past the TTL while the other two elect a new
- * leader. The holder times out and stops at its deadline; meanwhile a
- * second holder, through the other two members, claims the only id if the
- * new leader expires the lease. After SIGCONT the first holder's renewal
- * finds the claim lost (then the second holder's ids are above its mark),
- * or, if the lease lived (and nobody else took the id), renewals resume.
- * Never a mint between the deadline and a renewal that worked; no id twice. */
+ * is stopped with SIGSTOP while the other two elect a new leader. The
+ * holder times out and stops at its deadline, that of a renewal sent before
+ * the stop, with no word from etcd. The member stays stopped until a second
+ * holder, through the other two members, has claimed the only id: the new
+ * leader extended the lease once (when it took over) and then expired it,
+ * since no keepalive reaches it. After SIGCONT the first holder's renewal
+ * finds the claim lost (the lease is gone, the key bound to another), and
+ * it never mints again; the second holder started above every id the first
+ * minted. No id twice. */
 static void e9_pinned_member_stopped(void **unused)
 {
     char args[4400], out[32], ep[64], others[160], *url1, *url2;
     idm_lease_opts o1, o2;
     idm_lease *l1, *l2 = NULL;
     idm_layout *layout;
-    idm_snowflake *g1, *g2 = NULL;
+    idm_snowflake *g1, *g2;
     idm_lease_status st;
     idm_test_idvec iv = {0};
     minter m;
     uint64_t id;
-    int leader, rc = IDM_EBUSY;
-    int64_t t_stop, t_claim = 0;
+    int leader, rc = IDM_EBUSY, tries = 0;
+    int64_t t_stop, t_claim, ttl_ns = INT64_C(2000) * 1000000, margin_ns = INT64_C(400) * 1000000;
     pid_t pid;
     (void)unused;
     IDM_ASSERT_OK(idm_layout_preset(&layout, "twitter"));
@@ -2933,86 +3015,67 @@ static void e9_pinned_member_stopped(void **unused)
     g1 = gen_for(layout, l1);
     IDM_ASSERT_OK(idm_lease_attach(l1, g1));
     minter_start(&m, g1, l1);
-    sleep_ms(300);
+    minter_wait_minted(&m);
+    wait_status(l1, &st, HUNG_MS, false, 1); /* a keeper renewal (the claim was the first) */
 
     pid = member_pid(g_cdir, leader);
     assert_true(pid > 0);
-    assert_int_equal(kill(pid, SIGSTOP), 0);
-    atomic_store(&g_frozen, (int)pid);
-    t_stop = mono_ns();
-    CHECK(minter_wait_refused(&m, 3000), "minted on with its only member stopped");
+    t_stop = freeze(pid);
+    CHECK(minter_wait_refused(&m, HUNG_MS), "minted on with its only member stopped");
     assert_int_equal(m.first_rc, IDM_ELEASE);
-    printf("  E9: leader %d stopped; its client stopped minting %lld ms later\n", leader,
-           LL((m.first_refused_ns - t_stop) / 1000000));
-    CHECK(m.first_refused_ns - t_stop <= INT64_C(1700) * 1000000, "stopped %lld ms in",
-          LL((m.first_refused_ns - t_stop) / 1000000));
-    CHECK(m.deadline_at_refusal <= t_stop + INT64_C(1600) * 1000000,
+    printf("  E9: leader %d stopped; its client's deadline was %lld ms later\n", leader,
+           LL((m.deadline_at_refusal - t_stop) / 1000000));
+    CHECK(m.deadline_at_refusal <= t_stop + ttl_ns - margin_ns,
           "deadline %lld ms after the stop", LL((m.deadline_at_refusal - t_stop) / 1000000));
     CHECK(m.last_ok_before_ns < m.deadline_at_refusal + COARSE_NS, "minted %lld ms past D",
           LL((m.last_ok_before_ns - m.deadline_at_refusal) / 1000000));
     idm_lease_status_get(l1, &st);
-    assert_int_equal(st.lost, 0);
+    assert_int_equal(st.lost, 0); /* etcd said nothing */
 
-    /* Past the TTL; the second holder tries for the id through the others. */
-    while (mono_ns() - t_stop < INT64_C(6000) * 1000000) {
+    /* The second holder tries for the id through the other two until the
+     * new leader has expired the first's lease (the member stays stopped
+     * all along); the bound only ends a hung test. */
+    while (mono_ns() - t_stop < INT64_C(60000) * 1000000) {
+        tries++;
         rc = idm_lease_open(&l2, &o2);
         if (rc != IDM_EBUSY && rc != IDM_EIO)
             break;
         sleep_ms(100);
     }
-    if (rc == 0) {
-        t_claim = mono_ns();
-        printf("  E9: the new leader expired the lease: id taken %lld ms after the stop\n",
-               LL((t_claim - t_stop) / 1000000));
-        CHECK(m.last_ok_before_ns < t_claim, "the first holder minted after the second's claim");
-        g2 = gen_after_loss(layout, l2);
-        IDM_ASSERT_OK(idm_lease_attach(l2, g2));
-        mint_n(g2, &iv, 500);
-    } else {
-        IDM_ASSERT_RC(rc, IDM_EBUSY);
-        l2 = NULL;
-        printf("  E9: the lease outlived 6 s of the stop\n");
-    }
-    sleep_ms(t_stop / 1000000 + 3000 - mono_ms()); /* at least 1.5 TTL stopped */
+    IDM_ASSERT_OK(rc);
+    t_claim = mono_ns();
+    printf("  E9: the id taken %lld ms after the stop (%d tries)\n",
+           LL((t_claim - t_stop) / 1000000), tries);
+    assert_int_equal(idm_lease_worker(l2), idm_lease_worker(l1));
+    CHECK(m.last_ok_before_ns < t_claim, "the first holder minted after the second's claim");
+    g2 = gen_after_loss(layout, l2);
+    IDM_ASSERT_OK(idm_lease_attach(l2, g2));
+    mint_n(g2, &iv, 500);
 
-    idm_lease_status_get(l1, &st);
-    assert_int_equal(kill(pid, SIGCONT), 0);
-    atomic_store(&g_frozen, 0);
-    wait_status(l1, &st, 8000, false, st.renewals);
-    sleep_ms(200);
+    thaw(pid);
+    wait_status(l1, &st, HUNG_MS, true, 0);
+    CHECK(st.lost, "both holders hold id %u after SIGCONT (error %s)",
+          (unsigned)idm_lease_worker(l1), idm_err_name(st.last_error));
+    assert_int_equal(st.last_error, IDM_ELEASE);
+    IDM_ASSERT_RC(idm_snowflake_next(g1, &id), IDM_ELEASE);
     minter_stop(&m);
-    printf("  E9: after SIGCONT the claim %s; %d ids minted after the deadline\n",
-           st.lost ? "was reported lost" : "renewed", atomic_load(&m.after_refusal));
-    CHECK(m.unrenewed == 0, "%d ids minted after the deadline before any renewal", m.unrenewed);
-    if (l2 != NULL) {
-        CHECK(st.lost, "both holders hold id %u (error %s)", (unsigned)idm_lease_worker(l1),
-              idm_err_name(st.last_error));
-        CHECK(atomic_load(&m.after_refusal) == 0, "%d ids minted after the id was taken",
-              atomic_load(&m.after_refusal));
-    }
-    if (st.lost) {
-        assert_int_equal(st.last_error, IDM_ELEASE);
-        IDM_ASSERT_RC(idm_snowflake_next(g1, &id), IDM_ELEASE);
-    } else {
-        CHECK(st.last_error == 0, "no renewal after SIGCONT: %s", idm_err_name(st.last_error));
-        CHECK(atomic_load(&m.after_refusal) > 0, "minting did not resume after a renewal");
-    }
+    printf("  E9: after SIGCONT the claim was reported lost; %d ids minted after the "
+           "deadline\n",
+           atomic_load(&m.after_refusal));
+    CHECK(atomic_load(&m.after_refusal) == 0, "%d ids minted after the deadline",
+          atomic_load(&m.after_refusal));
     CHECK(m.iv.n > 0, "nothing minted");
-    if (l2 != NULL) {
-        /* one worker id: the second holder's ids above every one of the first's */
-        CHECK(idm_lease_mark(l2) >= time_of(layout, m.iv.v[m.iv.n - 1]), "mark %lld below %lld",
-              LL(idm_lease_mark(l2)), LL(time_of(layout, m.iv.v[m.iv.n - 1])));
-        for (size_t i = 0; i < iv.n; i++)
-            idm_test_idvec_push(&m.iv, iv.v[i]);
-        mint_n(g2, &m.iv, 500);
-    }
+    /* One worker id: the second holder's ids above every one of the first's. */
+    CHECK(idm_lease_mark(l2) >= time_of(layout, m.iv.v[m.iv.n - 1]), "mark %lld below %lld",
+          LL(idm_lease_mark(l2)), LL(time_of(layout, m.iv.v[m.iv.n - 1])));
+    for (size_t i = 0; i < iv.n; i++)
+        idm_test_idvec_push(&m.iv, iv.v[i]);
+    mint_n(g2, &m.iv, 500);
     idm_test_check_ids(&m.iv);
-    idm_lease_close(l1);
+    IDM_ASSERT_RC(idm_lease_close(l1), 0); /* lost: nothing to release */
     idm_snowflake_close(g1);
-    if (l2 != NULL) {
-        IDM_ASSERT_OK(idm_lease_close(l2));
-        idm_snowflake_close(g2);
-    }
+    IDM_ASSERT_OK(idm_lease_close(l2));
+    idm_snowflake_close(g2);
     idm_test_idvec_free(&m.iv);
     idm_test_idvec_free(&iv);
     idm_layout_free(layout);
