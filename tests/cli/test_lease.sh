@@ -198,9 +198,12 @@ if ! "${CC:-gcc}" -shared -fPIC -O1 -o "$T/mkdir_gate.so" "$T/mkdir_gate.c" 2>"$
     bad "cannot build the mkdir shim with ${CC:-gcc}: $(head -c 300 "$T/cc.err")"
 fi
 mkdir "$T/gate"
+# A sanitizer build's runtime must come first in LD_PRELOAD (AddressSanitizer
+# refuses to start otherwise): the one the binary links, as ldd finds it.
+SAN_RT=$(ldd "$BIN" 2>/dev/null | awk '/lib(asan|tsan|ubsan)\.so/ { print $3; exit }')
 # env execs idmint: $! is idmint's pid.
-GATED=(env "LD_PRELOAD=$T/mkdir_gate.so${LD_PRELOAD:+:$LD_PRELOAD}" "GATE_PATH=$T/l0"
-    "GATE_DIR=$T/gate" GATE_N=8 "$BIN")
+GATED=(env "LD_PRELOAD=${SAN_RT:+$SAN_RT:}$T/mkdir_gate.so${LD_PRELOAD:+:$LD_PRELOAD}"
+    "GATE_PATH=$T/l0" "GATE_DIR=$T/gate" GATE_N=8 "$BIN")
 U0="file://$T/l0"
 FP=()
 for i in 1 2 3 4; do
