@@ -249,17 +249,10 @@ static void quiet(void *arg, const char *message)
     (void)message;
 }
 
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* A call starts: it must end within the timeout from now. */
 static void begin_call(pg_store *p)
 {
-    p->deadline = mono_ns() + p->timeout_ms * NS_PER_MS;
+    p->deadline = idm__seg_mono_ns() + p->timeout_ms * NS_PER_MS;
 }
 
 /* Wait until fd is ready for events (POLLIN, POLLOUT) or until (monotonic
@@ -272,7 +265,7 @@ static int wait_socket(int fd, short events, int64_t until)
         return -1;
     for (;;) {
         struct pollfd pf = {fd, events, 0};
-        int64_t left = until - mono_ns();
+        int64_t left = until - idm__seg_mono_ns();
         int r;
         if (left <= 0)
             return 0;
@@ -347,8 +340,8 @@ static int pg_connect(pg_store *p)
     if (p->conn == NULL)
         return idm__seg_fail(IDM_ENOMEM, "store %s: out of memory connecting", p->url);
     PQsetNoticeProcessor(p->conn, quiet, NULL);
-    if ((ct = connect_timeout_ns(p->conn)) > 0 && mono_ns() + ct < until) {
-        until = mono_ns() + ct;
+    if ((ct = connect_timeout_ns(p->conn)) > 0 && idm__seg_mono_ns() + ct < until) {
+        until = idm__seg_mono_ns() + ct;
         by_ct = true;
     }
     /* PQconnectStart has begun: libpq asks to be polled as after WRITING. */

@@ -32,6 +32,9 @@ extern const idm__store_backend idm__store_postgres;
 
 #define idm__seg_fail idm_error_fail
 
+/* CLOCK_MONOTONIC in ns, for the stores' deadlines and the allocator. */
+int64_t idm__seg_mono_ns(void);
+
 /* A sequence name: 1 to IDM_SEQ_NAME_MAX of [A-Za-z0-9_.-]; IDM_EINVAL
  * with a detail naming the fault. */
 int idm__seq_check_name(const char *name);

@@ -159,13 +159,6 @@ struct idm_seq {
     const idm_clock *clock;
 };
 
-static int64_t mono_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static struct timespec abs_ts(int64_t ns)
 {
     struct timespec ts;
@@ -360,7 +353,7 @@ static void mark_down_locked(idm_seq *q, size_t k)
     } else {
         t->backoff = t->backoff >= DOWN_MAX_NS / 2 ? DOWN_MAX_NS : 2 * t->backoff;
     }
-    t->retry_at = mono_now() + t->backoff;
+    t->retry_at = idm__seg_mono_ns() + t->backoff;
 }
 
 static void mark_up_locked(idm_seq *q, size_t k)
@@ -377,7 +370,7 @@ static bool call_begin_locked(idm_seq *q, size_t k)
 {
     if (q->closing)
         return false;
-    q->call_start = mono_now();
+    q->call_start = idm__seg_mono_ns();
     q->call_store = k;
     return true;
 }
@@ -413,7 +406,7 @@ static int fetch(idm_seq *q, size_t start, int64_t size, block *b)
 {
     int rc = IDM_EUNAVAIL;
     bool tried = false;
-    int64_t now = mono_now();
+    int64_t now = idm__seg_mono_ns();
     pthread_mutex_lock(&q->k->mu);
     for (size_t k = 0; k < q->nstores; k++) {
         store_state *t = &q->st[k];
@@ -448,24 +441,19 @@ static int fetch(idm_seq *q, size_t start, int64_t size, block *b)
                 mark_down_locked(q, k);
             }
             q->last_error = rc;
-            if (rc == 0) {
-                q->fetches++;
-            } else if (rc == IDM_ECORRUPT) {
+            if (rc != 0) { /* a block is counted in fetches once recorded (below) */
                 q->fetch_errors++;
                 q->last_fail = rc;
-            } else {
-                q->fetch_errors++;
-                q->last_fail = rc;
-                snprintf(q->last_detail, sizeof q->last_detail, "store %zu (%s): %s: %s", k,
-                         idm_store_url(q->stores[k]), idm_err_name(rc), idm_error_detail());
+                if (rc != IDM_ECORRUPT) /* refuse_locked wrote its own */
+                    snprintf(q->last_detail, sizeof q->last_detail, "store %zu (%s): %s: %s", k,
+                             idm_store_url(q->stores[k]), idm_err_name(rc), idm_error_detail());
             }
             pthread_mutex_unlock(&q->k->mu);
             if (rc != 0)
                 continue;
             if ((rc = record_floors(q)) != 0) {
                 pthread_mutex_lock(&q->k->mu);
-                q->last_error = q->last_fail = rc;
-                q->fetches--; /* taken, but never used: a failed fetch */
+                q->last_error = q->last_fail = rc; /* taken, never used: a failed fetch */
                 q->fetch_errors++;
                 snprintf(q->last_detail, sizeof q->last_detail,
                          "store %zu (%s): block not used: %s: %s", k,
@@ -473,6 +461,9 @@ static int fetch(idm_seq *q, size_t start, int64_t size, block *b)
                 pthread_mutex_unlock(&q->k->mu);
                 return rc;
             }
+            pthread_mutex_lock(&q->k->mu);
+            q->fetches++;
+            pthread_mutex_unlock(&q->k->mu);
             b->first = first;
             b->stride = (int64_t)q->nstores;
             b->size = size;
@@ -558,17 +549,17 @@ static void serve_locked(keeper *k, idm_seq *q)
 {
     int64_t size = q->block_size;
     size_t start = q->next_store;
-    block b;
+    block b = {0, 1, 0, 0};
     int rc;
     int64_t t0;
     q->fetching = true;
     q->busy = true;
     pthread_mutex_unlock(&k->mu);
-    t0 = mono_now();
+    t0 = idm__seg_mono_ns();
     rc = fetch(q, start, size, &b);
     pthread_mutex_lock(&k->mu);
     q->fetching = false;
-    q->last_try_ns = mono_now();
+    q->last_try_ns = idm__seg_mono_ns();
     if (rc == 0) {
         int64_t took = q->last_try_ns - t0;
         q->fetch_ns = q->fetch_ns == 0 ? took : (3 * q->fetch_ns + took) / 4;
@@ -604,7 +595,7 @@ static void *keeper_main(void *arg)
     keeper *k = arg;
     pthread_mutex_lock(&k->mu);
     while (!k->stop) {
-        int64_t now = mono_now(), wake = INT64_MAX;
+        int64_t now = idm__seg_mono_ns(), wake = INT64_MAX;
         idm_seq *pick = NULL;
         for (idm_seq *q = k->head; q != NULL; q = q->next) {
             if (q->closing || !q->need || q->spare_ready || q->nbad == q->nstores)
@@ -679,7 +670,7 @@ static int slow(idm_seq *q, uint64_t g)
             break;
         }
         want_block_locked(q, true);
-        now = mono_now();
+        now = idm__seg_mono_ns();
         if (!waited) {
             waited = true;
             t0 = now;
@@ -709,7 +700,7 @@ static int slow(idm_seq *q, uint64_t g)
         }
     }
     if (waited) {
-        q->wait_ns += (uint64_t)(mono_now() - t0);
+        q->wait_ns += (uint64_t)(idm__seg_mono_ns() - t0);
         q->waiters--;
     }
     pthread_mutex_unlock(&q->k->mu);
@@ -1109,7 +1100,7 @@ void idm_seq_stats_get(idm_seq *q, idm_seq_stats *out)
     out->bad_stores = q->nbad;
     snprintf(out->bad_detail, sizeof out->bad_detail, "%s", q->bad_detail);
     out->down_stores = q->ndown;
-    out->call_ms = q->call_start != 0 ? (mono_now() - q->call_start) / NS_PER_MS : 0;
+    out->call_ms = q->call_start != 0 ? (idm__seg_mono_ns() - q->call_start) / NS_PER_MS : 0;
     out->call_store = q->call_store;
     pthread_mutex_unlock(&q->k->mu);
 }

@@ -110,17 +110,10 @@ static int idm_code(int rc)
     }
 }
 
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* A call starts: it must end within the timeout from now. */
 static void begin_call(sq_store *s)
 {
-    s->deadline = mono_ns() + s->timeout_ms * NS_PER_MS;
+    s->deadline = idm__seg_mono_ns() + s->timeout_ms * NS_PER_MS;
 }
 
 /* Fail with the connection's message; call before resetting the statement
@@ -128,7 +121,7 @@ static void begin_call(sq_store *s)
  * another connection held the write lock for the whole wait. */
 static int sq_fail(sq_store *s, int rc, const char *what)
 {
-    if ((rc & 0xff) == SQLITE_BUSY && mono_ns() >= s->deadline)
+    if ((rc & 0xff) == SQLITE_BUSY && idm__seg_mono_ns() >= s->deadline)
         return idm__seg_fail(IDM_EUNAVAIL,
                              "store %s: %s: no answer within %lld ms: another connection holds "
                              "the write lock (%s)",
@@ -263,7 +256,7 @@ static void turn_give(sq_store *s)
 static int busy_wait(void *arg, int count)
 {
     const sq_store *s = arg;
-    int64_t left = s->deadline - mono_ns(), pause_ns;
+    int64_t left = s->deadline - idm__seg_mono_ns(), pause_ns;
     struct timespec ts;
     if (left <= 0)
         return 0;

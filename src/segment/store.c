@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "segment_internal.h"
 
@@ -145,6 +146,13 @@ int idm_store_custom(idm_store **out, const idm_store_ops *ops, void *ctx)
 const char *idm_store_url(const idm_store *s)
 {
     return s->url;
+}
+
+int64_t idm__seg_mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 /* 1 to IDM_SEQ_NAME_MAX of [A-Za-z0-9_.-]. */
