@@ -4,9 +4,11 @@
 #
 #   make run     install what is missing, build, start idmintd on 127.0.0.1
 #   make test    install what is missing, build, run every test: plain,
-#                under ASan+UBSan, and under TSan
+#                without the optional backends, under ASan+UBSan, under
+#                TSan, and the fuzz targets
 #   make bench   build optimised and run the benchmarks (never fails on speed)
-#   make install build and install the library, headers, idmint.pc, CLI, man
+#   make install build and install the libraries (idmint, idmint_lease,
+#                idmint_segment), headers, .pc files, idmint, idmintd, man
 
 BUILD    ?= build
 JOBS     ?= $(shell nproc 2>/dev/null || echo 2)

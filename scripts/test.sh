@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# The whole test suite, as `make test` runs it: a plain build, then the same
-# tests under AddressSanitizer + UndefinedBehaviorSanitizer, then under
-# ThreadSanitizer, then each libFuzzer target for a bounded number of runs. Each build has its own directory; ctest runs each test in
-# its own process with a timeout. Exits non-zero if anything failed.
+# The whole test suite, as `make test` runs it: a plain build, then a build
+# without the optional backends, then the tests under AddressSanitizer +
+# UndefinedBehaviorSanitizer, then under ThreadSanitizer, then each libFuzzer
+# target for a bounded number of runs. Each build has its own directory;
+# ctest runs each test in its own process with a timeout. Exits non-zero if
+# anything failed.
 set -uo pipefail
 jobs=${1:-2}
 cd "$(dirname "$0")/.."
@@ -32,6 +34,23 @@ run_suite() { # name build-dir cmake-flags...
 }
 
 run_suite plain build-plain -DCMAKE_BUILD_TYPE=Release
+
+# Without the optional backends: the libraries and programs build, link no
+# client library, and refuse a left-out backend's URLs naming its option.
+minimal_suite() {
+  echo "== minimal"
+  local dir=build-minimal
+  if ! cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release -DIDM_TESTS=OFF -DIDM_BENCH=OFF \
+         -DIDM_WITH_ETCD=OFF -DIDM_WITH_SQLITE=OFF -DIDM_WITH_POSTGRES=OFF >/dev/null ||
+     ! cmake --build "$dir" -j "$jobs" >/dev/null; then
+    echo "minimal: build failed" >&2
+    cmake --build "$dir" -j 1 2>&1 | tail -40 >&2
+    status=1
+    return
+  fi
+  bash tests/build/test_minimal.sh "$dir" || status=1
+}
+minimal_suite
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   run_suite asan build-asan -DIDM_ASAN=ON
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \

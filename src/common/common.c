@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: MIT */
+/* Small shared pieces (see common.h). */
+#include "common.h"
+
+#include <idmint/error.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+int64_t idm__mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int (*idm__fault_hook)(const char *site);
+
+int idm__fault_at(const char *site)
+{
+    int (*hook)(const char *) = idm__fault_hook;
+    int e = hook != NULL ? hook(site) : 0;
+    if (e != 0)
+        errno = e;
+    return e;
+}
+
+const char *idm__file_kind(mode_t m)
+{
+    return S_ISREG(m)    ? "a regular file"
+           : S_ISFIFO(m) ? "a FIFO"
+           : S_ISDIR(m)  ? "a directory"
+           : S_ISCHR(m)  ? "a character device"
+           : S_ISBLK(m)  ? "a block device"
+           : S_ISSOCK(m) ? "a socket"
+           : S_ISLNK(m)  ? "a symbolic link"
+                         : "of an unknown type";
+}
+
+int idm__open_regular(const char *path, int flags, mode_t mode, const char **kind)
+{
+    struct stat st;
+    int fd, fl;
+    if (kind != NULL)
+        *kind = NULL;
+    do
+        fd = open(path, flags | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, mode);
+    while (fd < 0 && errno == EINTR);
+    if (fd < 0)
+        return -1;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        if (kind != NULL)
+            *kind = idm__file_kind(st.st_mode);
+        errno = EINVAL;
+        return -1;
+    }
+    if (!(flags & O_NONBLOCK) && (fl = fcntl(fd, F_GETFL)) >= 0)
+        (void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    return fd;
+}
+
+/* Append n bytes of s to out (length *len, capacity cap), cutting. */
+static void put(char *out, size_t cap, size_t *len, const char *s, size_t n)
+{
+    if (*len + 1 >= cap)
+        return;
+    if (n > cap - 1 - *len)
+        n = cap - 1 - *len;
+    memcpy(out + *len, s, n);
+    *len += n;
+    out[*len] = '\0';
+}
+
+void idm__url_mask(const char *url, char *out, size_t cap)
+{
+    const char *sep, *auth, *auth_end, *at = NULL, *colon = NULL, *p;
+    size_t len = 0;
+    if (cap == 0)
+        return;
+    out[0] = '\0';
+    if (url == NULL)
+        return;
+    sep = strstr(url, "://");
+    auth = sep != NULL ? sep + 3 : url;
+    /* The credentials run to the authority's last '@': as libpq reads a
+     * URL, that is before the first '/' (a '?' may be in a password). */
+    auth_end = sep != NULL ? auth + strcspn(auth, "/") : url;
+    for (p = auth; p < auth_end; p++) {
+        if (*p == '@')
+            at = p;
+    }
+    if (at != NULL)
+        colon = memchr(auth, ':', (size_t)(at - auth));
+    for (p = url; *p != '\0';) {
+        if (p == colon) {
+            put(out, cap, &len, ":***", 4);
+            p = at;
+            continue;
+        }
+        if ((p == url || p[-1] == '?' || p[-1] == '&' || p[-1] == ' ') &&
+            strncmp(p, "password=", 9) == 0) {
+            put(out, cap, &len, "password=***", 12);
+            p += 9;
+            while (*p != '\0' && *p != '&' && *p != ' ')
+                p++;
+            continue;
+        }
+        put(out, cap, &len, p, 1);
+        p++;
+    }
+}
+
+const idm__scheme *idm__scheme_find(const idm__scheme *rows, size_t n, const char *url)
+{
+    const char *sep = url != NULL ? strstr(url, "://") : NULL;
+    if (sep == NULL)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        size_t l = strlen(rows[i].name);
+        if ((size_t)(sep - url) == l && strncmp(url, rows[i].name, l) == 0)
+            return &rows[i];
+    }
+    return NULL;
+}
+
+void idm__scheme_list(const idm__scheme *rows, size_t n, char *out, size_t cap)
+{
+    size_t len = 0;
+    if (cap == 0)
+        return;
+    out[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0)
+            put(out, cap, &len, ", ", 2);
+        put(out, cap, &len, rows[i].name, strlen(rows[i].name));
+        put(out, cap, &len, "://", 3);
+    }
+}
+
+int idm__scheme_pick(const idm__scheme *rows, size_t n, const char *family, const char *want,
+                     const char *url, const idm__scheme **row)
+{
+    char shown[128], known[96];
+    idm__url_mask(url, shown, sizeof shown);
+    *row = idm__scheme_find(rows, n, url);
+    if (url == NULL || strstr(url, "://") == NULL)
+        return idm_error_fail(IDM_EINVAL, "%s: '%.80s' is not a URL (want %s)", family, shown,
+                              want);
+    if (*row == NULL) {
+        idm__scheme_list(rows, n, known, sizeof known);
+        return idm_error_fail(IDM_EINVAL, "%s: unknown scheme in '%.80s' (known: %s)", family,
+                              shown, known);
+    }
+    if ((*row)->backend == NULL)
+        return idm_error_fail(IDM_EINVAL, "%s: %s:// support is not built in (%s)", family,
+                              (*row)->name, (*row)->missing);
+    return 0;
+}
