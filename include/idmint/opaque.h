@@ -73,6 +73,20 @@ typedef struct idm_opaque_key {
  */
 IDM_EXTERN int idm_opaque_key_parse(const char *hex, idm_opaque_key *out);
 
+/*
+ * Read a key file: a regular file holding what idm_opaque_key_parse takes
+ * (32 hex digits, one optional line end), opened without blocking (a FIFO
+ * is refused, never waited on). On failure *out is untouched, nothing read
+ * is left in memory, and the detail starts "key file 'PATH': " and says
+ * what is wrong without any key material:
+ *   IDM_EIO     it cannot be opened, stat'ed or read (the system's reason),
+ *   IDM_EINVAL  it is not a regular file ("not a regular file (it is a
+ *               FIFO)"), or path or out is NULL,
+ *   IDM_EPARSE  it does not hold a key (idm_opaque_key_parse's reason).
+ * Thread-safe.
+ */
+IDM_EXTERN int idm_opaque_key_load(const char *path, idm_opaque_key *out);
+
 /* The opaque value of id x (x < 2^63, else IDM_ERANGE); *out < 2^63. */
 IDM_EXTERN int idm_opaque_encrypt(const idm_opaque_key *k, uint64_t x, uint64_t *out);
 /* The id whose opaque value is y (y < 2^63, else IDM_ERANGE). */

@@ -209,7 +209,7 @@ IDM_EXTERN int idm_snowflake_next_batch(idm_snowflake *g, uint64_t *ids,
  * still fail (another thread may take the last state of a tick first).
  * Thread-safe, at the same time as mints.
  */
-IDM_EXTERN int idm_snowflake_check(idm_snowflake *g);
+IDM_EXTERN int idm_snowflake_check(const idm_snowflake *g);
 
 IDM_EXTERN const idm_layout *idm_snowflake_layout(const idm_snowflake *g);
 

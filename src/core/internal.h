@@ -73,6 +73,20 @@ int idm__rng_fill(const idm_rng *rng, void *buf, size_t n);
 void idm__chacha20_blocks(const uint32_t key[8], const uint32_t nonce[3], uint32_t counter,
                           uint8_t *out, size_t nblocks);
 
+#ifdef IDM_TEST_HOOKS
+/* Test builds only: a test that needs one of these compiles the source that
+ * defines it in, with IDM_TEST_HOOKS (tests/CMakeLists.txt,
+ * idm_test_with_hooks); the library has none. */
+#include <sys/types.h>
+struct idm_snowflake;
+/* rng.c: when set, seeds come from this function, called as getrandom(2)
+ * is (tests/unit/test_chacha.c counts reseeds and chooses the keys). */
+extern ssize_t (*idm__rng_getrandom_test_hook)(void *buf, size_t n, unsigned flags);
+/* snowflake.c: called at named points of a mint, to park it there
+ * (tests/unit/test_inflight.c). */
+extern void (*idm__snowflake_test_hook)(const char *point, struct idm_snowflake *g);
+#endif
+
 /* ---- a small spinlock for critical sections of a few instructions ---- */
 
 #include <sched.h>
@@ -145,6 +159,18 @@ static inline int idm__unhex(char c)
     if (c >= 'A' && c <= 'F')
         return c - 'A' + 10;
     return -1;
+}
+
+/* Crockford base32, the one table pair (ULID text, opaque ids' base32). */
+extern const char idm__b32_alphabet[32]; /* "0123456789ABCDEFGHJKMNPQRSTVWXYZ" */
+/* Per byte, its Crockford value plus one (0: not in the alphabet). */
+extern const uint8_t idm__b32_rev[256];
+/* Crockford value of a character, either case; -1 outside the alphabet (I,
+ * L, O and U included: the ULID spec leaves them out). A table lookup: it
+ * runs once per character of every ULID parsed. */
+static inline int idm__unbase32(unsigned char c)
+{
+    return (int)idm__b32_rev[c] - 1;
 }
 
 /* Wall time in ms from a clock (NULL: the system clock). */

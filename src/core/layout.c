@@ -114,6 +114,91 @@ static int finish(idm_layout *l)
     return 0;
 }
 
+/* The kind of field f, the next of l (at: its '@', if any, in the field's
+ * text p of len bytes), and the tick for the time field. */
+static int set_kind(idm_layout *l, struct idm__field *f, const char *p, size_t len,
+                    const char *at)
+{
+    if (strcmp(f->name, "time") == 0) {
+        size_t tlen;
+        int64_t tick;
+        if (l->nfields != 0)
+            return idm__fail(IDM_ELAYOUT, "layout: the time field must come first (highest bits)");
+        if (at == NULL)
+            return idm__fail(IDM_ELAYOUT, "layout: the time field needs a tick, e.g. time:41@1ms");
+        tlen = len - (size_t)(at + 1 - p);
+        tick = parse_tick(at + 1, tlen);
+        if (tick < 0)
+            return idm__fail(IDM_ELAYOUT, "layout: bad tick '%.*s' (want e.g. 1ms, 10ms, 1s)",
+                             (int)(tlen > 20 ? 20 : tlen), at + 1);
+        if (tick < 1 || tick > IDM_TICK_MS_MAX)
+            return idm__fail(IDM_ELAYOUT, "layout: tick of %lld ms is outside 1 ms to 60 s",
+                             (long long)tick);
+        l->tick_ms = tick;
+        f->kind = IDM_FIELD_TIME;
+        l->time_index = (int)l->nfields;
+        return 0;
+    }
+    if (at != NULL)
+        return idm__fail(IDM_ELAYOUT, "layout: only the time field takes a tick ('%s' has one)",
+                         f->name);
+    if (l->nfields == 0)
+        return idm__fail(IDM_ELAYOUT, "layout: the time field must come first (highest bits), "
+                                      "not '%s'", f->name);
+    if (strcmp(f->name, "seq") == 0) {
+        f->kind = IDM_FIELD_SEQ;
+        l->seq_index = (int)l->nfields;
+    } else {
+        f->kind = IDM_FIELD_NODE;
+    }
+    return 0;
+}
+
+/* One field's text p (len bytes, up to the next comma) as the next field of
+ * l; text is the whole layout, for messages. */
+static int parse_field(idm_layout *l, const char *p, size_t len, const char *text)
+{
+    const char *colon = memchr(p, ':', len);
+    const char *at;
+    size_t nlen, blen;
+    long bits;
+    struct idm__field *f;
+    int rc;
+
+    if (len == 0)
+        return idm__fail(IDM_ELAYOUT, "layout: empty field in '%.80s'", text);
+    if (colon == NULL)
+        return idm__fail(IDM_ELAYOUT, "layout: field '%.*s' has no ':bits'",
+                         (int)(len > 40 ? 40 : len), p);
+    nlen = (size_t)(colon - p);
+    if (!valid_name(p, nlen))
+        return idm__fail(IDM_ELAYOUT,
+                         "layout: bad field name '%.*s' (want [a-z][a-z0-9_]*, at most %d bytes)",
+                         (int)(nlen > 40 ? 40 : nlen), p, IDM_FIELD_NAME_MAX);
+    if (l->nfields == IDM_LAYOUT_MAX_FIELDS)
+        return idm__fail(IDM_ELAYOUT, "layout: more than %d fields", IDM_LAYOUT_MAX_FIELDS);
+    f = &l->f[l->nfields];
+    memcpy(f->name, p, nlen);
+    f->name[nlen] = '\0';
+    for (unsigned i = 0; i < l->nfields; i++)
+        if (strcmp(l->f[i].name, f->name) == 0)
+            return idm__fail(IDM_ELAYOUT, "layout: field '%s' repeats", f->name);
+
+    at = memchr(colon + 1, '@', len - nlen - 1);
+    blen = at != NULL ? (size_t)(at - colon - 1) : len - nlen - 1;
+    bits = small_num(colon + 1, blen, 64);
+    if (bits < 0)
+        return idm__fail(IDM_ELAYOUT, "layout: field '%s' has bad width '%.*s' (want 1 to 64)",
+                         f->name, (int)(blen > 20 ? 20 : blen), colon + 1);
+    if (bits == 0)
+        return idm__fail(IDM_ELAYOUT, "layout: field '%s' has zero width", f->name);
+    f->bits = (unsigned)bits;
+    rc = set_kind(l, f, p, len, at);
+    if (rc == 0)
+        l->nfields++;
+    return rc;
+}
+
 static int parse_into(idm_layout *l, const char *text, idm_unix_ms epoch)
 {
     const char *p = text;
@@ -129,74 +214,9 @@ static int parse_into(idm_layout *l, const char *text, idm_unix_ms epoch)
 
     for (;;) {
         const char *end = strchr(p, ',');
-        size_t len = end != NULL ? (size_t)(end - p) : strlen(p);
-        const char *colon = memchr(p, ':', len);
-        const char *at;
-        size_t nlen, blen;
-        long bits;
-        struct idm__field *f;
-
-        if (len == 0)
-            return idm__fail(IDM_ELAYOUT, "layout: empty field in '%.80s'", text);
-        if (colon == NULL)
-            return idm__fail(IDM_ELAYOUT, "layout: field '%.*s' has no ':bits'", (int)(len > 40 ? 40 : len), p);
-        nlen = (size_t)(colon - p);
-        if (!valid_name(p, nlen))
-            return idm__fail(IDM_ELAYOUT,
-                             "layout: bad field name '%.*s' (want [a-z][a-z0-9_]*, at most %d bytes)",
-                             (int)(nlen > 40 ? 40 : nlen), p, IDM_FIELD_NAME_MAX);
-        if (l->nfields == IDM_LAYOUT_MAX_FIELDS)
-            return idm__fail(IDM_ELAYOUT, "layout: more than %d fields", IDM_LAYOUT_MAX_FIELDS);
-        f = &l->f[l->nfields];
-        memcpy(f->name, p, nlen);
-        f->name[nlen] = '\0';
-        for (unsigned i = 0; i < l->nfields; i++)
-            if (strcmp(l->f[i].name, f->name) == 0)
-                return idm__fail(IDM_ELAYOUT, "layout: field '%s' repeats", f->name);
-
-        at = memchr(colon + 1, '@', len - nlen - 1);
-        blen = at != NULL ? (size_t)(at - colon - 1) : len - nlen - 1;
-        bits = small_num(colon + 1, blen, 64);
-        if (bits < 0)
-            return idm__fail(IDM_ELAYOUT, "layout: field '%s' has bad width '%.*s' (want 1 to 64)",
-                             f->name, (int)(blen > 20 ? 20 : blen), colon + 1);
-        if (bits == 0)
-            return idm__fail(IDM_ELAYOUT, "layout: field '%s' has zero width", f->name);
-        f->bits = (unsigned)bits;
-
-        if (strcmp(f->name, "time") == 0) {
-            size_t tlen;
-            int64_t tick;
-            if (l->nfields != 0)
-                return idm__fail(IDM_ELAYOUT, "layout: the time field must come first (highest bits)");
-            if (at == NULL)
-                return idm__fail(IDM_ELAYOUT, "layout: the time field needs a tick, e.g. time:41@1ms");
-            tlen = len - (size_t)(at + 1 - p);
-            tick = parse_tick(at + 1, tlen);
-            if (tick < 0)
-                return idm__fail(IDM_ELAYOUT, "layout: bad tick '%.*s' (want e.g. 1ms, 10ms, 1s)",
-                                 (int)(tlen > 20 ? 20 : tlen), at + 1);
-            if (tick < 1 || tick > IDM_TICK_MS_MAX)
-                return idm__fail(IDM_ELAYOUT, "layout: tick of %lld ms is outside 1 ms to 60 s",
-                                 (long long)tick);
-            l->tick_ms = tick;
-            f->kind = IDM_FIELD_TIME;
-            l->time_index = (int)l->nfields;
-        } else {
-            if (at != NULL)
-                return idm__fail(IDM_ELAYOUT, "layout: only the time field takes a tick ('%s' has one)",
-                                 f->name);
-            if (l->nfields == 0)
-                return idm__fail(IDM_ELAYOUT, "layout: the time field must come first (highest bits), "
-                                              "not '%s'", f->name);
-            if (strcmp(f->name, "seq") == 0) {
-                f->kind = IDM_FIELD_SEQ;
-                l->seq_index = (int)l->nfields;
-            } else {
-                f->kind = IDM_FIELD_NODE;
-            }
-        }
-        l->nfields++;
+        int rc = parse_field(l, p, end != NULL ? (size_t)(end - p) : strlen(p), text);
+        if (rc != 0)
+            return rc;
         if (end == NULL)
             break;
         p = end + 1;

@@ -17,9 +17,14 @@
  * are in range, so a call takes 2 passes on average and k or more passes
  * with probability 2^-(k-1).
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "common.h"
 #include "internal.h"
 
 /* Internal, for the unit tests (declared again in tests/unit/test_opaque.c):
@@ -173,6 +178,58 @@ int idm_opaque_key_parse(const char *hex, idm_opaque_key *out)
     return 0;
 }
 
+/* Longest key file read: 32 hex digits and a line end, with room to spare so
+ * that a longer file is told apart. */
+#define KEY_FILE_MAX 64
+
+int idm_opaque_key_load(const char *path, idm_opaque_key *out)
+{
+    char buf[KEY_FILE_MAX + 1];
+    const char *kind;
+    size_t n = 0;
+    int fd, rc = 0;
+    idm__clear_detail();
+    if (path == NULL || out == NULL)
+        return idm__fail(IDM_EINVAL, "key file: no path or no output pointer");
+    fd = idm__open_regular(path, O_RDONLY, 0, &kind);
+    if (fd < 0) {
+        if (kind != NULL)
+            return idm__fail(IDM_EINVAL, "key file '%.160s': not a regular file (it is %s)", path,
+                             kind);
+        return idm__fail(IDM_EIO, "key file '%.160s': cannot open it: %s", path, strerror(errno));
+    }
+    while (n < sizeof buf - 1) {
+        ssize_t r = read(fd, buf + n, sizeof buf - 1 - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            rc = idm__fail(IDM_EIO, "key file '%.160s': cannot read it: %s", path,
+                           strerror(errno));
+            break;
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+    }
+    close(fd);
+    buf[n] = '\0';
+    if (rc == 0) {
+        if (n == sizeof buf - 1)
+            rc = idm__fail(IDM_EPARSE,
+                           "key file '%.160s': longer than one line of 32 hex digits", path);
+        else if (memchr(buf, '\0', n) != NULL)
+            rc = idm__fail(IDM_EPARSE, "key file '%.160s': it holds a NUL byte, not 32 hex digits",
+                           path);
+        else if ((rc = idm_opaque_key_parse(buf, out)) != 0) {
+            char why[256];
+            snprintf(why, sizeof why, "%s", idm_error_detail());
+            rc = idm__fail(rc, "key file '%.160s': %s", path, why);
+        }
+    }
+    wipe(buf, sizeof buf);
+    return rc;
+}
+
 /* ---- the Feistel network ---- */
 
 /* Round function: SipHash-2-4 of (half, round, domain size), truncated to
@@ -290,26 +347,8 @@ int idm_opaque_decrypt(const idm_opaque_key *k, uint64_t y, uint64_t *out)
 
 /* ---- text forms ---- */
 
-static const char b32_alphabet[32] = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 static const char b62_alphabet[62] =
     "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
-
-/* Crockford value of a character, either case; -1 outside the alphabet
- * (I, L, O and U included). */
-static int unbase32(unsigned char c)
-{
-    static const signed char letters[26] = {
-        10, 11, 12, 13, 14, 15, 16, 17, -1, 18, 19, -1, 20, /* A-M */
-        21, -1, 22, 23, 24, 25, 26, -1, 27, 28, 29, 30, 31, /* N-Z */
-    };
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'z')
-        c = (unsigned char)(c - 'a' + 'A');
-    if (c >= 'A' && c <= 'Z')
-        return letters[c - 'A'];
-    return -1;
-}
 
 static int unbase62(unsigned char c)
 {
@@ -334,7 +373,7 @@ int idm_opaque_format(uint64_t y, idm_opaque_encoding enc, char buf[IDM_OPAQUE_T
                          (unsigned long long)y);
     if (enc == IDM_OPAQUE_BASE32) {
         for (int i = IDM_OPAQUE_BASE32_LEN - 1; i >= 0; i--, y >>= 5)
-            buf[i] = b32_alphabet[y & 31];
+            buf[i] = idm__b32_alphabet[y & 31];
         buf[IDM_OPAQUE_BASE32_LEN] = '\0';
     } else {
         for (int i = IDM_OPAQUE_BASE62_LEN - 1; i >= 0; i--, y /= 62)
@@ -366,7 +405,7 @@ int idm_opaque_parse(const char *text, idm_opaque_encoding enc, uint64_t *out)
     bool over = false;
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)text[i];
-        int d = b32 ? unbase32(c) : unbase62(c);
+        int d = b32 ? idm__unbase32(c) : unbase62(c);
         if (d < 0)
             return idm__fail(IDM_EPARSE, "opaque: '%s' has '%c' at position %zu, outside %s%s",
                              idm__quote(text, q), c >= 0x20 && c < 0x7f ? c : '?', i + 1,

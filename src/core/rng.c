@@ -30,14 +30,9 @@
 #define BUF_BYTES (BLOCKS * 64)
 #define RESEED_BYTES (UINT64_C(1) << 20)
 
-/*
- * Test builds only (tests/unit/test_chacha.c compiles this file in with
- * IDM_TEST_HOOKS): when set, seeds come from this function, called as
- * getrandom(2) is, so a test can count reseeds and choose the keys. Nothing
- * in the library.
- */
+/* Test builds only: seeds from idm__rng_getrandom_test_hook when it is set
+ * (see internal.h). Nothing in the library. */
 #ifdef IDM_TEST_HOOKS
-extern ssize_t (*idm__rng_getrandom_test_hook)(void *buf, size_t n, unsigned flags);
 ssize_t (*idm__rng_getrandom_test_hook)(void *buf, size_t n, unsigned flags);
 #define GETRANDOM(buf, n, flags)                                              \
     (idm__rng_getrandom_test_hook != NULL                                     \

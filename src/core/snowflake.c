@@ -22,9 +22,9 @@
 
 #define CACHELINE 64
 /*
- * Test builds only (tests/unit/test_inflight.c compiles this file with
- * IDM_TEST_HOOKS): a call can be parked at a named point, to show what
- * another thread's close does to a mint in flight. Nothing in the library.
+ * Test builds only (tests/unit/test_inflight.c, see internal.h): a call can
+ * be parked at a named point, to show what another thread's close does to a
+ * mint in flight. Nothing in the library.
  */
 #ifdef IDM_TEST_HOOKS
 void (*idm__snowflake_test_hook)(const char *point, struct idm_snowflake *g);
@@ -330,27 +330,66 @@ enum ahead_action {
     AHEAD_MINT_AND_WAIT
 };
 
-static enum ahead_action decide_ahead(idm_snowflake *g, uint64_t now_tick, int64_t now_ns,
-                                      uint64_t wall_tick, int64_t need_ns, int64_t *back_ms)
+/*
+ * The policy for states need_ns ahead of the clock, the one place it is
+ * read: mint, open and check all ask here. A regression (the clock reads
+ * below a tick already minted on, or at open below the mark of an earlier
+ * run or lease holder) goes by the backwards policy; anything else is
+ * exhaustion (the tick is full, or earlier mints ran ahead).
+ */
+static enum ahead_action decide_ahead(const idm_snowflake *g, bool regression, int64_t need_ns)
 {
-    if (now_tick < wall_tick) {
-        /* Regression: the clock reads below a tick already minted on. */
-        *back_ms = tick_start_ms(g, wall_tick) - idm__floordiv(now_ns, IDM__NS_PER_MS);
-        if (*back_ms < 1)
-            *back_ms = 1;
-        note_backwards(g, *back_ms);
+    if (regression) {
         if (g->backwards == IDM_BACKWARDS_LOGICAL && need_ns <= g->max_drift_ns)
             return AHEAD_MINT;
         if (g->backwards == IDM_BACKWARDS_WAIT && need_ns <= g->max_wait_ns)
             return AHEAD_MINT_AND_WAIT;
         return AHEAD_REFUSE_BACK;
     }
-    /* Exhaustion: the tick is full, or earlier mints ran ahead. */
     if (g->exhaust == IDM_EXHAUST_BORROW && need_ns <= g->max_drift_ns)
         return AHEAD_MINT;
     if (need_ns <= g->max_wait_ns)
         return AHEAD_MINT_AND_WAIT;
     return AHEAD_REFUSE_EXHAUSTED;
+}
+
+/* How far the clock (now_ns) is behind the start of wall_tick: at least 1 ms. */
+static int64_t behind_ms(const idm_snowflake *g, uint64_t wall_tick, int64_t now_ns)
+{
+    int64_t ms = tick_start_ms(g, wall_tick) - idm__floordiv(now_ns, IDM__NS_PER_MS);
+    return ms < 1 ? 1 : ms;
+}
+
+/* A call whose states would run further ahead than the policy allows
+ * (decide_ahead's refusals): counted and refused. */
+static int refuse_ahead(idm_snowflake *g, enum ahead_action act, uint64_t n, int64_t back_ms,
+                        int64_t need_ns)
+{
+    if (act == AHEAD_REFUSE_BACK) {
+        atomic_fetch_add_explicit(&g->refused_backwards, 1, memory_order_relaxed);
+        return idm__fail(IDM_ECLOCKBACK,
+                         "snowflake: the clock is %lld ms behind the last tick minted",
+                         (long long)back_ms);
+    }
+    atomic_fetch_add_explicit(&g->refused_exhausted, 1, memory_order_relaxed);
+    return idm__fail(IDM_EEXHAUSTED,
+                     "snowflake: %llu ids would run %lld us ahead of the clock, past the %lld us "
+                     "wait bound",
+                     (unsigned long long)n, (long long)(need_ns / 1000),
+                     (long long)(g->max_wait_ns / 1000));
+}
+
+static int refuse_before_epoch(const idm_snowflake *g, int64_t now_ns)
+{
+    return idm__fail(IDM_EEPOCH, "snowflake: the clock reads %lld ms, before the epoch %lld",
+                     (long long)idm__floordiv(now_ns, IDM__NS_PER_MS),
+                     (long long)(g->epoch_ns / IDM__NS_PER_MS));
+}
+
+static int refuse_time_over(const idm_snowflake *g)
+{
+    return idm__fail(IDM_ETIMEOVER, "snowflake: the time field ran out at %lld ms",
+                     (long long)tick_start_ms(g, g->max_tick + 1));
 }
 
 /*
@@ -384,6 +423,86 @@ static int give_back(idm_snowflake *g, uint64_t end, uint64_t old, bool regressi
                      "snowflake: the clock did not reach the next tick within the %lld us wait "
                      "bound",
                      (long long)(g->max_wait_ns / 1000));
+}
+
+/*
+ * Sleep until the clock reaches need_ns past now_ns, the reading states
+ * old + 1 to end were reserved on, for at most max_wait_ns in all. Each
+ * reading after a sleep goes through read_guarded: the ids are handed out
+ * on it, so the deadlines (and a drop while we slept) are checked there. On
+ * failure the states are given back (see give_back).
+ */
+static int wait_for_clock(idm_snowflake *g, uint64_t end, uint64_t old, bool regression,
+                          int64_t now_ns, int64_t need_ns)
+{
+    int64_t target = now_ns + need_ns, waited = 0;
+    while (now_ns < target) {
+        int64_t step = target - now_ns;
+        int rc;
+        if (waited >= g->max_wait_ns)
+            return give_back(g, end, old, regression, now_ns, target);
+        if (step > g->max_wait_ns - waited)
+            step = g->max_wait_ns - waited;
+        atomic_fetch_add_explicit(&g->waits, 1, memory_order_relaxed);
+        g->clock->sleep_ns(g->clock_ctx, step);
+        waited += step;
+        rc = read_guarded(g, &now_ns);
+        if (rc != 0) {
+            undo(g, end, old);
+            return rc;
+        }
+    }
+    return 0;
+}
+
+/*
+ * Read the clock again, before a policy case is decided on the first
+ * reading (another thread may just have read it a little later than we did)
+ * or after a slow step. The highest tick seen goes to *wall_seen, loaded
+ * before the clock is read: every reading behind it then happened before
+ * ours, so only a clock that really stepped back reads below it. (Loaded
+ * after, another thread's later reading could make ours look like a
+ * regression.)
+ */
+static IDM__ALWAYS_INLINE int reread(idm_snowflake *g, uint64_t *wall_seen, int64_t *now_ns)
+{
+    *wall_seen = atomic_load_explicit(&g->max_wall_tick, memory_order_acquire);
+    return read_guarded(g, now_ns);
+}
+
+/*
+ * After the CAS reserved states old + 1 to end on the reading now_ns (tick
+ * now_tick): hand them out, or fail and put them back. A drop (or a passed
+ * deadline) while we reserved hands nothing out: the word goes back if no
+ * later reservation stands, else the states are a gap. Then the highest
+ * wall tick seen is raised (release: a thread that sees this tick, acquire
+ * in reread, must also see that our reading came first), and the policy's
+ * action is carried out: counted if ahead of the clock, slept out if it
+ * waits.
+ */
+static IDM__ALWAYS_INLINE int after_cas(idm_snowflake *g, enum ahead_action act, uint64_t end,
+                                        uint64_t old, uint64_t now_tick, int64_t now_ns,
+                                        int64_t need_ns, int64_t back_ms)
+{
+    uint64_t seen;
+    if (g->guarded &&
+        IDM__UNLIKELY(now_ns >= atomic_load_explicit(&g->wall_deadline, memory_order_seq_cst))) {
+        undo(g, end, old);
+        return refuse_lease(g, "wall-clock");
+    }
+    seen = atomic_load_explicit(&g->max_wall_tick, memory_order_relaxed);
+    while (now_tick > seen &&
+           !atomic_compare_exchange_weak_explicit(&g->max_wall_tick, &seen, now_tick,
+                                                  memory_order_release, memory_order_relaxed))
+        ;
+    /* Counters live on their own cache line and are touched only here, off
+     * the common path: a locked add on every mint would cost more than the
+     * rest of the call and bounce a second line between threads. */
+    if (IDM__UNLIKELY(act == AHEAD_MINT))
+        atomic_fetch_add_explicit(&g->ahead_mints, 1, memory_order_relaxed);
+    if (IDM__UNLIKELY(act == AHEAD_MINT_AND_WAIT))
+        return wait_for_clock(g, end, old, back_ms > 0, now_ns, need_ns);
+    return 0;
 }
 
 /*
@@ -423,13 +542,10 @@ static IDM__ALWAYS_INLINE int mint(idm_snowflake *g, uint64_t n, uint64_t *first
         int64_t need_ns, back_ms;
 
         if (IDM__UNLIKELY(since < 0))
-            return idm__fail(IDM_EEPOCH, "snowflake: the clock reads %lld ms, before the epoch %lld",
-                             (long long)idm__floordiv(now_ns, IDM__NS_PER_MS),
-                             (long long)(g->epoch_ns / IDM__NS_PER_MS));
+            return refuse_before_epoch(g, now_ns);
         now_tick = tick_of(g, since);
         if (IDM__UNLIKELY(now_tick > g->max_tick))
-            return idm__fail(IDM_ETIMEOVER, "snowflake: the time field ran out at %lld ms",
-                             (long long)tick_start_ms(g, g->max_tick + 1));
+            return refuse_time_over(g);
         old = atomic_load_explicit(&g->state, memory_order_relaxed);
     retry:
         /* Decided afresh on every try: after a failed CAS the word may have
@@ -439,43 +555,27 @@ static IDM__ALWAYS_INLINE int mint(idm_snowflake *g, uint64_t n, uint64_t *first
         back_ms = 0;
         first = old + 1 > now_tick << g->sb ? old + 1 : now_tick << g->sb;
         if (IDM__UNLIKELY(old >= g->max_state || n - 1 > g->max_state - first))
-            return idm__fail(IDM_ETIMEOVER, "snowflake: the time field ran out at %lld ms",
-                             (long long)tick_start_ms(g, g->max_tick + 1));
+            return refuse_time_over(g);
         end = first + (n - 1);
         end_tick = end >> g->sb;
 
         if (IDM__UNLIKELY(end_tick > now_tick)) {
             if (!fresh) {
-                /* Another thread may just have read the clock a little later
-                 * than we did. Look again before calling this a policy case. */
-                /* The highest tick seen is loaded before the clock is read:
-                 * every reading behind it then happened before ours, so only
-                 * a clock that really stepped back reads below it. (Loaded
-                 * after, another thread's later reading could make ours look
-                 * like a regression.) */
-                wall_seen = atomic_load_explicit(&g->max_wall_tick, memory_order_acquire);
-                rc = read_guarded(g, &now_ns);
+                /* Look again before calling this a policy case. */
+                rc = reread(g, &wall_seen, &now_ns);
                 if (rc != 0)
                     return rc;
                 fresh = true;
                 continue;
             }
             need_ns = ahead_ns(g, end_tick, now_tick, now_ns);
-            act = decide_ahead(g, now_tick, now_ns, wall_seen, need_ns, &back_ms);
-            if (act == AHEAD_REFUSE_BACK) {
-                atomic_fetch_add_explicit(&g->refused_backwards, 1, memory_order_relaxed);
-                return idm__fail(IDM_ECLOCKBACK,
-                                 "snowflake: the clock is %lld ms behind the last tick minted",
-                                 (long long)back_ms);
+            if (now_tick < wall_seen) {
+                back_ms = behind_ms(g, wall_seen, now_ns);
+                note_backwards(g, back_ms);
             }
-            if (act == AHEAD_REFUSE_EXHAUSTED) {
-                atomic_fetch_add_explicit(&g->refused_exhausted, 1, memory_order_relaxed);
-                return idm__fail(IDM_EEXHAUSTED,
-                                 "snowflake: %llu ids would run %lld us ahead of the clock, past "
-                                 "the %lld us wait bound",
-                                 (unsigned long long)n, (long long)(need_ns / 1000),
-                                 (long long)(g->max_wait_ns / 1000));
-            }
+            act = decide_ahead(g, back_ms > 0, need_ns);
+            if (act == AHEAD_REFUSE_BACK || act == AHEAD_REFUSE_EXHAUSTED)
+                return refuse_ahead(g, act, n, back_ms, need_ns);
         }
 
         if (IDM__UNLIKELY(end_tick > atomic_load_explicit(&g->limit_tick, memory_order_acquire))) {
@@ -483,10 +583,8 @@ static IDM__ALWAYS_INLINE int mint(idm_snowflake *g, uint64_t n, uint64_t *first
             if (rc != 0)
                 return rc;
             TEST_HOOK("after-raise-limit", g);
-            /* raise_limit may have waited on the mutex and an fsync: read
-             * the clock (and the deadlines) again before going on. */
-            wall_seen = atomic_load_explicit(&g->max_wall_tick, memory_order_acquire);
-            rc = read_guarded(g, &now_ns);
+            /* raise_limit may have waited on the mutex and an fsync. */
+            rc = reread(g, &wall_seen, &now_ns);
             if (rc != 0)
                 return rc;
             fresh = true;
@@ -497,61 +595,20 @@ static IDM__ALWAYS_INLINE int mint(idm_snowflake *g, uint64_t n, uint64_t *first
         if (!atomic_compare_exchange_weak_explicit(&g->state, &old, end, memory_order_seq_cst,
                                                    memory_order_relaxed))
             goto retry;
-
-        if (g->guarded &&
-            IDM__UNLIKELY(now_ns >= atomic_load_explicit(&g->wall_deadline, memory_order_seq_cst))) {
-            /* Dropped (or past the deadline) while we reserved: hand nothing
-             * out. Put the word back if no later reservation stands; else
-             * the states are a gap. */
-            undo(g, end, old);
-            return refuse_lease(g, "wall-clock");
-        }
-
-        {
-            uint64_t seen = atomic_load_explicit(&g->max_wall_tick, memory_order_relaxed);
-            /* Release: a thread that sees this tick (acquire, above) must
-             * also see that our clock reading came first. */
-            while (now_tick > seen &&
-                   !atomic_compare_exchange_weak_explicit(&g->max_wall_tick, &seen, now_tick,
-                                                          memory_order_release,
-                                                          memory_order_relaxed))
-                ;
-        }
-        /* Counters live on their own cache line and are touched only here,
-         * off the common path: a locked add on every mint would cost more
-         * than the rest of the call and bounce a second line between
-         * threads. */
-        if (IDM__UNLIKELY(act == AHEAD_MINT))
-            atomic_fetch_add_explicit(&g->ahead_mints, 1, memory_order_relaxed);
-        if (IDM__UNLIKELY(act == AHEAD_MINT_AND_WAIT)) {
-            int64_t target = now_ns + need_ns, waited = 0;
-            while (now_ns < target) {
-                int64_t step = target - now_ns;
-                if (waited >= g->max_wait_ns)
-                    return give_back(g, end, old, back_ms > 0, now_ns, target);
-                if (step > g->max_wait_ns - waited)
-                    step = g->max_wait_ns - waited;
-                atomic_fetch_add_explicit(&g->waits, 1, memory_order_relaxed);
-                g->clock->sleep_ns(g->clock_ctx, step);
-                waited += step;
-                /* The ids are handed out on this reading: the deadlines
-                 * (and a drop while we slept) are checked on it. */
-                rc = read_guarded(g, &now_ns);
-                if (rc != 0) {
-                    undo(g, end, old);
-                    return rc;
-                }
-            }
-        }
-        *first_out = first;
-        return 0;
+        rc = after_cas(g, act, end, old, now_tick, now_ns, need_ns, back_ms);
+        if (rc == 0)
+            *first_out = first;
+        return rc;
     }
 }
 
-int idm_snowflake_check(idm_snowflake *g)
+int idm_snowflake_check(const idm_snowflake *cg)
 {
+    /* Reads only; C11 atomic loads take non-const (see stats_get). */
+    idm_snowflake *g = (idm_snowflake *)(uintptr_t)cg;
     int64_t now_ns, since, need_ns;
     uint64_t now_tick, old, first, end_tick, wall_seen, lease_limit, state_limit;
+    enum ahead_action act;
     int state_error;
 
     idm__clear_detail();
@@ -575,31 +632,24 @@ int idm_snowflake_check(idm_snowflake *g)
                          (long long)((now_ns - atomic_load(&g->wall_deadline)) / IDM__NS_PER_MS));
     since = now_ns - g->epoch_ns;
     if (since < 0)
-        return idm__fail(IDM_EEPOCH, "snowflake: the clock reads %lld ms, before the epoch %lld",
-                         (long long)idm__floordiv(now_ns, IDM__NS_PER_MS),
-                         (long long)(g->epoch_ns / IDM__NS_PER_MS));
+        return refuse_before_epoch(g, now_ns);
     now_tick = tick_of(g, since);
     old = atomic_load_explicit(&g->state, memory_order_relaxed);
     if (now_tick > g->max_tick || old >= g->max_state)
-        return idm__fail(IDM_ETIMEOVER, "snowflake: the time field ran out at %lld ms",
-                         (long long)tick_start_ms(g, g->max_tick + 1));
+        return refuse_time_over(g);
     first = old + 1 > now_tick << g->sb ? old + 1 : now_tick << g->sb;
     end_tick = first >> g->sb;
     if (end_tick > now_tick) {
         need_ns = ahead_ns(g, end_tick, now_tick, now_ns);
-        if (now_tick < wall_seen) {
-            if (!((g->backwards == IDM_BACKWARDS_LOGICAL && need_ns <= g->max_drift_ns) ||
-                  (g->backwards == IDM_BACKWARDS_WAIT && need_ns <= g->max_wait_ns)))
-                return idm__fail(IDM_ECLOCKBACK,
-                                 "snowflake: the clock is %lld ms behind the last tick minted",
-                                 (long long)(tick_start_ms(g, wall_seen) -
-                                             idm__floordiv(now_ns, IDM__NS_PER_MS)));
-        } else if (!((g->exhaust == IDM_EXHAUST_BORROW && need_ns <= g->max_drift_ns) ||
-                     need_ns <= g->max_wait_ns)) {
+        act = decide_ahead(g, now_tick < wall_seen, need_ns);
+        if (act == AHEAD_REFUSE_BACK)
+            return idm__fail(IDM_ECLOCKBACK,
+                             "snowflake: the clock is %lld ms behind the last tick minted",
+                             (long long)behind_ms(g, wall_seen, now_ns));
+        if (act == AHEAD_REFUSE_EXHAUSTED)
             return idm__fail(IDM_EEXHAUSTED,
                              "snowflake: the next id would run %lld us ahead of the clock",
                              (long long)(need_ns / 1000));
-        }
     }
     pthread_mutex_lock(&g->state_mu);
     lease_limit = g->lease_limit_tick;
@@ -673,18 +723,10 @@ static void destroy(idm_snowflake *g)
     free(g);
 }
 
-int idm_snowflake_open(idm_snowflake **out, const idm_snowflake_opts *opts)
+/* The options, checked before anything is made. */
+static int check_opts(const idm_snowflake_opts *opts)
 {
-    idm_snowflake *g;
-    const idm_layout *l;
-    int64_t now_ns, tick_ms;
-    uint64_t now_tick;
-    int rc;
-
-    idm__clear_detail();
-    if (out == NULL || opts == NULL || opts->layout == NULL)
-        return idm__fail(IDM_EINVAL, "snowflake: no options or no layout");
-    l = opts->layout;
+    const idm_layout *l = opts->layout;
     for (unsigned i = 0; i < l->nfields; i++) {
         if (l->f[i].kind != IDM_FIELD_NODE)
             continue;
@@ -699,7 +741,6 @@ int idm_snowflake_open(idm_snowflake **out, const idm_snowflake_opts *opts)
         return idm__fail(IDM_EINVAL, "snowflake: unknown backwards policy %d", (int)opts->backwards);
     if (opts->exhaust != IDM_EXHAUST_WAIT && opts->exhaust != IDM_EXHAUST_BORROW)
         return idm__fail(IDM_EINVAL, "snowflake: unknown exhaustion policy %d", (int)opts->exhaust);
-    tick_ms = l->tick_ms;
     /* Bounded so that they stay far from overflow in nanoseconds. */
     if (opts->max_drift_ms > IDM__MAX_BOUND_MS)
         return idm__fail(IDM_EINVAL, "snowflake: max_drift_ms %lld is over one day (%lld)",
@@ -708,18 +749,27 @@ int idm_snowflake_open(idm_snowflake **out, const idm_snowflake_opts *opts)
         return idm__fail(IDM_EINVAL, "snowflake: max_wait_ms %lld is over one day (%lld)",
                          (long long)opts->max_wait_ms, (long long)IDM__MAX_BOUND_MS);
     if (opts->state_path != NULL &&
-        (opts->state_lookahead_ms < tick_ms || opts->state_lookahead_ms > 86400000))
+        (opts->state_lookahead_ms < l->tick_ms || opts->state_lookahead_ms > 86400000))
         return idm__fail(IDM_EINVAL,
                          "snowflake: state lookahead %lld ms is outside one tick to one day",
                          (long long)opts->state_lookahead_ms);
+    return 0;
+}
 
-    g = aligned_alloc(CACHELINE, (sizeof *g + CACHELINE - 1) / CACHELINE * CACHELINE);
+/* A generator for (checked) opts, before its clock is read; NULL if out of
+ * memory. */
+static idm_snowflake *new_gen(const idm_snowflake_opts *opts)
+{
+    const idm_layout *l = opts->layout;
+    int64_t tick_ms = l->tick_ms;
+    size_t size = (sizeof(idm_snowflake) + CACHELINE - 1) / CACHELINE * CACHELINE;
+    idm_snowflake *g = aligned_alloc(CACHELINE, size);
     if (g == NULL)
-        return IDM_ENOMEM;
+        return NULL;
     memset(g, 0, sizeof *g);
     if (idm_layout_dup(&g->layout, l) != 0) {
         free(g);
-        return IDM_ENOMEM;
+        return NULL;
     }
     pthread_mutex_init(&g->state_mu, NULL);
     g->fork_gen = idm__fork_generation();
@@ -727,6 +777,9 @@ int idm_snowflake_open(idm_snowflake **out, const idm_snowflake_opts *opts)
     g->wall_ns = g->clock == idm_clock_system() ? NULL : g->clock->wall_ns;
     g->clock_ctx = g->clock->ctx;
     g->epoch_ms = l->epoch;
+    /* The wall clock in int64 ns ends in 2262: an epoch past that is always
+     * in the future. */
+    g->epoch_ns = l->epoch <= INT64_MAX / IDM__NS_PER_MS ? l->epoch * IDM__NS_PER_MS : INT64_MAX;
     g->tick_ms = tick_ms;
     g->tick_ns = tick_ms * IDM__NS_PER_MS;
     g->sb = l->seq_bits;
@@ -750,93 +803,127 @@ int idm_snowflake_open(idm_snowflake **out, const idm_snowflake_opts *opts)
     atomic_init(&g->mono_deadline, INT64_MIN);
     atomic_init(&g->wall_deadline, INT64_MIN);
     atomic_init(&g->limit_tick, g->lease_limit_tick);
+    return g;
+}
 
-    now_ns = read_wall(g);
-    /* The wall clock in int64 ns ends in 2262: an epoch past that is always
-     * in the future. */
-    g->epoch_ns = l->epoch <= INT64_MAX / IDM__NS_PER_MS ? l->epoch * IDM__NS_PER_MS : INT64_MAX;
-    if (now_ns < g->epoch_ns) {
-        destroy(g);
+/* Read the clock the generator starts on: within the layout's time. */
+static int read_start(idm_snowflake *g, int64_t *now_ns, uint64_t *now_tick)
+{
+    *now_ns = read_wall(g);
+    if (*now_ns < g->epoch_ns)
         return idm__fail(IDM_EEPOCH,
                          "snowflake: the clock reads %lld ms, before the layout's epoch %lld "
                          "(a clock that lost its time, or an epoch in the future)",
-                         (long long)idm__floordiv(now_ns, IDM__NS_PER_MS), (long long)l->epoch);
-    }
-    now_tick = tick_of(g, now_ns - g->epoch_ns);
-    if (now_tick > g->max_tick) {
-        destroy(g);
+                         (long long)idm__floordiv(*now_ns, IDM__NS_PER_MS),
+                         (long long)g->epoch_ms);
+    *now_tick = tick_of(g, *now_ns - g->epoch_ns);
+    if (*now_tick > g->max_tick)
         return idm__fail(IDM_ETIMEOVER, "snowflake: the layout's time field ran out at %lld ms",
-                         (long long)l->time_end);
-    }
+                         (long long)g->layout->time_end);
     atomic_init(&g->state, 0);
-    atomic_init(&g->max_wall_tick, now_tick);
+    atomic_init(&g->max_wall_tick, *now_tick);
+    return 0;
+}
 
-    {
-        /* Where this generator must start above: the state file's mark, or
-         * a previous lease holder's (opts->after_ms), whichever is later. */
-        idm_unix_ms mark = -1;
-        char src[300] = "";
-        if (opts->state_path != NULL) {
-            idm_unix_ms file_mark = 0;
-            bool found = false;
-            rc = idm__state_open(&g->st, opts->state_path, opts->state_fresh, &file_mark, &found);
-            if (rc != 0) {
-                destroy(g);
-                return rc;
-            }
-            g->has_state = true;
-            if (found && file_mark >= l->epoch) {
-                mark = file_mark;
-                snprintf(src, sizeof src, "the mark in %s", opts->state_path);
-            }
-        }
-        if (opts->after_ms >= l->epoch && opts->after_ms > mark) {
-            mark = opts->after_ms;
-            snprintf(src, sizeof src, "the previous holder's mark");
-        }
-        if (mark >= 0) {
-            idm_unix_ms now_ms = idm__floordiv(now_ns, IDM__NS_PER_MS);
-            uint64_t mark_tick;
-            if (mark >= l->time_end - tick_ms) {
-                destroy(g);
-                return idm__fail(IDM_ETIMEOVER, "snowflake: %s, %lld ms, is at the end of the "
-                                                "layout's time", src, (long long)mark);
-            }
-            mark_tick = (uint64_t)((mark - l->epoch) / tick_ms);
-            if (now_ms < mark) {
-                /* Started with the clock behind what an earlier run or
-                 * holder may have minted: the backwards policy decides, as
-                 * it would for a step back while running. */
-                int64_t need_ns = ahead_ns(g, mark_tick + 1, now_tick, now_ns);
-                int64_t back_ms = mark - now_ms;
-                note_backwards(g, back_ms);
-                if (g->backwards == IDM_BACKWARDS_WAIT && need_ns <= g->max_wait_ns) {
-                    g->clock->sleep_ns(g->clock_ctx, need_ns);
-                } else if (g->backwards != IDM_BACKWARDS_LOGICAL || need_ns > g->max_drift_ns) {
-                    destroy(g);
-                    return idm__fail(IDM_ECLOCKBACK,
-                                     "snowflake: the clock is %lld ms behind %s; refusing to "
-                                     "start until it passes",
-                                     (long long)back_ms, src);
-                }
-                atomic_store(&g->max_wall_tick, mark_tick);
-            }
-            /* Next state: the first sequence of the tick after the mark. */
-            atomic_store(&g->state, (mark_tick << g->sb) | g->seq_mask);
-            if (g->has_state)
-                atomic_store(&g->state_mark_ms, mark);
+/*
+ * Where this generator must start above, into *mark: the state file's mark
+ * (the file is opened here), or a previous lease holder's (opts->after_ms),
+ * whichever is later; -1 if neither. src names it for messages.
+ */
+static int find_mark(idm_snowflake *g, const idm_snowflake_opts *opts, idm_unix_ms *mark,
+                     char *src, size_t cap)
+{
+    idm_unix_ms epoch = g->epoch_ms;
+    *mark = -1;
+    if (opts->state_path != NULL) {
+        idm_unix_ms file_mark = 0;
+        bool found = false;
+        int rc = idm__state_open(&g->st, opts->state_path, opts->state_fresh, &file_mark, &found);
+        if (rc != 0)
+            return rc;
+        g->has_state = true;
+        if (found && file_mark >= epoch) {
+            *mark = file_mark;
+            snprintf(src, cap, "the mark in %s", opts->state_path);
         }
     }
-    if (g->has_state) {
+    if (opts->after_ms >= epoch && opts->after_ms > *mark) {
+        *mark = opts->after_ms;
+        snprintf(src, cap, "the previous holder's mark");
+    }
+    return 0;
+}
+
+/*
+ * Start above mark (src names it), the clock reading now_ns: the next state
+ * is the first sequence of the tick after the mark. A clock behind the mark
+ * (a restart with the clock set back, or behind what an earlier holder may
+ * have minted) goes by the backwards policy as a step back while running
+ * would (decide_ahead): minted on logically, waited out, or refused.
+ */
+static int start_above(idm_snowflake *g, idm_unix_ms mark, const char *src, int64_t now_ns,
+                       uint64_t now_tick)
+{
+    idm_unix_ms now_ms = idm__floordiv(now_ns, IDM__NS_PER_MS);
+    uint64_t mark_tick;
+    if (mark >= g->layout->time_end - g->tick_ms)
+        return idm__fail(IDM_ETIMEOVER,
+                         "snowflake: %s, %lld ms, is at the end of the layout's time", src,
+                         (long long)mark);
+    mark_tick = (uint64_t)((mark - g->epoch_ms) / g->tick_ms);
+    if (now_ms < mark) {
+        int64_t need_ns = ahead_ns(g, mark_tick + 1, now_tick, now_ns);
+        int64_t back_ms = mark - now_ms;
+        enum ahead_action act = decide_ahead(g, true, need_ns);
+        note_backwards(g, back_ms);
+        if (act == AHEAD_REFUSE_BACK)
+            return idm__fail(IDM_ECLOCKBACK,
+                             "snowflake: the clock is %lld ms behind %s; refusing to start until "
+                             "it passes",
+                             (long long)back_ms, src);
+        if (act == AHEAD_MINT_AND_WAIT)
+            g->clock->sleep_ns(g->clock_ctx, need_ns);
+        atomic_store(&g->max_wall_tick, mark_tick);
+    }
+    atomic_store(&g->state, (mark_tick << g->sb) | g->seq_mask);
+    if (g->has_state)
+        atomic_store(&g->state_mark_ms, mark);
+    return 0;
+}
+
+int idm_snowflake_open(idm_snowflake **out, const idm_snowflake_opts *opts)
+{
+    idm_snowflake *g;
+    int64_t now_ns = 0;
+    uint64_t now_tick = 0;
+    idm_unix_ms mark = -1;
+    char src[300] = "";
+    int rc;
+
+    idm__clear_detail();
+    if (out == NULL || opts == NULL || opts->layout == NULL)
+        return idm__fail(IDM_EINVAL, "snowflake: no options or no layout");
+    rc = check_opts(opts);
+    if (rc != 0)
+        return rc;
+    g = new_gen(opts);
+    if (g == NULL)
+        return IDM_ENOMEM;
+    rc = read_start(g, &now_ns, &now_tick);
+    if (rc == 0)
+        rc = find_mark(g, opts, &mark, src, sizeof src);
+    if (rc == 0 && mark >= 0)
+        rc = start_above(g, mark, src, now_ns, now_tick);
+    if (rc == 0 && g->has_state) {
         uint64_t first = atomic_load(&g->state) >> g->sb;
         pthread_mutex_lock(&g->state_mu);
         rc = persist_state(g, first > now_tick ? first : now_tick);
         publish_limit(g);
         pthread_mutex_unlock(&g->state_mu);
-        if (rc != 0) {
-            destroy(g);
-            return rc;
-        }
+    }
+    if (rc != 0) {
+        destroy(g);
+        return rc;
     }
     *out = g;
     return 0;

@@ -20,21 +20,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common.h"
 #include "internal.h"
 #include "state.h"
 
-int (*idm__state_fault)(const char *op);
-
 #define MAGIC "idmint-state 1 "
 #define LINE_MAX_LEN 64
-
-static int fault(const char *op)
-{
-    int e = idm__state_fault != NULL ? idm__state_fault(op) : 0;
-    if (e != 0)
-        errno = e;
-    return e;
-}
 
 static char *concat(const char *a, const char *b)
 {
@@ -45,17 +36,6 @@ static char *concat(const char *a, const char *b)
         memcpy(p + la, b, lb + 1);
     }
     return p;
-}
-
-/* What a file that is not a regular one is, for messages. */
-static const char *kind_of(mode_t m)
-{
-    return S_ISFIFO(m)   ? "a FIFO"
-           : S_ISDIR(m)  ? "a directory"
-           : S_ISCHR(m)  ? "a character device"
-           : S_ISBLK(m)  ? "a block device"
-           : S_ISSOCK(m) ? "a socket"
-                         : "of an unknown type";
 }
 
 /* The first dir_len bytes of dir, "/" and name. */
@@ -69,18 +49,6 @@ static char *join(const char *dir, size_t dir_len, const char *name)
         memcpy(p + dir_len + 1, name, ln + 1);
     }
     return p;
-}
-
-/* 0 if fd is a regular file; else IDM_EIO naming path and what it is. */
-static int check_regular(int fd, const char *what, const char *path)
-{
-    struct stat st;
-    if (fstat(fd, &st) != 0)
-        return idm__fail(IDM_EIO, "state: cannot stat %s%s: %s", what, path, strerror(errno));
-    if (!S_ISREG(st.st_mode))
-        return idm__fail(IDM_EIO, "state: %s%s is not a regular file (it is %s)", what, path,
-                         kind_of(st.st_mode));
-    return 0;
 }
 
 /*
@@ -190,16 +158,12 @@ static int parse_line(const char *buf, size_t len, idm_unix_ms *mark)
     return 0;
 }
 
-int idm__state_open(idm__state *s, const char *path, bool fresh, idm_unix_ms *mark, bool *found)
+/* Resolve path and make the names beside it (see state.h); 0 or an error,
+ * with s holding what was made (freed by idm__state_close). */
+static int make_paths(idm__state *s, const char *path)
 {
-    char buf[LINE_MAX_LEN + 1];
-    struct stat st;
-    ssize_t n;
-    int fd, rc, e;
-
-    memset(s, 0, sizeof *s);
-    s->lock_fd = -1;
-    e = resolve(path, &s->path);
+    char *d;
+    int e = resolve(path, &s->path);
     if (e == ENOMEM)
         return IDM_ENOMEM;
     if (e == EISDIR)
@@ -209,85 +173,90 @@ int idm__state_open(idm__state *s, const char *path, bool fresh, idm_unix_ms *ma
     s->tmp_path = concat(s->path, ".tmp");
     s->lock_path = concat(s->path, ".lock");
     s->dir_path = strdup(s->path);
-    if (s->tmp_path == NULL || s->lock_path == NULL || s->dir_path == NULL) {
-        idm__state_close(s);
+    if (s->tmp_path == NULL || s->lock_path == NULL || s->dir_path == NULL)
         return IDM_ENOMEM;
-    }
-    /* Refused before the lock file is created; checked again on the
-     * descriptor below, under the lock. */
-    {
-        /* dirname may return a pointer into its argument or a static "."
-         * or "/": keep a copy of what it returns. */
-        char *d = strdup(dirname(s->dir_path));
-        free(s->dir_path);
-        s->dir_path = d;
-        if (d == NULL) {
-            idm__state_close(s);
-            return IDM_ENOMEM;
-        }
-    }
-    if (stat(s->path, &st) == 0 && !S_ISREG(st.st_mode)) {
-        rc = idm__fail(IDM_EIO, "state: %s is not a regular file (it is %s)", s->path,
-                       kind_of(st.st_mode));
-        idm__state_close(s);
-        return rc;
-    }
-    s->lock_fd = open(s->lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0600);
-    if (s->lock_fd < 0) {
-        rc = idm__fail(IDM_EIO, "state: cannot open lock file %s: %s", s->lock_path, strerror(errno));
-        idm__state_close(s);
-        return rc;
-    }
-    rc = check_regular(s->lock_fd, "lock file ", s->lock_path);
-    if (rc != 0) {
-        idm__state_close(s);
-        return rc;
-    }
-    if (flock(s->lock_fd, LOCK_EX | LOCK_NB) != 0) {
-        rc = errno == EWOULDBLOCK
-                 ? idm__fail(IDM_EBUSY, "state: %s is in use by another generator", s->path)
-                 : idm__fail(IDM_EIO, "state: cannot lock %s: %s", s->lock_path, strerror(errno));
-        idm__state_close(s);
-        return rc;
-    }
+    /* dirname may return a pointer into its argument or a static "." or
+     * "/": keep a copy of what it returns. */
+    d = strdup(dirname(s->dir_path));
+    free(s->dir_path);
+    s->dir_path = d;
+    return d == NULL ? IDM_ENOMEM : 0;
+}
+
+/* Make and take the lock file; 0, IDM_EBUSY or IDM_EIO. */
+static int take_lock(idm__state *s)
+{
+    struct stat st;
+    const char *kind = NULL;
+    /* Refused before the lock file is created; the state file is checked
+     * again on its descriptor, under the lock. */
+    if (stat(s->path, &st) == 0 && !S_ISREG(st.st_mode))
+        return idm__fail(IDM_EIO, "state: %s is not a regular file (it is %s)", s->path,
+                         idm__file_kind(st.st_mode));
+    s->lock_fd = idm__fault("state.lock-open") != 0
+                     ? -1
+                     : idm__open_regular(s->lock_path, O_RDWR | O_CREAT, 0600, &kind);
+    if (s->lock_fd < 0 && kind != NULL)
+        return idm__fail(IDM_EIO, "state: lock file %s is not a regular file (it is %s)",
+                         s->lock_path, kind);
+    if (s->lock_fd < 0)
+        return idm__fail(IDM_EIO, "state: cannot open lock file %s: %s", s->lock_path,
+                         strerror(errno));
+    if (flock(s->lock_fd, LOCK_EX | LOCK_NB) != 0)
+        return errno == EWOULDBLOCK
+                   ? idm__fail(IDM_EBUSY, "state: %s is in use by another generator", s->path)
+                   : idm__fail(IDM_EIO, "state: cannot lock %s: %s", s->lock_path,
+                               strerror(errno));
+    return 0;
+}
+
+/* Read the mark under the lock: 0 with *found set, or an error (a missing
+ * or corrupt file is none when fresh). */
+static int read_file(idm__state *s, bool fresh, idm_unix_ms *mark, bool *found)
+{
+    char buf[LINE_MAX_LEN + 1];
+    const char *kind;
+    ssize_t n;
+    int fd, e;
 
     *found = false;
-    fd = open(s->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-    if (fd < 0) {
-        if (errno == ENOENT && fresh)
-            return 0;
-        rc = errno == ENOENT
-                 ? idm__fail(IDM_ENOENT, "state: %s does not exist (start fresh to create it)", s->path)
-                 : idm__fail(IDM_EIO, "state: cannot open %s: %s", s->path, strerror(errno));
-        idm__state_close(s);
-        return rc;
-    }
-    rc = check_regular(fd, "", s->path);
-    if (rc != 0) {
-        close(fd);
-        idm__state_close(s);
-        return rc;
-    }
+    fd = idm__open_regular(s->path, O_RDONLY, 0, &kind);
+    if (fd < 0 && kind != NULL)
+        return idm__fail(IDM_EIO, "state: %s is not a regular file (it is %s)", s->path, kind);
+    if (fd < 0 && errno == ENOENT)
+        return fresh ? 0
+                     : idm__fail(IDM_ENOENT,
+                                 "state: %s does not exist (start fresh to create it)", s->path);
+    if (fd < 0)
+        return idm__fail(IDM_EIO, "state: cannot open %s: %s", s->path, strerror(errno));
     n = read(fd, buf, sizeof buf);
-    rc = errno;
+    e = errno;
     close(fd);
-    if (n < 0) {
-        rc = idm__fail(IDM_EIO, "state: cannot read %s: %s", s->path, strerror(rc));
-        idm__state_close(s);
-        return rc;
-    }
-    if (n > LINE_MAX_LEN || parse_line(buf, (size_t)n, mark) != 0) {
-        if (fresh)
-            return 0;
-        rc = idm__fail(IDM_ECORRUPT,
-                       "state: %s is corrupt; its mark cannot be trusted (start fresh only if no id "
-                       "was minted ahead of the clock)",
-                       s->path);
-        idm__state_close(s);
-        return rc;
-    }
+    if (n < 0)
+        return idm__fail(IDM_EIO, "state: cannot read %s: %s", s->path, strerror(e));
+    if (n > LINE_MAX_LEN || parse_line(buf, (size_t)n, mark) != 0)
+        return fresh ? 0
+                     : idm__fail(IDM_ECORRUPT,
+                                 "state: %s is corrupt; its mark cannot be trusted (start fresh "
+                                 "only if no id was minted ahead of the clock)",
+                                 s->path);
     *found = true;
     return 0;
+}
+
+int idm__state_open(idm__state *s, const char *path, bool fresh, idm_unix_ms *mark, bool *found)
+{
+    int rc;
+    memset(s, 0, sizeof *s);
+    s->lock_fd = -1;
+    rc = make_paths(s, path);
+    if (rc == 0)
+        rc = take_lock(s);
+    if (rc == 0)
+        rc = read_file(s, fresh, mark, found);
+    if (rc != 0)
+        idm__state_close(s);
+    return rc;
 }
 
 /* Sync the directory dir (the state file's, found at open: nothing is
@@ -295,7 +264,7 @@ int idm__state_open(idm__state *s, const char *path, bool fresh, idm_unix_ms *ma
 static int fsync_dir(const char *dir)
 {
     int fd, rc = 0;
-    if (fault("fsyncdir") != 0)
+    if (idm__fault("state.fsyncdir") != 0)
         return errno;
     fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0 || fsync(fd) != 0)
@@ -318,14 +287,15 @@ int idm__state_write(idm__state *s, idm_unix_ms mark)
     /* The temporary file is ours while we hold the lock: whatever is left
      * at its name (a crash's leftover, a link, a FIFO that would block an
      * open for writing) goes, and a new file is made in its place. */
-    (void)unlink(s->tmp_path);
-    if (fault("open") != 0 ||
+    if (idm__fault("state.unlink") == 0)
+        (void)unlink(s->tmp_path);
+    if (idm__fault("state.open") != 0 ||
         (fd = open(s->tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY,
                    0600)) < 0)
         return idm__fail(IDM_EIO, "state: cannot create %s: %s", s->tmp_path, strerror(errno));
     while (off < (size_t)len) {
         ssize_t w;
-        if (fault("write") != 0)
+        if (idm__fault("state.write") != 0)
             goto fail_fd;
         w = write(fd, line + off, (size_t)len - off);
         if (w < 0) {
@@ -335,11 +305,11 @@ int idm__state_write(idm__state *s, idm_unix_ms mark)
         }
         off += (size_t)w;
     }
-    if (fault("fsync") != 0 || fsync(fd) != 0)
+    if (idm__fault("state.fsync") != 0 || fsync(fd) != 0)
         goto fail_fd;
     if (close(fd) != 0)
         return idm__fail(IDM_EIO, "state: cannot close %s: %s", s->tmp_path, strerror(errno));
-    if (fault("rename") != 0 || rename(s->tmp_path, s->path) != 0)
+    if (idm__fault("state.rename") != 0 || rename(s->tmp_path, s->path) != 0)
         return idm__fail(IDM_EIO, "state: cannot rename %s to %s: %s", s->tmp_path, s->path,
                          strerror(errno));
     e = fsync_dir(s->dir_path);

@@ -21,11 +21,11 @@
 #include <stdbool.h>
 #include <idmint/clock.h>
 
-/* Fault injection for tests: if set, called before each system call of a
- * state-file write with the call's name ("open", "write", "fsync", "rename",
- * "fsyncdir"); a nonzero return is taken as that call's errno and the call
- * fails. Not thread-safe to change while generators write. */
-extern int (*idm__state_fault)(const char *op);
+/* Every system call that writes (or syncs) a state or lock file is preceded
+ * by a fault site of the shared hook (common.h): "state.lock-open" (the lock
+ * file, made at open), then for each write "state.unlink" (a leftover
+ * temporary file), "state.open", "state.write", "state.fsync",
+ * "state.rename" and "state.fsyncdir". */
 
 typedef struct idm__state {
     char *path;      /* the resolved path: no symbolic link in it */

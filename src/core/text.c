@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Strict text codecs: unsigned integers and ISO-8601 timestamps. Each parser
+ * Strict text codecs: unsigned integers and ISO-8601 timestamps, and the
+ * Crockford base32 tables (ULID, opaque ids). Each parser
  * walks its input byte by byte and accepts one form only; strtoull and
  * strptime are avoided on purpose (strtoull takes "-1", " 5" and "+5", and
  * strptime's leniency differs between C libraries).
@@ -9,6 +10,21 @@
 #include <string.h>
 
 #include "internal.h"
+
+const char idm__b32_alphabet[32] = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+
+#define B32_LETTER(c, v) [c] = (v) + 1, [(c) + ('a' - 'A')] = (v) + 1
+const uint8_t idm__b32_rev[256] = {
+    ['0'] = 1, ['1'] = 2, ['2'] = 3, ['3'] = 4, ['4'] = 5,
+    ['5'] = 6, ['6'] = 7, ['7'] = 8, ['8'] = 9, ['9'] = 10,
+    B32_LETTER('A', 10), B32_LETTER('B', 11), B32_LETTER('C', 12), B32_LETTER('D', 13),
+    B32_LETTER('E', 14), B32_LETTER('F', 15), B32_LETTER('G', 16), B32_LETTER('H', 17),
+    B32_LETTER('J', 18), B32_LETTER('K', 19), B32_LETTER('M', 20), B32_LETTER('N', 21),
+    B32_LETTER('P', 22), B32_LETTER('Q', 23), B32_LETTER('R', 24), B32_LETTER('S', 25),
+    B32_LETTER('T', 26), B32_LETTER('V', 27), B32_LETTER('W', 28), B32_LETTER('X', 29),
+    B32_LETTER('Y', 30), B32_LETTER('Z', 31),
+};
+#undef B32_LETTER
 
 int idm_u64_parse(const char *text, uint64_t *out)
 {

@@ -11,25 +11,6 @@
 
 #define MS_LIMIT (INT64_C(1) << 48)
 
-static const char alphabet[32] = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
-
-/* Crockford value of a character, either case; -1 outside the alphabet
- * (I, L, O and U included: the ULID spec leaves them out). */
-static int unbase32(unsigned char c)
-{
-    static const signed char letters[26] = {
-        10, 11, 12, 13, 14, 15, 16, 17, -1, 18, 19, -1, 20, /* A-M */
-        21, -1, 22, 23, 24, 25, 26, -1, 27, 28, 29, 30, 31, /* N-Z */
-    };
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'z')
-        c = (unsigned char)(c - 'a' + 'A');
-    if (c >= 'A' && c <= 'Z')
-        return letters[c - 'A'];
-    return -1;
-}
-
 static void put48(uint8_t *b, uint64_t v)
 {
     for (int i = 0; i < 6; i++)
@@ -155,7 +136,7 @@ emit:
 static inline void put_base32(char *out, uint64_t v, unsigned n)
 {
     for (unsigned i = 0; i < n; i++)
-        out[i] = alphabet[(v >> (5 * (n - 1 - i))) & 31];
+        out[i] = idm__b32_alphabet[(v >> (5 * (n - 1 - i))) & 31];
 }
 
 static inline uint64_t load40(const uint8_t *b)
@@ -187,7 +168,7 @@ int idm_ulid_parse(const char *text, idm_ulid *out)
     if (n != 26)
         return idm__fail(IDM_EPARSE, "ulid: '%s' has length %zu, not 26", idm__quote(text, q), n);
     for (size_t i = 0; i < 26; i++) {
-        int d = unbase32((unsigned char)text[i]);
+        int d = idm__unbase32((unsigned char)text[i]);
         if (d < 0)
             return idm__fail(IDM_EPARSE,
                              "ulid: '%s' has '%c' at position %zu, outside Crockford base32",
@@ -197,7 +178,7 @@ int idm_ulid_parse(const char *text, idm_ulid *out)
     }
     /* Only once every character is known good: a first character above 7
      * means a value over 128 bits. */
-    if (unbase32((unsigned char)text[0]) > 7)
+    if (idm__unbase32((unsigned char)text[0]) > 7)
         return idm__fail(IDM_ERANGE,
                          "ulid: '%s' is above 7ZZZZZZZZZZZZZZZZZZZZZZZZZ (more than 128 bits)",
                          idm__quote(text, q));

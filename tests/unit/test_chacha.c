@@ -14,13 +14,11 @@
  * goes on untouched. With chosen seeds, the output is byte for byte the
  * fast-key-erasure stream of seed 1 for 1 MiB, then of seed 2, and so on.
  *
- * This program compiles src/core/rng.c in with IDM_TEST_HOOKS, so that its
- * seeds come from the counting source below instead of getrandom(2); the
- * rest comes from the library, whose own rng.o is then not linked.
+ * This program is built with src/core/rng.c compiled in with
+ * IDM_TEST_HOOKS (tests/CMakeLists.txt), so that its seeds come from the
+ * counting source below instead of getrandom(2); the rest comes from the
+ * library, whose own rng.o is then not linked. internal.h declares the hook.
  */
-#define IDM_TEST_HOOKS 1
-#include "../../src/core/rng.c"
-
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>

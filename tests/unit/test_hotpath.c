@@ -4,9 +4,10 @@
  *   - ARCHITECTURE.md, "The generator": a mint "reads the wall clock, then
  *     the word, and moves it with one compare-and-swap"; libidmint "never
  *     allocates on the minting path".
- *   - DESIGN.md section 4: next_id is "one vDSO clock read plus one CAS, no
- *     syscalls, no locks, no allocation", and "a lease guard adds one
- *     compare against a deadline read from CLOCK_MONOTONIC_COARSE".
+ *   - ARCHITECTURE.md, "Worker-id leases": a guarded generator checks the
+ *     monotonic deadline (CLOCK_MONOTONIC_COARSE) before reading the wall
+ *     clock; the hot-path budget: one vDSO clock read plus one CAS, no
+ *     system calls, no locks, no allocation.
  * So in the common case (the state is not ahead of the clock: no
  * exhaustion, no regression, no contention) every idm_snowflake_next and
  * every idm_snowflake_next_batch reads the wall clock exactly once, the

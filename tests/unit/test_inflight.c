@@ -27,6 +27,7 @@
 
 #include <idmint/lease.h>
 
+#include "internal.h"
 #include "testutil.h"
 
 #define T0 INT64_C(1767225600000) /* 2026-01-01T00:00:00Z */
@@ -57,8 +58,7 @@ static void park_point(const char *point)
     pthread_mutex_unlock(&park_mu);
 }
 
-/* The generator's hook (see snowflake.c, IDM_TEST_HOOKS). */
-extern void (*idm__snowflake_test_hook)(const char *point, struct idm_snowflake *g);
+/* The generator's hook (declared in internal.h under IDM_TEST_HOOKS). */
 static void hook(const char *point, struct idm_snowflake *g)
 {
     (void)g;

@@ -24,6 +24,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common.h"
 #include "state.h"
 
 #define T0 INT64_C(1700000000000) /* 2023-11-14T22:13:20Z */
@@ -174,7 +175,7 @@ static void sfx_close(sfx *f)
 
 static void sfx_done(sfx *f)
 {
-    idm__state_fault = NULL;
+    idm__fault_hook = NULL;
     sfx_close(f);
     idm_layout_free(f->layout);
     idm_manual_clock_free(f->mc);
@@ -230,34 +231,42 @@ static void first_run(sfx *f)
 
 /* ---- the fault hook ---- */
 
+/* Every fault site of the state file (common.h's shared hook), each with a
+ * letter for the call log. The first five are a write's calls in the order
+ * the tests below expect them. */
+static const char *const sites[] = {"state.open",   "state.write",    "state.fsync",
+                                    "state.rename", "state.fsyncdir", "state.unlink",
+                                    "state.lock-open"};
+static const char site_letters[] = "owfrdul";
+#define NSITES ((int)(sizeof sites / sizeof sites[0]))
+
 static int fault_at;        /* fail this call and every later one; 0: never */
 static int fault_calls;     /* calls seen */
 static int fault_fired;     /* calls failed */
 static int fault_errno;
 static const char *fault_first_op; /* the first call failed */
 static int fault_renames;
-static int fault_unknown;   /* calls with an unknown op name */
-static char fault_log[512]; /* op names, one letter each */
+static int fault_unknown;   /* calls with an unknown site name */
+static char fault_log[512]; /* site names, one letter each */
+static const char *fault_only; /* if set: fail this site alone, every time */
 
-static int fault_hook(const char *op)
+static int fault_hook(const char *site)
 {
-    static const char *const ops[] = {"open", "write", "fsync", "rename",
-                                      "fsyncdir"};
-    static const char letters[] = "owfrd";
     int k = -1;
-    for (int i = 0; i < 5; i++)
-        if (strcmp(op, ops[i]) == 0)
+    for (int i = 0; i < NSITES; i++)
+        if (strcmp(site, sites[i]) == 0)
             k = i;
     if (k < 0)
         fault_unknown++;
     if (fault_calls < (int)sizeof fault_log - 1)
-        fault_log[fault_calls] = k < 0 ? '?' : letters[k];
+        fault_log[fault_calls] = k < 0 ? '?' : site_letters[k];
     fault_calls++;
     if (k == 3)
         fault_renames++;
-    if (fault_at > 0 && fault_calls >= fault_at) {
+    if ((fault_at > 0 && fault_calls >= fault_at) ||
+        (fault_only != NULL && strcmp(site, fault_only) == 0)) {
         if (fault_fired++ == 0)
-            fault_first_op = k < 0 ? "?" : ops[k];
+            fault_first_op = k < 0 ? "?" : sites[k];
         return fault_errno;
     }
     return 0;
@@ -272,8 +281,9 @@ static void fault_arm(int at, int err)
     fault_first_op = NULL;
     fault_renames = 0;
     fault_unknown = 0;
+    fault_only = NULL;
     memset(fault_log, 0, sizeof fault_log);
-    idm__state_fault = fault_hook;
+    idm__fault_hook = fault_hook;
 }
 
 /* ---- tests ---- */
@@ -613,11 +623,14 @@ static void state_lookahead_writes(void **state)
           ULL(writes));
     CHECK((uint64_t)fault_renames == writes,
           "%d renames for %llu writes", fault_renames, ULL(writes));
-    CHECK(fault_unknown == 0, "fault hook saw unknown op names: %s", fault_log);
-    /* Every write is open, write(s), fsync, rename, fsyncdir, in order. */
+    CHECK(fault_unknown == 0, "fault hook saw unknown site names: %s", fault_log);
+    /* Every write is unlink (a leftover), open, write(s), fsync, rename,
+     * fsyncdir, in order. */
     for (const char *p = fault_log; *p != '\0';) {
-        CHECK(*p == 'o', "write sequence does not start with open: %s",
+        CHECK(*p == 'u', "write sequence does not start with unlink: %s",
               fault_log);
+        p++;
+        CHECK(*p == 'o', "no open after unlink: %s", fault_log);
         p++;
         CHECK(*p == 'w', "no write after open: %s", fault_log);
         while (*p == 'w')
@@ -631,7 +644,7 @@ static void state_lookahead_writes(void **state)
     for (int i = 0; i < 4000; i++)
         sfx_mint(&f);
     CHECK(sfx_stats(&f).state_writes == w1, "ids within one ms wrote state");
-    idm__state_fault = NULL;
+    idm__fault_hook = NULL;
     idm_test_check_ids(&f.ids);
     sfx_done(&f);
 }
@@ -688,17 +701,15 @@ static void state_write_faults(void **state)
         if (fault_fired == 0) {
             /* Every write of this run finished before call N: done. */
             CHECK(eio == 0, "IDM_EIO without a fault");
-            idm__state_fault = NULL;
+            idm__fault_hook = NULL;
             idm_test_check_ids(&f.ids);
             sfx_done(&f);
             break;
         }
         print_message("# N=%d: first failed call %s, %d refusals; calls %s\n",
                       n, fault_first_op, eio, fault_log);
-        for (int i = 0; i < 5; i++) {
-            static const char *const ops[] = {"open", "write", "fsync",
-                                              "rename", "fsyncdir"};
-            if (strcmp(fault_first_op, ops[i]) == 0)
+        for (int i = 0; i < NSITES; i++) {
+            if (strcmp(fault_first_op, sites[i]) == 0)
                 ops_failed |= 1u << i;
         }
         CHECK(sfx_stats(&f).state_error != 0,
@@ -710,7 +721,7 @@ static void state_write_faults(void **state)
             n_eio_runs++;
 
         /* The fault is removed: minting resumes, above everything. */
-        idm__state_fault = NULL;
+        idm__fault_hook = NULL;
         uint64_t id = sfx_mint(&f);
         CHECK(id_ms(&f, id) <= disk_mark(f.path), "N=%d: resumed past the "
               "mark", n);
@@ -729,7 +740,9 @@ static void state_write_faults(void **state)
     }
     print_message("# write faults: %d runs, %d refused with IDM_EIO\n", n - 1,
                   n_eio_runs);
-    CHECK(ops_failed == 0x1fu, "not every system call of a write was failed "
+    /* Each of a write's six sites (all but the lock file's) failed first in
+     * some run. */
+    CHECK(ops_failed == 0x3fu, "not every system call of a write was failed "
           "(mask %#x)", ops_failed);
     CHECK(n_eio_runs >= 4, "only %d runs refused with IDM_EIO", n_eio_runs);
 }
@@ -903,6 +916,58 @@ static void state_not_regular_refused(void **state)
     sfx_done(&f);
 }
 
+/* Every fault site of the state file is reached: a fresh open, a mint and a
+ * clean close go through each one in the catalogue above (a call that lost
+ * its site fails here). Then the two sites no write-fault run fails first
+ * alone: a lock file that cannot be made refuses the open, creating
+ * nothing; a leftover temporary file that cannot be removed fails the write
+ * (it is never written over), and the file keeps its mark. */
+static void state_fault_sites_reached(void **state)
+{
+    (void)state;
+    sfx f;
+    sfx_init(&f);
+    fault_arm(0, 0); /* record, fail none */
+    f.o.state_fresh = true;
+    IDM_ASSERT_OK(idm_snowflake_open(&f.g, &f.o));
+    sfx_mint(&f);
+    sfx_close(&f);
+    CHECK(fault_unknown == 0, "fault hook saw unknown site names: %s", fault_log);
+    for (int i = 0; i < NSITES; i++)
+        CHECK(strchr(fault_log, site_letters[i]) != NULL,
+              "site %s not reached by an open, a mint and a close: %s", sites[i], fault_log);
+
+    CHECK(unlink(f.lock) == 0, "unlink: %s", strerror(errno));
+    fault_arm(0, EACCES);
+    fault_only = "state.lock-open";
+    f.o.state_fresh = false;
+    IDM_ASSERT_RC(idm_snowflake_open(&f.g, &f.o), IDM_EIO);
+    check_detail("cannot open lock file");
+    CHECK(f.g == NULL, "failed open handed out a generator");
+    CHECK(fault_fired == 1, "lock-open failed %d times", fault_fired);
+    CHECK(!exists(f.lock), "a lock file was made with its open failed");
+
+    idm__fault_hook = NULL;
+    IDM_ASSERT_OK(idm_snowflake_open(&f.g, &f.o));
+    sfx_mint(&f);
+    idm_unix_ms mark = disk_mark(f.path);
+    static const char junk[] = "idmint-state 1 17";
+    spit(f.tmp, junk, sizeof junk - 1);
+    fault_arm(0, EACCES);
+    fault_only = "state.unlink";
+    idm_manual_clock_set(f.mc, mark + 1); /* past the mark: a write is due */
+    uint64_t id = 0;
+    IDM_ASSERT_RC(idm_snowflake_next(f.g, &id), IDM_EIO);
+    check_detail("cannot create");
+    CHECK(fault_fired >= 1, "the unlink site was not failed");
+    CHECK(disk_mark(f.path) == mark, "a failed write changed the mark");
+    idm__fault_hook = NULL;
+    sfx_mint(&f);
+    CHECK(disk_mark(f.path) >= last_ms(&f), "mark behind an id after the fault");
+    idm_test_check_ids(&f.ids);
+    sfx_done(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -919,6 +984,7 @@ int main(void)
         cmocka_unit_test(state_tmp_leftover),
         cmocka_unit_test(state_symlink_written_through),
         cmocka_unit_test(state_not_regular_refused),
+        cmocka_unit_test(state_fault_sites_reached),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
