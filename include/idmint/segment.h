@@ -65,6 +65,11 @@ typedef struct idm_store idm_store;
 #define IDM_SEQ_NAME_MAX 64
 #define IDM_SEQ_MAX INT64_C(4611686018427387904) /* 2^62 */
 
+/* 1 if name is a valid sequence name (the rule above), else 0; NULL is 0.
+ * What every entry point (the allocator, the stores, idmintd's routes, the
+ * CLI) checks with. Thread-safe; sets no error detail. */
+IDM_EXTERN int idm_seq_name_valid(const char *name);
+
 typedef struct idm_seq_info {
     char name[IDM_SEQ_NAME_MAX + 1];
     int64_t next;   /* the next value the store will hand out (local units) */
@@ -90,6 +95,10 @@ typedef struct idm_store_ops {
     void (*close)(void *ctx);
 } idm_store_ops;
 
+/* 0 if url names a ticket store of this build (its scheme known and built
+ * in), else IDM_EINVAL with idm_store_open's detail for it. Connects to
+ * nothing and checks nothing past the scheme: for checking settings. */
+IDM_EXTERN int idm_store_url_check(const char *url);
 /*
  * Open the store a URL names (the tables are created if missing).
  * IDM_EINVAL for a bad URL, IDM_EUNAVAIL if it cannot be reached.
@@ -223,7 +232,7 @@ IDM_EXTERN int idm_seq_open(idm_seq **out, const idm_seq_opts *opts);
  * taken within wait_ms; IDM_ECORRUPT when no block is in hand and every
  * store is marked bad (its counter went back: see above). Thread-safe. */
 IDM_EXTERN int idm_seq_next(idm_seq *q, int64_t *id);
-IDM_EXTERN void idm_seq_stats_get(idm_seq *q, idm_seq_stats *out);
+IDM_EXTERN void idm_seq_stats_get(const idm_seq *q, idm_seq_stats *out);
 /* Close the allocator (the last one of its store stops the store's prefetch
  * thread); the ids in hand are abandoned (gaps). Close every allocator of a
  * store before the store. */

@@ -5,7 +5,14 @@
  * file that is created once and never removed (removing it while another
  * writer holds it would let a third writer lock a new file: two writers at
  * once, and the file could go down). Opens refuse links and anything but
- * regular files (O_NOFOLLOW, fstat), and never block on a FIFO (O_NONBLOCK).
+ * regular files (O_NOFOLLOW, idm__open_regular), and never block on a FIFO.
+ *
+ * Every call of a write (lock included) is preceded by a fault site
+ * (idm__fault), in the order a write makes them: floors.open-lock,
+ * floors.flock, floors.unlink-stale, floors.open, floors.write,
+ * floors.fsync, floors.rename, floors.open-dir, floors.fsyncdir; and
+ * floors.unlink-failed, the removal of the temporary copy after a failure.
+ * A fault fails the call as its errno would.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -29,35 +36,27 @@ static int sys_fail(const char *path, const char *what)
     return idm__seg_fail(IDM_EIO, "floor file %s: cannot %s: %s", path, what, strerror(errno));
 }
 
-/* Open path (flags; O_NOFOLLOW, O_CLOEXEC, O_NONBLOCK added) and check it is
- * a regular file. -1 with errno ENOENT when it does not exist and O_CREAT is
- * not in flags; other failures give a detail (*rc). */
-static int open_regular(const char *path, int flags, int *rc)
+/* Open path (flags; O_NOFOLLOW added: no links) if it is a regular file,
+ * after fault site site (NULL: none). -1 with *rc 0 when it does not exist
+ * and O_CREAT is not in flags; other failures give a detail (*rc). */
+static int open_regular(const char *path, int flags, const char *site, int *rc)
 {
-    struct stat st;
-    int fd = open(path, flags | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600);
-    if (fd < 0) {
-        if (errno == ENOENT && (flags & O_CREAT) == 0) {
-            *rc = 0;
-            return -1;
-        }
-        if (errno == ELOOP)
-            *rc = idm__seg_fail(IDM_EINVAL, "floor file %s: is a symbolic link (refused)", path);
-        else
-            *rc = sys_fail(path, "open it");
-        return -1;
-    }
-    if (fstat(fd, &st) != 0) {
-        *rc = sys_fail(path, "stat it");
-        close(fd);
-        return -1;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        *rc = idm__seg_fail(IDM_EINVAL, "floor file %s: is not a regular file", path);
-        close(fd);
-        return -1;
-    }
-    return fd;
+    const char *kind = NULL;
+    int fd = site != NULL && idm__fault(site) != 0
+                 ? -1
+                 : idm__open_regular(path, flags | O_NOFOLLOW, 0600, &kind);
+    if (fd >= 0)
+        return fd;
+    if (errno == ENOENT && (flags & O_CREAT) == 0)
+        *rc = 0;
+    else if (errno == ELOOP)
+        *rc = idm__seg_fail(IDM_EINVAL, "floor file %s: is a symbolic link (refused)", path);
+    else if (kind != NULL)
+        *rc = idm__seg_fail(IDM_EINVAL, "floor file %s: is not a regular file (it is %s)", path,
+                            kind);
+    else
+        *rc = sys_fail(path, "open it");
+    return -1;
 }
 
 /* A decimal in 0..max, strictly: digits only, no sign, no overflow. */
@@ -195,7 +194,7 @@ static int read_path(const char *path, const char *name, size_t n, int64_t *floo
         floor[k] = 0;
         has[k] = false;
     }
-    fd = open_regular(path, O_RDONLY, &rc);
+    fd = open_regular(path, O_RDONLY, NULL, &rc);
     if (fd < 0)
         return rc; /* 0: no file, no floors */
     rc = read_fd(path, fd, name, n, floor, has);
@@ -221,10 +220,11 @@ static int sync_dir(const char *path)
         snprintf(dir, sizeof dir, "/");
     else
         snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
-    fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    fd = idm__fault("floors.open-dir") != 0 ? -1
+                                            : open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
         return sys_fail(path, "open its directory");
-    if (fsync(fd) != 0)
+    if (idm__fault("floors.fsyncdir") != 0 || fsync(fd) != 0)
         rc = sys_fail(path, "sync its directory");
     close(fd);
     return rc;
@@ -233,7 +233,7 @@ static int sync_dir(const char *path)
 static int write_all(int fd, const char *buf, size_t len)
 {
     while (len > 0) {
-        ssize_t w = write(fd, buf, len);
+        ssize_t w = idm__fault("floors.write") != 0 ? -1 : write(fd, buf, len);
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0)
@@ -244,6 +244,37 @@ static int write_all(int fd, const char *buf, size_t len)
     return 0;
 }
 
+/* Remove the temporary copy of a write that failed (if this fails too, the
+ * next writer removes it). */
+static void remove_failed(const char *tmp)
+{
+    if (idm__fault("floors.unlink-failed") == 0)
+        (void)unlink(tmp);
+}
+
+/* Write text (len bytes) to a new file tmp, on disk before it returns 0;
+ * removed again if that fails. */
+static int write_tmp(const char *tmp, const char *text, size_t len)
+{
+    int fd, rc = 0;
+    /* A leftover of a writer that died; the caller holds the lock. */
+    if (idm__fault("floors.unlink-stale") == 0)
+        (void)unlink(tmp);
+    fd = idm__fault("floors.open") != 0
+             ? -1
+             : open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return sys_fail(tmp, "create it");
+    if (write_all(fd, text, len) != 0)
+        rc = sys_fail(tmp, "write it");
+    else if (idm__fault("floors.fsync") != 0 || fsync(fd) != 0)
+        rc = sys_fail(tmp, "sync it");
+    close(fd);
+    if (rc != 0)
+        remove_failed(tmp);
+    return rc;
+}
+
 int idm__floors_raise(const char *path, const char *name, size_t n, const int64_t *hi)
 {
     char lockp[PATH_MAX_LEN + 8], tmp[PATH_MAX_LEN + 8];
@@ -251,7 +282,7 @@ int idm__floors_raise(const char *path, const char *name, size_t n, const int64_
     bool *has, changed = false;
     char *text = NULL;
     size_t len = 0, cap;
-    int lfd, fd, rc;
+    int lfd, rc;
     if ((rc = check_path(path)) != 0)
         return rc;
     floor = calloc(n, sizeof *floor);
@@ -266,10 +297,10 @@ int idm__floors_raise(const char *path, const char *name, size_t n, const int64_
     }
     snprintf(lockp, sizeof lockp, "%s.lock", path);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    lfd = open_regular(lockp, O_RDWR | O_CREAT, &rc);
+    lfd = open_regular(lockp, O_RDWR | O_CREAT, "floors.open-lock", &rc);
     if (lfd < 0)
         goto out;
-    while (flock(lfd, LOCK_EX) != 0) {
+    while ((idm__fault("floors.flock") != 0 ? -1 : flock(lfd, LOCK_EX)) != 0) {
         if (errno != EINTR) {
             rc = sys_fail(lockp, "lock it");
             goto out_lock;
@@ -290,28 +321,11 @@ int idm__floors_raise(const char *path, const char *name, size_t n, const int64_
     for (size_t k = 0; k < n; k++)
         if (has[k])
             len += (size_t)snprintf(text + len, cap - len, "%zu %" PRId64 "\n", k, floor[k]);
-    (void)unlink(tmp); /* a leftover of a writer that died; we hold the lock */
-    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0) {
-        rc = sys_fail(tmp, "create it");
+    if ((rc = write_tmp(tmp, text, len)) != 0)
         goto out_lock;
-    }
-    if (write_all(fd, text, len) != 0) {
-        rc = sys_fail(tmp, "write it");
-        close(fd);
-        (void)unlink(tmp);
-        goto out_lock;
-    }
-    if (fsync(fd) != 0) {
-        rc = sys_fail(tmp, "sync it");
-        close(fd);
-        (void)unlink(tmp);
-        goto out_lock;
-    }
-    close(fd);
-    if (rename(tmp, path) != 0) {
+    if (idm__fault("floors.rename") != 0 || rename(tmp, path) != 0) {
         rc = sys_fail(path, "rename the new copy over it");
-        (void)unlink(tmp);
+        remove_failed(tmp);
         goto out_lock;
     }
     rc = sync_dir(path);

@@ -63,7 +63,7 @@
  * keeps only remote_apply, which waits for more. A session that cannot set
  * it runs nothing. (fsync=off on the server is beyond a session's reach.)
  *
- * Identity (idm__postgres_identity): the server's system identifier, the
+ * Identity (pg_identity): the server's system identifier, the
  * database's and the table's OIDs, so that one database reached by two
  * URLs is known as one store.
  *
@@ -131,27 +131,6 @@ static void one_line(const char *msg, char *out, size_t cap)
     out[n] = '\0';
     if (n == 0)
         snprintf(out, cap, "no message");
-}
-
-/* The URL for messages: a password in postgres://user:pass@host is masked
- * (as store.c does), and a password=... option too. */
-static void mask_url(const char *url, char *out, size_t cap)
-{
-    const char *at = strchr(url, '@'), *scheme = strstr(url, "://");
-    const char *colon = scheme != NULL ? strchr(scheme + 3, ':') : NULL;
-    const char *pw;
-    if (at != NULL && colon != NULL && colon < at)
-        snprintf(out, cap, "%.*s:***%s", (int)(colon - url), url, at);
-    else
-        snprintf(out, cap, "%s", url);
-    pw = strstr(out, "password=");
-    if (pw != NULL) {
-        size_t off = (size_t)(pw - out) + strlen("password=");
-        const char *amp = strchr(out + off, '&');
-        char tail[256];
-        snprintf(tail, sizeof tail, "%s", amp != NULL ? amp : "");
-        snprintf(out + off, cap - off, "***%s", tail);
-    }
 }
 
 /* Strictly a decimal int64 as PostgreSQL prints one: an optional '-', then
@@ -252,7 +231,7 @@ static void quiet(void *arg, const char *message)
 /* A call starts: it must end within the timeout from now. */
 static void begin_call(pg_store *p)
 {
-    p->deadline = idm__seg_mono_ns() + p->timeout_ms * NS_PER_MS;
+    p->deadline = idm__mono_ns() + p->timeout_ms * NS_PER_MS;
 }
 
 /* Wait until fd is ready for events (POLLIN, POLLOUT) or until (monotonic
@@ -265,7 +244,7 @@ static int wait_socket(int fd, short events, int64_t until)
         return -1;
     for (;;) {
         struct pollfd pf = {fd, events, 0};
-        int64_t left = until - idm__seg_mono_ns();
+        int64_t left = until - idm__mono_ns();
         int r;
         if (left <= 0)
             return 0;
@@ -340,8 +319,8 @@ static int pg_connect(pg_store *p)
     if (p->conn == NULL)
         return idm__seg_fail(IDM_ENOMEM, "store %s: out of memory connecting", p->url);
     PQsetNoticeProcessor(p->conn, quiet, NULL);
-    if ((ct = connect_timeout_ns(p->conn)) > 0 && idm__seg_mono_ns() + ct < until) {
-        until = idm__seg_mono_ns() + ct;
+    if ((ct = connect_timeout_ns(p->conn)) > 0 && idm__mono_ns() + ct < until) {
+        until = idm__mono_ns() + ct;
         by_ct = true;
     }
     /* PQconnectStart has begun: libpq asks to be polled as after WRITING. */
@@ -815,7 +794,7 @@ static const idm_store_ops ops = {pg_create, pg_take, pg_list, pg_floor_get, pg_
  * server's address and port stand in for the system identifier: one server
  * reached by two addresses is then not known as one.
  */
-int idm__postgres_identity(void *ctx, char *out, size_t cap)
+static int pg_identity(void *ctx, char *out, size_t cap)
 {
     static const char *const queries[] = {
         "SELECT 'postgres:' || (SELECT system_identifier FROM pg_control_system())"
@@ -879,16 +858,16 @@ static int with_timeout(const char *url, const char *masked, char *out, size_t c
     return 0;
 }
 
-static int pg_open(void **ctx, const char *url)
+/* A store for url, not connected yet: the URL checked (libpq parses it;
+ * connect_timeout added) and masked for messages. */
+static int pg_new(const char *url, pg_store **out)
 {
     char masked[256], full[MAX_URL], msg[512];
     char *err = NULL;
     PQconninfoOption *info;
     pg_store *p;
-    PGresult *res;
-    bool timed_out = false;
-    int rc = 0;
-    mask_url(url, masked, sizeof masked);
+    int rc;
+    idm__url_mask(url, masked, sizeof masked);
     if (strncmp(url, "postgres://", 11) != 0 && strncmp(url, "postgresql://", 13) != 0)
         return idm__seg_fail(IDM_EINVAL, "store: '%.80s' is not a postgres:// URL", masked);
     if ((rc = with_timeout(url, masked, full, sizeof full)) != 0)
@@ -913,55 +892,67 @@ static int pg_open(void **ctx, const char *url)
         free(p);
         return idm__seg_fail(IDM_ENOMEM, "store %s: out of memory", masked);
     }
-    /* Opening is one call: connecting, the session, the tables. */
-    begin_call(p);
-    if ((rc = ensure_session(p)) != 0)
-        goto fail;
-    /* Create the tables only if missing: a role that may use but not create
-     * them still opens the store. */
+    *out = p;
+    return 0;
+}
+
+/* The tables, created only if missing: a role that may use but not create
+ * them still opens the store. */
+static int ensure_tables(pg_store *p)
+{
+    bool timed_out = false;
+    PGresult *res;
+    int rc = 0;
     res = run(p,
               "SELECT to_regclass('" IDM__SEQ_TABLE "') IS NOT NULL"
               " AND to_regclass('" IDM__FLOOR_TABLE "') IS NOT NULL",
               0, NULL, NULL, PGRES_TUPLES_OK, true, "cannot look for the tables", &rc);
     if (res == NULL)
-        goto fail;
+        return rc;
     if (PQntuples(res) != 1 || PQnfields(res) != 1) {
         PQclear(res);
-        rc = idm__seg_fail(IDM_EIO, "store %s: looking for the tables: unexpected answer",
-                           masked);
-        goto fail;
+        return idm__seg_fail(IDM_EIO, "store %s: looking for the tables: unexpected answer",
+                             p->url);
     }
-    if (strcmp(PQgetvalue(res, 0, 0), "t") != 0) {
+    if (strcmp(PQgetvalue(res, 0, 0), "t") == 0) {
         PQclear(res);
-        /* One statement string: simple query protocol, one transaction. */
-        res = exchange(p,
-                       "BEGIN;"
-                       "SELECT pg_advisory_xact_lock(" CREATE_LOCK ");"
-                       "CREATE TABLE IF NOT EXISTS " IDM__SEQ_TABLE
-                       "(name TEXT PRIMARY KEY, next BIGINT NOT NULL,"
-                       " k BIGINT NOT NULL, n BIGINT NOT NULL);"
-                       "CREATE TABLE IF NOT EXISTS " IDM__FLOOR_TABLE
-                       "(name TEXT NOT NULL, k BIGINT NOT NULL, floor BIGINT NOT NULL,"
-                       " PRIMARY KEY (name, k));"
-                       "COMMIT",
-                       -1, NULL, NULL, &timed_out);
-        if (timed_out) {
-            rc = late(p, "creating the tables",
-                      "connection dropped; they may or may not exist now");
-            goto fail;
-        }
-        if (res == NULL || PQresultStatus(res) != PGRES_COMMAND_OK) {
-            rc = pg_fail(p, res, "cannot create the tables");
-            PQclear(res);
-            goto fail;
-        }
+        return 0;
     }
     PQclear(res);
-    *ctx = p;
-    return 0;
-fail:
-    pg_close(p);
+    /* One statement string: simple query protocol, one transaction. */
+    res = exchange(p,
+                   "BEGIN;"
+                   "SELECT pg_advisory_xact_lock(" CREATE_LOCK ");"
+                   "CREATE TABLE IF NOT EXISTS " IDM__SEQ_TABLE
+                   "(name TEXT PRIMARY KEY, next BIGINT NOT NULL,"
+                   " k BIGINT NOT NULL, n BIGINT NOT NULL);"
+                   "CREATE TABLE IF NOT EXISTS " IDM__FLOOR_TABLE
+                   "(name TEXT NOT NULL, k BIGINT NOT NULL, floor BIGINT NOT NULL,"
+                   " PRIMARY KEY (name, k));"
+                   "COMMIT",
+                   -1, NULL, NULL, &timed_out);
+    if (timed_out)
+        return late(p, "creating the tables", "connection dropped; they may or may not exist now");
+    if (res == NULL || PQresultStatus(res) != PGRES_COMMAND_OK)
+        rc = pg_fail(p, res, "cannot create the tables");
+    PQclear(res);
     return rc;
 }
 
-const idm__store_backend idm__store_postgres = {"postgres", &ops, pg_open, pg_set_timeout};
+static int pg_open(void **ctx, const char *url)
+{
+    pg_store *p = NULL;
+    int rc = pg_new(url, &p);
+    if (rc != 0)
+        return rc;
+    /* Opening is one call: connecting, the session, the tables. */
+    begin_call(p);
+    if ((rc = ensure_session(p)) != 0 || (rc = ensure_tables(p)) != 0) {
+        pg_close(p);
+        return rc;
+    }
+    *ctx = p;
+    return 0;
+}
+
+const idm__store_backend idm__store_postgres = {&ops, pg_open, pg_set_timeout, pg_identity};

@@ -6,16 +6,20 @@
 #include <idmint/idmint.h>
 #include <idmint/segment.h>
 
-/* A backend reached by URL: open fills the operations' context. rest is the
- * whole URL. Each backend is one file linking only its client library.
- * A backend bounds each call by its timeout (IDM_STORE_TIMEOUT_MS from
- * open, open included, until set_timeout changes it; store.c calls it
- * under the store's mutex, so never during another call on ctx). */
+#include "common.h"
+
+/* A backend reached by URL (store.c's table of schemes names it): open
+ * fills the operations' context from the whole URL. Each backend is one
+ * file linking only its client library, built when IDM_WITH_<NAME> is
+ * defined. A backend bounds each call by its timeout (IDM_STORE_TIMEOUT_MS
+ * from open, open included, until set_timeout changes it); store.c calls
+ * set_timeout and identity under the store's mutex, so never during another
+ * call on ctx. identity is the backend's part of idm_store_identity. */
 typedef struct idm__store_backend {
-    const char *scheme; /* "sqlite" for sqlite:// */
     const idm_store_ops *ops;
     int (*open)(void **ctx, const char *url);
     void (*set_timeout)(void *ctx, int64_t ms); /* 1 to IDM__STORE_TIMEOUT_MAX_MS */
+    int (*identity)(void *ctx, char *out, size_t cap);
 } idm__store_backend;
 
 /* The longest timeout idm_store_set_timeout takes: an hour. */
@@ -32,9 +36,6 @@ extern const idm__store_backend idm__store_postgres;
 
 #define idm__seg_fail idm_error_fail
 
-/* CLOCK_MONOTONIC in ns, for the stores' deadlines and the allocator. */
-int64_t idm__seg_mono_ns(void);
-
 /* A sequence name: 1 to IDM_SEQ_NAME_MAX of [A-Za-z0-9_.-]; IDM_EINVAL
  * with a detail naming the fault. */
 int idm__seq_check_name(const char *name);
@@ -43,9 +44,5 @@ int idm__seq_check_name(const char *name);
  * k's local units: store k's counter must never be below them. */
 int idm__store_floor_get(idm_store *s, const char *name, uint32_t k, int64_t *floor);
 int idm__store_floor_raise(idm_store *s, const char *name, uint32_t k, int64_t floor);
-
-/* Each database backend's part of idm_store_identity, on its context. */
-int idm__sqlite_identity(void *ctx, char *out, size_t cap);
-int idm__postgres_identity(void *ctx, char *out, size_t cap);
 
 #endif /* IDM_SEGMENT_INTERNAL_H */

@@ -353,7 +353,7 @@ static void mark_down_locked(idm_seq *q, size_t k)
     } else {
         t->backoff = t->backoff >= DOWN_MAX_NS / 2 ? DOWN_MAX_NS : 2 * t->backoff;
     }
-    t->retry_at = idm__seg_mono_ns() + t->backoff;
+    t->retry_at = idm__mono_ns() + t->backoff;
 }
 
 static void mark_up_locked(idm_seq *q, size_t k)
@@ -370,7 +370,7 @@ static bool call_begin_locked(idm_seq *q, size_t k)
 {
     if (q->closing)
         return false;
-    q->call_start = idm__seg_mono_ns();
+    q->call_start = idm__mono_ns();
     q->call_store = k;
     return true;
 }
@@ -406,7 +406,7 @@ static int fetch(idm_seq *q, size_t start, int64_t size, block *b)
 {
     int rc = IDM_EUNAVAIL;
     bool tried = false;
-    int64_t now = idm__seg_mono_ns();
+    int64_t now = idm__mono_ns();
     pthread_mutex_lock(&q->k->mu);
     for (size_t k = 0; k < q->nstores; k++) {
         store_state *t = &q->st[k];
@@ -555,11 +555,11 @@ static void serve_locked(keeper *k, idm_seq *q)
     q->fetching = true;
     q->busy = true;
     pthread_mutex_unlock(&k->mu);
-    t0 = idm__seg_mono_ns();
+    t0 = idm__mono_ns();
     rc = fetch(q, start, size, &b);
     pthread_mutex_lock(&k->mu);
     q->fetching = false;
-    q->last_try_ns = idm__seg_mono_ns();
+    q->last_try_ns = idm__mono_ns();
     if (rc == 0) {
         int64_t took = q->last_try_ns - t0;
         q->fetch_ns = q->fetch_ns == 0 ? took : (3 * q->fetch_ns + took) / 4;
@@ -595,7 +595,7 @@ static void *keeper_main(void *arg)
     keeper *k = arg;
     pthread_mutex_lock(&k->mu);
     while (!k->stop) {
-        int64_t now = idm__seg_mono_ns(), wake = INT64_MAX;
+        int64_t now = idm__mono_ns(), wake = INT64_MAX;
         idm_seq *pick = NULL;
         for (idm_seq *q = k->head; q != NULL; q = q->next) {
             if (q->closing || !q->need || q->spare_ready || q->nbad == q->nstores)
@@ -670,7 +670,7 @@ static int slow(idm_seq *q, uint64_t g)
             break;
         }
         want_block_locked(q, true);
-        now = idm__seg_mono_ns();
+        now = idm__mono_ns();
         if (!waited) {
             waited = true;
             t0 = now;
@@ -700,7 +700,7 @@ static int slow(idm_seq *q, uint64_t g)
         }
     }
     if (waited) {
-        q->wait_ns += (uint64_t)(idm__seg_mono_ns() - t0);
+        q->wait_ns += (uint64_t)(idm__mono_ns() - t0);
         q->waiters--;
     }
     pthread_mutex_unlock(&q->k->mu);
@@ -1075,7 +1075,7 @@ int idm_seq_open(idm_seq **out, const idm_seq_opts *opts)
     return 0;
 }
 
-void idm_seq_stats_get(idm_seq *q, idm_seq_stats *out)
+void idm_seq_stats_get(const idm_seq *q, idm_seq_stats *out)
 {
     uint64_t w;
     int64_t used;
@@ -1100,7 +1100,7 @@ void idm_seq_stats_get(idm_seq *q, idm_seq_stats *out)
     out->bad_stores = q->nbad;
     snprintf(out->bad_detail, sizeof out->bad_detail, "%s", q->bad_detail);
     out->down_stores = q->ndown;
-    out->call_ms = q->call_start != 0 ? (idm__seg_mono_ns() - q->call_start) / NS_PER_MS : 0;
+    out->call_ms = q->call_start != 0 ? (idm__mono_ns() - q->call_start) / NS_PER_MS : 0;
     out->call_store = q->call_store;
     pthread_mutex_unlock(&q->k->mu);
 }

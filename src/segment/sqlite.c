@@ -41,7 +41,7 @@
  * no options, and the setting is not kept in the file).
  *
  * The store is the database file: its device and inode, taken at open,
- * are its identity (idm__sqlite_identity), so that one file named twice
+ * are its identity (sq_identity), so that one file named twice
  * (sqlite:///a/b.db and sqlite:///a/./b.db, a symbolic or hard link) is
  * known as one store.
  *
@@ -113,7 +113,7 @@ static int idm_code(int rc)
 /* A call starts: it must end within the timeout from now. */
 static void begin_call(sq_store *s)
 {
-    s->deadline = idm__seg_mono_ns() + s->timeout_ms * NS_PER_MS;
+    s->deadline = idm__mono_ns() + s->timeout_ms * NS_PER_MS;
 }
 
 /* Fail with the connection's message; call before resetting the statement
@@ -121,7 +121,7 @@ static void begin_call(sq_store *s)
  * another connection held the write lock for the whole wait. */
 static int sq_fail(sq_store *s, int rc, const char *what)
 {
-    if ((rc & 0xff) == SQLITE_BUSY && idm__seg_mono_ns() >= s->deadline)
+    if ((rc & 0xff) == SQLITE_BUSY && idm__mono_ns() >= s->deadline)
         return idm__seg_fail(IDM_EUNAVAIL,
                              "store %s: %s: no answer within %lld ms: another connection holds "
                              "the write lock (%s)",
@@ -256,7 +256,7 @@ static void turn_give(sq_store *s)
 static int busy_wait(void *arg, int count)
 {
     const sq_store *s = arg;
-    int64_t left = s->deadline - idm__seg_mono_ns(), pause_ns;
+    int64_t left = s->deadline - idm__mono_ns(), pause_ns;
     struct timespec ts;
     if (left <= 0)
         return 0;
@@ -599,7 +599,7 @@ static const idm_store_ops ops = {sq_create, sq_take, sq_list, sq_floor_get, sq_
                                   sq_close};
 
 /* "sqlite:DEV:INO" of the database file. */
-int idm__sqlite_identity(void *ctx, char *out, size_t cap)
+static int sq_identity(void *ctx, char *out, size_t cap)
 {
     const sq_store *s = ctx;
     int n = snprintf(out, cap, "sqlite:%llu:%llu", (unsigned long long)s->dev,
@@ -677,6 +677,103 @@ static int prepare(sq_store *s, const char *sql, sqlite3_stmt **st)
     return 0;
 }
 
+/* WAL and synchronous=FULL, or IDM_EUNAVAIL if either does not take. */
+static int set_modes(sq_store *s, char *answer)
+{
+    int rc;
+    /* WAL: readers never block the writer, and several processes can share
+     * the file. journal_mode answers the mode in force: a filesystem that
+     * cannot do WAL (no shared memory) answers something else. */
+    if ((rc = exec(s, "PRAGMA journal_mode=WAL", "cannot switch to WAL mode", answer)) != 0)
+        return rc;
+    if (strcmp(answer, "wal") != 0)
+        return idm__seg_fail(IDM_EUNAVAIL, "store %s: cannot use WAL mode here (journal mode is "
+                                           "'%s')", s->url, answer);
+    /* FULL: every commit is synced before it returns, so no block handed out
+     * can be lost to a power failure and handed out again. Read back: a
+     * setting that did not take (a build or VFS that ignores it) is refused,
+     * not trusted. 2 is FULL, 3 EXTRA (more). */
+    if ((rc = exec(s, "PRAGMA synchronous=FULL", "cannot set synchronous=FULL", NULL)) != 0 ||
+        (rc = exec(s, "PRAGMA synchronous", "cannot read synchronous", answer)) != 0)
+        return rc;
+    if (strcmp(answer, "2") != 0 && strcmp(answer, "3") != 0)
+        return idm__seg_fail(IDM_EUNAVAIL,
+                             "store %s: synchronous is %s after setting it to FULL (2): a "
+                             "block handed out could be lost to a power failure and handed "
+                             "out again",
+                             s->url, answer);
+    return 0;
+}
+
+/* The tables, if missing. Looked for first with a read, which in WAL mode
+ * waits for no writer: opening a store that is busy handing out blocks must
+ * not queue for the write lock (with writers committing back to back it
+ * could wait out busy_timeout and fail). IMMEDIATE: take the write lock
+ * first, so two processes opening a new file at once create the tables one
+ * after the other. */
+static int ensure_tables(sq_store *s, char *answer)
+{
+    int rc;
+    if ((rc = exec(s,
+                   "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('"
+                   IDM__SEQ_TABLE "', '" IDM__FLOOR_TABLE "')",
+                   "cannot look for the tables", answer)) != 0)
+        return rc;
+    if (strcmp(answer, "2") != 0 &&
+        (rc = exec(s,
+                   "BEGIN IMMEDIATE;"
+                   "CREATE TABLE IF NOT EXISTS " IDM__SEQ_TABLE
+                   "(name TEXT PRIMARY KEY, next INTEGER NOT NULL,"
+                   " k INTEGER NOT NULL, n INTEGER NOT NULL);"
+                   "CREATE TABLE IF NOT EXISTS " IDM__FLOOR_TABLE
+                   "(name TEXT NOT NULL, k INTEGER NOT NULL, floor INTEGER NOT NULL,"
+                   " PRIMARY KEY(name, k));"
+                   "COMMIT",
+                   "cannot create the tables", NULL)) != 0)
+        sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    return rc;
+}
+
+/* The file's identity (it exists once the tables are in it) and its
+ * writers' turn in this process. */
+static int take_identity(sq_store *s, const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return idm__seg_fail(IDM_EUNAVAIL, "store %s: cannot stat %s: %s", s->url, path,
+                             strerror(errno));
+    s->dev = st.st_dev;
+    s->ino = st.st_ino;
+    s->turn = turn_get(s->dev, s->ino);
+    if (s->turn == NULL)
+        return idm__seg_fail(IDM_ENOMEM, "store %s: out of memory", s->url);
+    return 0;
+}
+
+static int prepare_all(sq_store *s)
+{
+    int rc;
+    if ((rc = prepare(s,
+                      "INSERT INTO " IDM__SEQ_TABLE "(name, next, k, n) VALUES(?1, ?2, ?3, ?4)",
+                      &s->create)) != 0 ||
+        (rc = prepare(s,
+                      "UPDATE " IDM__SEQ_TABLE " SET next = next + ?1"
+                      " WHERE name = ?2 AND k = ?4 AND n = ?5 AND next <= ?3 - ?1"
+                      " RETURNING next - ?1",
+                      &s->take)) != 0 ||
+        (rc = prepare(s, "SELECT next, k, n FROM " IDM__SEQ_TABLE " WHERE name = ?1",
+                      &s->next_of)) != 0 ||
+        (rc = prepare(s, "SELECT name, next, k, n FROM " IDM__SEQ_TABLE " ORDER BY name",
+                      &s->list)) != 0 ||
+        (rc = prepare(s, "SELECT floor FROM " IDM__FLOOR_TABLE " WHERE name = ?1 AND k = ?2",
+                      &s->floor_get)) != 0)
+        return rc;
+    return prepare(s,
+                   "INSERT INTO " IDM__FLOOR_TABLE "(name, k, floor) VALUES(?1, ?2, ?3)"
+                   " ON CONFLICT(name, k) DO UPDATE SET floor = max(floor, excluded.floor)",
+                   &s->floor_raise);
+}
+
 static int sq_open(void **ctx, const char *url)
 {
     const char *path = NULL;
@@ -711,96 +808,13 @@ static int sq_open(void **ctx, const char *url)
     }
     sqlite3_extended_result_codes(s->db, 1);
     sqlite3_busy_handler(s->db, busy_wait, s);
-    /* WAL: readers never block the writer, and several processes can share
-     * the file. journal_mode answers the mode in force: a filesystem that
-     * cannot do WAL (no shared memory) answers something else. */
-    if ((rc = exec(s, "PRAGMA journal_mode=WAL", "cannot switch to WAL mode", answer)) != 0)
-        goto fail;
-    if (strcmp(answer, "wal") != 0) {
-        rc = idm__seg_fail(IDM_EUNAVAIL, "store %s: cannot use WAL mode here (journal mode is "
-                                         "'%s')", url, answer);
-        goto fail;
+    if ((rc = set_modes(s, answer)) != 0 || (rc = ensure_tables(s, answer)) != 0 ||
+        (rc = take_identity(s, path)) != 0 || (rc = prepare_all(s)) != 0) {
+        sq_close(s);
+        return rc;
     }
-    /* FULL: every commit is synced before it returns, so no block handed out
-     * can be lost to a power failure and handed out again. Read back: a
-     * setting that did not take (a build or VFS that ignores it) is refused,
-     * not trusted. 2 is FULL, 3 EXTRA (more). */
-    if ((rc = exec(s, "PRAGMA synchronous=FULL", "cannot set synchronous=FULL", NULL)) != 0 ||
-        (rc = exec(s, "PRAGMA synchronous", "cannot read synchronous", answer)) != 0)
-        goto fail;
-    if (strcmp(answer, "2") != 0 && strcmp(answer, "3") != 0) {
-        rc = idm__seg_fail(IDM_EUNAVAIL,
-                           "store %s: synchronous is %s after setting it to FULL (2): a "
-                           "block handed out could be lost to a power failure and handed "
-                           "out again",
-                           url, answer);
-        goto fail;
-    }
-    /* The tables, if missing. Looked for first with a read, which in WAL
-     * mode waits for no writer: opening a store that is busy handing out
-     * blocks must not queue for the write lock (with writers committing
-     * back to back it could wait out busy_timeout and fail). IMMEDIATE:
-     * take the write lock first, so two processes opening a new file at
-     * once create the tables one after the other. */
-    if ((rc = exec(s,
-                   "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('"
-                   IDM__SEQ_TABLE "', '" IDM__FLOOR_TABLE "')",
-                   "cannot look for the tables", answer)) != 0)
-        goto fail;
-    if (strcmp(answer, "2") != 0 &&
-        (rc = exec(s,
-                   "BEGIN IMMEDIATE;"
-                   "CREATE TABLE IF NOT EXISTS " IDM__SEQ_TABLE
-                   "(name TEXT PRIMARY KEY, next INTEGER NOT NULL,"
-                   " k INTEGER NOT NULL, n INTEGER NOT NULL);"
-                   "CREATE TABLE IF NOT EXISTS " IDM__FLOOR_TABLE
-                   "(name TEXT NOT NULL, k INTEGER NOT NULL, floor INTEGER NOT NULL,"
-                   " PRIMARY KEY(name, k));"
-                   "COMMIT",
-                   "cannot create the tables", NULL)) != 0) {
-        sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
-        goto fail;
-    }
-    /* The file exists now (the tables are in it): its identity. */
-    {
-        struct stat st;
-        if (stat(path, &st) != 0) {
-            rc = idm__seg_fail(IDM_EUNAVAIL, "store %s: cannot stat %s: %s", url, path,
-                               strerror(errno));
-            goto fail;
-        }
-        s->dev = st.st_dev;
-        s->ino = st.st_ino;
-        s->turn = turn_get(s->dev, s->ino);
-        if (s->turn == NULL) {
-            rc = idm__seg_fail(IDM_ENOMEM, "store %s: out of memory", url);
-            goto fail;
-        }
-    }
-    if ((rc = prepare(s,
-                      "INSERT INTO " IDM__SEQ_TABLE "(name, next, k, n) VALUES(?1, ?2, ?3, ?4)",
-                      &s->create)) != 0 ||
-        (rc = prepare(s,
-                      "UPDATE " IDM__SEQ_TABLE " SET next = next + ?1"
-                      " WHERE name = ?2 AND k = ?4 AND n = ?5 AND next <= ?3 - ?1"
-                      " RETURNING next - ?1",
-                      &s->take)) != 0 ||
-        (rc = prepare(s, "SELECT next, k, n FROM " IDM__SEQ_TABLE " WHERE name = ?1",
-                      &s->next_of)) != 0 ||
-        (rc = prepare(s, "SELECT name, next, k, n FROM " IDM__SEQ_TABLE " ORDER BY name",
-                      &s->list)) != 0 ||
-        (rc = prepare(s, "SELECT floor FROM " IDM__FLOOR_TABLE " WHERE name = ?1 AND k = ?2",
-                      &s->floor_get)) != 0 ||
-        (rc = prepare(s,
-                      "INSERT INTO " IDM__FLOOR_TABLE "(name, k, floor) VALUES(?1, ?2, ?3)"
-                      " ON CONFLICT(name, k) DO UPDATE SET floor = max(floor, excluded.floor)",
-                      &s->floor_raise)) != 0)
-        goto fail;
     *ctx = s;
     return 0;
-fail:
-    sq_close(s);
-    return rc;
 }
 
 static void sq_set_timeout(void *ctx, int64_t ms)
@@ -808,4 +822,4 @@ static void sq_set_timeout(void *ctx, int64_t ms)
     ((sq_store *)ctx)->timeout_ms = ms;
 }
 
-const idm__store_backend idm__store_sqlite = {"sqlite", &ops, sq_open, sq_set_timeout};
+const idm__store_backend idm__store_sqlite = {&ops, sq_open, sq_set_timeout, sq_identity};

@@ -24,19 +24,28 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "segment_internal.h"
 
-/* URL schemes and their backends; libpq takes both spellings. */
-static const struct {
-    const char *scheme;
-    const idm__store_backend *be;
-} schemes[] = {
-    {"sqlite", &idm__store_sqlite},
-    {"postgres", &idm__store_postgres},
-    {"postgresql", &idm__store_postgres},
+/* URL schemes and their backends (libpq takes both spellings). A backend
+ * left out of the build keeps its rows, so that its URLs are refused as
+ * such, not as an unknown scheme. */
+#ifdef IDM_WITH_SQLITE
+#define SQLITE_BACKEND (&idm__store_sqlite)
+#else
+#define SQLITE_BACKEND NULL
+#endif
+#ifdef IDM_WITH_POSTGRES
+#define POSTGRES_BACKEND (&idm__store_postgres)
+#else
+#define POSTGRES_BACKEND NULL
+#endif
+static const idm__scheme schemes[] = {
+    {"sqlite", SQLITE_BACKEND, "IDM_WITH_SQLITE=OFF"},
+    {"postgres", POSTGRES_BACKEND, "IDM_WITH_POSTGRES=OFF"},
+    {"postgresql", POSTGRES_BACKEND, "IDM_WITH_POSTGRES=OFF"},
 };
+#define NSCHEMES (sizeof schemes / sizeof schemes[0])
 
 struct idm_store {
     const idm_store_ops *ops;
@@ -47,46 +56,9 @@ struct idm_store {
     char url[256]; /* for messages; password masked */
 };
 
-
-/* The URL for messages, passwords masked: postgres://user:***@host and
- * ...?password=*** (the value up to the next '&'). SQLite paths are shown
- * as they are. */
-static void mask_url(const char *url, char *out, size_t cap)
-{
-    const char *scheme = strstr(url, "://"), *auth_end, *at = NULL, *colon = NULL, *p;
-    size_t n = 0;
-    if (scheme == NULL || strncmp(url, "sqlite://", 9) == 0) {
-        snprintf(out, cap, "%s", url);
-        return;
-    }
-    auth_end = scheme + 3 + strcspn(scheme + 3, "/?");
-    for (p = scheme + 3; p < auth_end; p++) {
-        if (*p == '@')
-            at = p;
-    }
-    if (at != NULL)
-        colon = memchr(scheme + 3, ':', (size_t)(at - (scheme + 3)));
-    for (p = url; *p != '\0' && n + 4 < cap; p++) {
-        if (p == colon) {
-            memcpy(out + n, ":***", 4);
-            n += 4;
-            p = at - 1;
-            continue;
-        }
-        out[n++] = *p;
-        if ((*p == '?' || *p == '&') && strncmp(p + 1, "password=", 9) == 0 && n + 13 < cap) {
-            memcpy(out + n, "password=***", 12);
-            n += 12;
-            p += 9;
-            while (p[1] != '\0' && p[1] != '&')
-                p++;
-        }
-    }
-    out[n] = '\0';
-}
-
+/* A store over ops and ctx; shown as masked (the URL, password masked). */
 static int wrap(idm_store **out, const idm__store_backend *be, const idm_store_ops *ops,
-                void *ctx, const char *url)
+                void *ctx, const char *masked)
 {
     idm_store *s = calloc(1, sizeof *s);
     if (s == NULL) {
@@ -98,40 +70,37 @@ static int wrap(idm_store **out, const idm__store_backend *be, const idm_store_o
     s->ctx = ctx;
     s->timeout_ms = IDM_STORE_TIMEOUT_MS;
     pthread_mutex_init(&s->mu, NULL);
-    mask_url(url, s->url, sizeof s->url);
+    snprintf(s->url, sizeof s->url, "%s", masked);
     *out = s;
     return 0;
 }
 
+/* What a store URL looks like, for messages. */
+#define STORE_URL_FORMS "sqlite:///path/file.db or postgres://..."
+
+int idm_store_url_check(const char *url)
+{
+    const idm__scheme *row;
+    return idm__scheme_pick(schemes, NSCHEMES, "store", STORE_URL_FORMS, url, &row);
+}
+
 int idm_store_open(idm_store **out, const char *url)
 {
-    const char *sep = url != NULL ? strstr(url, "://") : NULL;
+    const idm__scheme *row;
+    const idm__store_backend *be;
+    char masked[256];
+    void *ctx = NULL;
+    int rc;
     if (out == NULL)
         return idm__seg_fail(IDM_EINVAL, "store: no output");
     *out = NULL;
-    if (sep == NULL)
-        return idm__seg_fail(IDM_EINVAL,
-                             "store: '%.80s' is not a URL (want sqlite:///path/file.db or "
-                             "postgres://...)",
-                             url != NULL ? url : "");
-    for (size_t i = 0; i < sizeof schemes / sizeof schemes[0]; i++) {
-        size_t n = strlen(schemes[i].scheme);
-        if ((size_t)(sep - url) == n && strncmp(url, schemes[i].scheme, n) == 0) {
-            void *ctx = NULL;
-            int rc = schemes[i].be->open(&ctx, url);
-            if (rc != 0)
-                return rc;
-            return wrap(out, schemes[i].be, schemes[i].be->ops, ctx, url);
-        }
-    }
-    {
-        char masked[256];
-        mask_url(url, masked, sizeof masked);
-        return idm__seg_fail(IDM_EINVAL,
-                             "store: unknown scheme in '%.80s' (known: sqlite://, "
-                             "postgres://, postgresql://)",
-                             masked);
-    }
+    if ((rc = idm__scheme_pick(schemes, NSCHEMES, "store", STORE_URL_FORMS, url, &row)) != 0)
+        return rc;
+    idm__url_mask(url, masked, sizeof masked);
+    be = row->backend;
+    if ((rc = be->open(&ctx, url)) != 0)
+        return rc;
+    return wrap(out, be, be->ops, ctx, masked);
 }
 
 int idm_store_custom(idm_store **out, const idm_store_ops *ops, void *ctx)
@@ -148,32 +117,44 @@ const char *idm_store_url(const idm_store *s)
     return s->url;
 }
 
-int64_t idm__seg_mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-/* 1 to IDM_SEQ_NAME_MAX of [A-Za-z0-9_.-]. */
-int idm__seq_check_name(const char *name)
+/* Where name breaks the rule (1 to IDM_SEQ_NAME_MAX of [A-Za-z0-9_.-]):
+ * 0 if it keeps it, else -1 for empty, -2 for too long, or the 1-based byte
+ * of the first character outside the set. */
+static long name_fault(const char *name)
 {
     size_t n;
     if (name == NULL || name[0] == '\0')
-        return idm__seg_fail(IDM_EINVAL, "sequence: the name is empty");
+        return -1;
     n = strlen(name);
     if (n > IDM_SEQ_NAME_MAX)
-        return idm__seg_fail(IDM_EINVAL, "sequence: name '%.20s...' is longer than %d bytes", name,
-                             IDM_SEQ_NAME_MAX);
+        return -2;
     for (size_t i = 0; i < n; i++) {
         char c = name[i];
         if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
               c == '_' || c == '.' || c == '-'))
-            return idm__seg_fail(IDM_EINVAL,
-                                 "sequence: name '%.64s' has a character other than letters, "
-                                 "digits, '_', '.' and '-' at byte %zu",
-                                 name, i + 1);
+            return (long)i + 1;
     }
+    return 0;
+}
+
+int idm_seq_name_valid(const char *name)
+{
+    return name_fault(name) == 0;
+}
+
+int idm__seq_check_name(const char *name)
+{
+    long f = name_fault(name);
+    if (f == -1)
+        return idm__seg_fail(IDM_EINVAL, "sequence: the name is empty");
+    if (f == -2)
+        return idm__seg_fail(IDM_EINVAL, "sequence: name '%.20s...' is longer than %d bytes", name,
+                             IDM_SEQ_NAME_MAX);
+    if (f > 0)
+        return idm__seg_fail(IDM_EINVAL,
+                             "sequence: name '%.64s' has a character other than letters, "
+                             "digits, '_', '.' and '-' at byte %ld",
+                             name, f);
     return 0;
 }
 
@@ -281,10 +262,8 @@ int idm_store_identity(idm_store *s, char *out, size_t cap)
         return idm__seg_fail(IDM_EINVAL, "store: no store or output");
     out[0] = '\0';
     pthread_mutex_lock(&s->mu);
-    if (s->ops == idm__store_sqlite.ops)
-        rc = idm__sqlite_identity(s->ctx, out, cap);
-    else if (s->ops == idm__store_postgres.ops)
-        rc = idm__postgres_identity(s->ctx, out, cap);
+    if (s->be != NULL)
+        rc = s->be->identity(s->ctx, out, cap);
     else if (snprintf(out, cap, "custom:%p", (void *)s) < (int)cap)
         rc = 0;
     else

@@ -13,35 +13,26 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <idmint/segment.h>
 
 #include "memstore.h"
+#include "seqtest.h"
 #include "testutil.h"
 
 /* ------------------------------------------------------- in-memory store */
 
-/* The in-memory store (tests/util/memstore.h), under this file's names. */
+/* The in-memory store (tests/util/memstore.h) and the shared setup
+ * (seqtest.h), under this file's names. */
 typedef idm_test_memstore mstore;
+#define ms_new idm_test_ms_new
 #define ms_free idm_test_memstore_free
 #define ms_next idm_test_memstore_next
 #define ms_set_next idm_test_memstore_set_next
 #define ms_owns idm_test_memstore_owns
-
-static mstore *ms_new(idm_store **store)
-{
-    mstore *m = idm_test_memstore_new(store);
-    assert_non_null(m);
-    return m;
-}
-
-static void sleep_ms(int64_t ms)
-{
-    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
+#define seq_opts idm_test_seq_opts
+#define sleep_ms idm_test_sleep_ms
 
 /* Wait for the keeper: until q holds want ids in hand (current block and
  * spare). The bound only ends a hung test; no time is asserted. */
@@ -55,14 +46,6 @@ static void wait_left(idm_seq *q, int64_t want)
         sleep_ms(1);
     }
     CHECK(sx.left == want, "ids in hand: %lld, want %lld", LL(sx.left), LL(want));
-}
-
-static void seq_opts(idm_seq_opts *o, idm_store **stores, size_t n)
-{
-    idm_seq_opts_init(o);
-    o->name = "orders";
-    o->stores = stores;
-    o->nstores = n;
 }
 
 /* ---------------------------------------------------------------- tests */
@@ -259,8 +242,7 @@ static void test_store_down(void **state)
 static void test_odd_even(void **state)
 {
     enum { N = 20000 };
-    idm_store *st[2];
-    mstore *m[2] = {ms_new(&st[0]), ms_new(&st[1])};
+    idm_test_pair p;
     idm_seq_opts o;
     idm_seq *q;
     idm_seq_stats sx;
@@ -269,31 +251,30 @@ static void test_odd_even(void **state)
     int64_t id;
     (void)state;
     assert_non_null(ids);
-    IDM_ASSERT_OK(idm_store_create(st[0], "orders", 1, 0, 2));
-    IDM_ASSERT_OK(idm_store_create(st[1], "orders", 1, 1, 2));
-    seq_opts(&o, st, 2);
+    idm_test_pair_new(&p, "orders");
+    seq_opts(&o, p.st, 2);
     o.min_block = o.max_block = 100;
     IDM_ASSERT_OK(idm_seq_open(&q, &o));
     for (int i = 0; i < N; i++) {
         IDM_ASSERT_OK(idm_seq_next(q, &id));
         ids[n++] = (uint64_t)id;
         if (id % 2 == 0) {
-            CHECK(ms_owns(m[0], 0, 2, id), "even id %lld not from store 0", LL(id));
+            CHECK(ms_owns(p.m[0], 0, 2, id), "even id %lld not from store 0", LL(id));
             even++;
         } else {
-            CHECK(ms_owns(m[1], 1, 2, id), "odd id %lld not from store 1", LL(id));
+            CHECK(ms_owns(p.m[1], 1, 2, id), "odd id %lld not from store 1", LL(id));
             odd++;
         }
     }
     /* blocks alternate strictly while both answer: 100 blocks of 100 each */
     CHECK(odd == N / 2 && even == N / 2, "round robin: %zu odd, %zu even", odd, even);
-    atomic_store(&m[1]->down, 1);
+    atomic_store(&p.m[1]->down, 1);
     even = odd = 0;
     for (int i = 0; i < N; i++) {
         IDM_ASSERT_OK(idm_seq_next(q, &id));
         ids[n++] = (uint64_t)id;
         if (id % 2 == 0) {
-            CHECK(ms_owns(m[0], 0, 2, id), "even id %lld not from store 0", LL(id));
+            CHECK(ms_owns(p.m[0], 0, 2, id), "even id %lld not from store 0", LL(id));
             even++;
         } else {
             odd++;
@@ -305,8 +286,7 @@ static void test_odd_even(void **state)
           ULL(sx.fetch_errors), sx.down_stores);
     assert_int_equal(idm_test_count_duplicates(ids, n), 0);
     idm_seq_close(q);
-    ms_free(m[0], st[0]);
-    ms_free(m[1], st[1]);
+    idm_test_pair_free(&p);
     free(ids);
 }
 
@@ -351,17 +331,15 @@ static void test_adaptive(void **state)
  * hand out is refused at open. */
 static void test_floors(void **state)
 {
-    idm_store *st[2];
-    mstore *m[2] = {ms_new(&st[0]), ms_new(&st[1])};
+    idm_test_pair p;
     idm_seq_opts o;
     idm_seq *q;
     int64_t id, saved;
     (void)state;
-    IDM_ASSERT_OK(idm_store_create(st[0], "orders", 1, 0, 2));
-    IDM_ASSERT_OK(idm_store_create(st[1], "orders", 1, 1, 2));
-    seq_opts(&o, st, 2);
+    idm_test_pair_new(&p, "orders");
+    seq_opts(&o, p.st, 2);
     o.min_block = o.max_block = 100;
-    saved = ms_next(m[0], "orders"); /* the "backup" */
+    saved = ms_next(p.m[0], "orders"); /* the "backup" */
     IDM_ASSERT_OK(idm_seq_open(&q, &o));
     for (int i = 0; i < 2000; i++)
         IDM_ASSERT_OK(idm_seq_next(q, &id));
@@ -370,20 +348,19 @@ static void test_floors(void **state)
     IDM_ASSERT_OK(idm_seq_open(&q, &o));
     idm_seq_close(q);
     /* store 0 restored from the backup */
-    ms_set_next(m[0], "orders", saved);
+    ms_set_next(p.m[0], "orders", saved);
     IDM_ASSERT_RC(idm_seq_open(&q, &o), IDM_ERANGE);
     CHECK(strstr(idm_error_detail(), "store 0") != NULL &&
               strstr(idm_error_detail(), "old backup") != NULL,
           "detail: %s", idm_error_detail());
     /* with store 1 unreachable, store 0's floor (kept in store 1 only) is
      * not known and there is no floor file: refused too, naming store 0 */
-    atomic_store(&m[1]->down, 1);
+    atomic_store(&p.m[1]->down, 1);
     IDM_ASSERT_RC(idm_seq_open(&q, &o), IDM_EUNAVAIL);
     CHECK(strstr(idm_error_detail(), "store 0") != NULL &&
               strstr(idm_error_detail(), "not known") != NULL,
           "detail: %s", idm_error_detail());
-    ms_free(m[0], st[0]);
-    ms_free(m[1], st[1]);
+    idm_test_pair_free(&p);
 }
 
 /* A store's counter goes back under a running allocator (restored from a
@@ -394,8 +371,7 @@ static void test_floors(void **state)
 static void test_counter_back_failover(void **state)
 {
     enum { BEFORE = 200, AFTER = 3000 };
-    idm_store *st[2];
-    mstore *m[2] = {ms_new(&st[0]), ms_new(&st[1])};
+    idm_test_pair p;
     idm_seq_opts o;
     idm_seq *q;
     idm_seq_stats sx;
@@ -403,9 +379,8 @@ static void test_counter_back_failover(void **state)
     size_t n = 0, odd_late = 0;
     int64_t id;
     (void)state;
-    IDM_ASSERT_OK(idm_store_create(st[0], "orders", 1, 0, 2));
-    IDM_ASSERT_OK(idm_store_create(st[1], "orders", 1, 1, 2));
-    seq_opts(&o, st, 2);
+    idm_test_pair_new(&p, "orders");
+    seq_opts(&o, p.st, 2);
     o.min_block = o.max_block = 10;
     o.wait_ms = 5000;
     IDM_ASSERT_OK(idm_seq_open(&q, &o));
@@ -413,8 +388,8 @@ static void test_counter_back_failover(void **state)
         IDM_ASSERT_OK(idm_seq_next(q, &id));
         ids[n++] = (uint64_t)id;
     }
-    CHECK(ms_next(m[1], "orders") > 0, "store 1 unused");
-    ms_set_next(m[1], "orders", 0); /* store 1 set back */
+    CHECK(ms_next(p.m[1], "orders") > 0, "store 1 unused");
+    ms_set_next(p.m[1], "orders", 0); /* store 1 set back */
     for (int i = 0; i < AFTER; i++) {
         IDM_ASSERT_OK(idm_seq_next(q, &id));
         ids[n++] = (uint64_t)id;
@@ -431,8 +406,7 @@ static void test_counter_back_failover(void **state)
     CHECK(strstr(sx.last_detail, "store 1") != NULL, "last_detail: %s", sx.last_detail);
     CHECK(sx.fetch_errors >= 1, "fetch_errors %llu", ULL(sx.fetch_errors));
     idm_seq_close(q);
-    ms_free(m[0], st[0]);
-    ms_free(m[1], st[1]);
+    idm_test_pair_free(&p);
 }
 
 /* One store set back: the ids in hand are served, then IDM_ECORRUPT naming
@@ -489,18 +463,18 @@ static void test_counter_back_one_store(void **state)
  * IDM_ENOSEQ; the store's counter untouched by all of them. */
 static void test_bad_input(void **state)
 {
-    idm_store *st[2];
-    mstore *m[2] = {ms_new(&st[0]), ms_new(&st[1])};
+    idm_test_pair p;
     idm_seq_opts o;
     idm_seq *q = NULL;
     int64_t before;
     (void)state;
-    IDM_ASSERT_OK(idm_store_create(st[0], "orders", 1, 0, 1));
-    before = ms_next(m[0], "orders");
+    idm_test_pair_new(&p, NULL);
+    IDM_ASSERT_OK(idm_store_create(p.st[0], "orders", 1, 0, 1));
+    before = ms_next(p.m[0], "orders");
 
 #define BAD(fieldname, stmt)                                                     \
     do {                                                                         \
-        seq_opts(&o, st, 1);                                                     \
+        seq_opts(&o, p.st, 1);                                                   \
         stmt;                                                                    \
         IDM_ASSERT_RC(idm_seq_open(&q, &o), IDM_EINVAL);                         \
         CHECK(strstr(idm_error_detail(), fieldname) != NULL, "%s: detail '%s'", \
@@ -526,26 +500,25 @@ static void test_bad_input(void **state)
     IDM_ASSERT_RC(idm_seq_open(NULL, &o), IDM_EINVAL);
 
     /* missing sequence */
-    seq_opts(&o, st, 1);
+    seq_opts(&o, p.st, 1);
     o.name = "nosuch";
     IDM_ASSERT_RC(idm_seq_open(&q, &o), IDM_ENOSEQ);
     /* present in store 0, missing in store 1: nothing is taken from store 0 */
-    IDM_ASSERT_OK(idm_store_create(st[0], "pair", 1, 0, 2));
-    seq_opts(&o, st, 2);
+    IDM_ASSERT_OK(idm_store_create(p.st[0], "pair", 1, 0, 2));
+    seq_opts(&o, p.st, 2);
     o.name = "pair";
     IDM_ASSERT_RC(idm_seq_open(&q, &o), IDM_ENOSEQ);
     CHECK(strstr(idm_error_detail(), "store 1") != NULL, "detail: %s", idm_error_detail());
-    assert_int_equal(ms_next(m[0], "pair"), 1); /* id 1 of 0 of 2: local 1 */
+    assert_int_equal(ms_next(p.m[0], "pair"), 1); /* id 1 of 0 of 2: local 1 */
     /* store 0 is 0 of 1 for orders, listed as 0 of 2 */
-    IDM_ASSERT_OK(idm_store_create(st[1], "orders", 1, 1, 2));
+    IDM_ASSERT_OK(idm_store_create(p.st[1], "orders", 1, 1, 2));
     o.name = "orders";
     IDM_ASSERT_RC(idm_seq_open(&q, &o), IDM_EINVAL);
     CHECK(strstr(idm_error_detail(), "store 0 of 1") != NULL, "detail: %s", idm_error_detail());
-    assert_int_equal(ms_next(m[0], "orders"), before);
-    assert_int_equal(m[0]->nlog, 0);
-    assert_int_equal(m[1]->nlog, 0);
-    ms_free(m[0], st[0]);
-    ms_free(m[1], st[1]);
+    assert_int_equal(ms_next(p.m[0], "orders"), before);
+    assert_int_equal(p.m[0]->nlog, 0);
+    assert_int_equal(p.m[1]->nlog, 0);
+    idm_test_pair_free(&p);
 }
 
 /* End to end over two SQLite files, two allocators (two "processes") and

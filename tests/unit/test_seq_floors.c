@@ -13,7 +13,10 @@
  *    serves from the other, comes back to the skipped store when it answers,
  *    and refuses the skipped store's block if its counter went back while
  *    it was down;
- *  - the stats say which stores are down and how long a store call runs.
+ *  - the stats say which stores are down and how long a store call runs;
+ *  - each of the floor file's fault sites (idm__fault_hook) is reached, and
+ *    failing it fails the write as its error would: the block is not used,
+ *    no id is handed out twice, the file stays whole.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -23,38 +26,25 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <idmint/segment.h>
 
+#include "common.h"
 #include "memstore.h"
+#include "seqtest.h"
 #include "testutil.h"
 
 typedef idm_test_memstore mstore;
+#define ms_new idm_test_ms_new
+#define sleep_ms idm_test_sleep_ms
 
 static char *g_dir;
 static char g_file[4200];
 
-static mstore *ms_new(idm_store **store)
-{
-    mstore *m = idm_test_memstore_new(store);
-    assert_non_null(m);
-    return m;
-}
-
-static void sleep_ms(int64_t ms)
-{
-    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 static void opts(idm_seq_opts *o, idm_store **stores, size_t n, const char *file)
 {
-    idm_seq_opts_init(o);
-    o->name = "orders";
-    o->stores = stores;
-    o->nstores = n;
+    idm_test_seq_opts(o, stores, n);
     o->min_block = o->max_block = 10;
     o->wait_ms = 5000;
     o->floor_file = file;
@@ -286,17 +276,16 @@ static void test_shared_file(void **state)
     idm_test_memstore_free(m, st);
 }
 
-/* Two stores (0 and 1 of 2) for "orders", o set up for them with the floor
- * file, and a first run with both up (which records both floors in the
- * file): its ids in ids, how many returned. */
-static size_t first_run(idm_store **st, idm_seq_opts *o, uint64_t *ids)
+/* Two stores (0 and 1 of 2) for "orders" in p, o set up for them with the
+ * floor file, and a first run with both up (which records both floors in
+ * the file): its ids in ids, how many returned. */
+static size_t first_run(idm_test_pair *p, idm_seq_opts *o, uint64_t *ids)
 {
     idm_seq *q;
     int64_t id;
     size_t n = 0;
-    IDM_ASSERT_OK(idm_store_create(st[0], "orders", 1, 0, 2));
-    IDM_ASSERT_OK(idm_store_create(st[1], "orders", 1, 1, 2));
-    opts(o, st, 2, g_file);
+    idm_test_pair_new(p, "orders");
+    opts(o, p->st, 2, g_file);
     IDM_ASSERT_OK(idm_seq_open(&q, o));
     for (int i = 0; i < 100; i++) {
         IDM_ASSERT_OK(idm_seq_next(q, &id));
@@ -313,8 +302,7 @@ static size_t first_run(idm_store **st, idm_seq_opts *o, uint64_t *ids)
 static void test_open_with_a_store_down(void **state)
 {
     enum { MAXN = 100000 };
-    idm_store *st[2];
-    mstore *m[2] = {ms_new(&st[0]), ms_new(&st[1])};
+    idm_test_pair p;
     idm_seq_opts o;
     idm_seq *q;
     idm_seq_stats sx;
@@ -324,8 +312,8 @@ static void test_open_with_a_store_down(void **state)
     bool odd = false;
     (void)state;
     assert_non_null(ids);
-    n = first_run(st, &o, ids);
-    atomic_store(&m[1]->down, 1);
+    n = first_run(&p, &o, ids);
+    atomic_store(&p.m[1]->down, 1);
     o.floor_file = NULL;
     IDM_ASSERT_RC(idm_seq_open(&q, &o), IDM_EUNAVAIL);
     CHECK(strstr(idm_error_detail(), "store 0") != NULL, "detail: %s", idm_error_detail());
@@ -339,7 +327,7 @@ static void test_open_with_a_store_down(void **state)
         CHECK(id % 2 == 0, "id %lld from store 1, which is down", (long long)id);
         ids[n++] = (uint64_t)id;
     }
-    atomic_store(&m[1]->down, 0);
+    atomic_store(&p.m[1]->down, 0);
     while (!odd && n < MAXN) { /* store 1 is asked again within its backoff */
         IDM_ASSERT_OK(idm_seq_next(q, &id));
         ids[n++] = (uint64_t)id;
@@ -353,8 +341,7 @@ static void test_open_with_a_store_down(void **state)
     assert_int_equal(idm_test_count_duplicates(ids, n), 0);
     idm_seq_close(q);
     free(ids);
-    idm_test_memstore_free(m[0], st[0]);
-    idm_test_memstore_free(m[1], st[1]);
+    idm_test_pair_free(&p);
 }
 
 /* Item 4, what is checked for a skipped store: store 1 is down at open and
@@ -364,8 +351,7 @@ static void test_open_with_a_store_down(void **state)
 static void test_skipped_store_rewound(void **state)
 {
     enum { MAXN = 100000 };
-    idm_store *st[2];
-    mstore *m[2] = {ms_new(&st[0]), ms_new(&st[1])};
+    idm_test_pair p;
     idm_seq_opts o;
     idm_seq *q;
     idm_seq_stats sx;
@@ -374,11 +360,11 @@ static void test_skipped_store_rewound(void **state)
     int64_t id;
     (void)state;
     assert_non_null(ids);
-    n = first_run(st, &o, ids);
-    atomic_store(&m[1]->down, 1);
+    n = first_run(&p, &o, ids);
+    atomic_store(&p.m[1]->down, 1);
     IDM_ASSERT_OK(idm_seq_open(&q, &o));
-    idm_test_memstore_set_next(m[1], "orders", 0);
-    atomic_store(&m[1]->down, 0);
+    idm_test_memstore_set_next(p.m[1], "orders", 0);
+    atomic_store(&p.m[1]->down, 0);
     do {
         IDM_ASSERT_OK(idm_seq_next(q, &id));
         ids[n++] = (uint64_t)id;
@@ -395,29 +381,26 @@ static void test_skipped_store_rewound(void **state)
     assert_int_equal(idm_test_count_duplicates(ids, n), 0);
     idm_seq_close(q);
     free(ids);
-    idm_test_memstore_free(m[0], st[0]);
-    idm_test_memstore_free(m[1], st[1]);
+    idm_test_pair_free(&p);
 }
 
 /* The stats show the store call in progress and for how long. */
 static void test_call_in_progress(void **state)
 {
-    idm_store *st[2];
-    mstore *m[2] = {ms_new(&st[0]), ms_new(&st[1])};
+    idm_test_pair p;
     idm_seq_opts o;
     idm_seq *q;
     idm_seq_stats sx;
     int64_t id;
     int seen = 0;
     (void)state;
-    IDM_ASSERT_OK(idm_store_create(st[0], "orders", 1, 0, 2));
-    IDM_ASSERT_OK(idm_store_create(st[1], "orders", 1, 1, 2));
-    opts(&o, st, 2, NULL);
+    idm_test_pair_new(&p, "orders");
+    opts(&o, p.st, 2, NULL);
     IDM_ASSERT_OK(idm_seq_open(&q, &o));
     idm_seq_stats_get(q, &sx);
     assert_int_equal(sx.call_ms, 0);
-    atomic_store(&m[0]->delay_ms, 400);
-    atomic_store(&m[1]->delay_ms, 400);
+    atomic_store(&p.m[0]->delay_ms, 400);
+    atomic_store(&p.m[1]->delay_ms, 400);
     /* use up both blocks: the keeper is asked for one, and waits on the store */
     for (int i = 0; i < 20; i++)
         IDM_ASSERT_OK(idm_seq_next(q, &id));
@@ -429,11 +412,274 @@ static void test_call_in_progress(void **state)
     }
     CHECK(seen, "no store call seen in progress");
     CHECK(sx.call_store < 2, "call_store %zu", sx.call_store);
-    atomic_store(&m[0]->delay_ms, 0);
-    atomic_store(&m[1]->delay_ms, 0);
+    atomic_store(&p.m[0]->delay_ms, 0);
+    atomic_store(&p.m[1]->delay_ms, 0);
     idm_seq_close(q);
-    idm_test_memstore_free(m[0], st[0]);
-    idm_test_memstore_free(m[1], st[1]);
+    idm_test_pair_free(&p);
+}
+
+/* ------------------------------------------------------------ fault sites */
+
+/* The floor file's fault sites (src/segment/floors.c), in the order a write
+ * reaches them; the last is reached only after a failed write. */
+static const char *const g_sites[] = {
+    "floors.open-lock", "floors.flock", "floors.unlink-stale", "floors.open",
+    "floors.write",     "floors.fsync", "floors.rename",       "floors.open-dir",
+    "floors.fsyncdir",  "floors.unlink-failed",
+};
+#define NSITES (sizeof g_sites / sizeof g_sites[0])
+#define SITE_BIT(i) (1u << (i))
+
+static atomic_uint g_seen;    /* the sites reached (bits) */
+static atomic_uint g_fail;    /* the sites failed (bits) */
+static atomic_uint g_failed;  /* calls failed so far */
+static atomic_int g_unknown;  /* a floors.* site not in g_sites was reached */
+
+static size_t site_index(const char *name)
+{
+    for (size_t i = 0; i < NSITES; i++)
+        if (strcmp(g_sites[i], name) == 0)
+            return i;
+    fail_msg("no site %s", name);
+    return 0;
+}
+
+/* idm__fault_hook: record the site; fail it with EIO if armed. */
+static int hook(const char *site)
+{
+    if (strncmp(site, "floors.", 7) != 0)
+        return 0;
+    for (size_t i = 0; i < NSITES; i++) {
+        if (strcmp(site, g_sites[i]) != 0)
+            continue;
+        atomic_fetch_or(&g_seen, SITE_BIT(i));
+        if ((atomic_load(&g_fail) & SITE_BIT(i)) == 0)
+            return 0;
+        atomic_fetch_add(&g_failed, 1);
+        return EIO;
+    }
+    atomic_store(&g_unknown, 1);
+    return 0;
+}
+
+/* Set before any allocator runs, cleared after the last one closed. */
+static int setup_faults(void **state)
+{
+    setup(state);
+    atomic_store(&g_seen, 0);
+    atomic_store(&g_fail, 0);
+    atomic_store(&g_failed, 0);
+    atomic_store(&g_unknown, 0);
+    idm__fault_hook = hook;
+    return 0;
+}
+
+static int teardown_faults(void **state)
+{
+    idm__fault_hook = NULL;
+    return teardown(state);
+}
+
+/* path is a whole floor file for "orders" with n stores (parsed here, not
+ * by the code under test): true, or false if it is missing or broken. */
+static bool file_whole(const char *path, unsigned n)
+{
+    char line[256], want[64];
+    int at = 0;
+    bool ok = true;
+    FILE *fp = fopen(path, "r");
+    if (fp == NULL)
+        return false;
+    snprintf(want, sizeof want, "stores %u\n", n);
+    while (ok && fgets(line, sizeof line, fp) != NULL) {
+        unsigned k;
+        long long v;
+        char extra;
+        at++;
+        if (at == 1)
+            ok = strcmp(line, "idmint-floors 1\n") == 0;
+        else if (at == 2)
+            ok = strcmp(line, "sequence orders\n") == 0;
+        else if (at == 3)
+            ok = strcmp(line, want) == 0;
+        else
+            ok = sscanf(line, "%u %lld%c", &k, &v, &extra) == 3 && extra == '\n' && k < n &&
+                 v > 0;
+    }
+    fclose(fp);
+    return ok && at >= 3;
+}
+
+/* Every site is reached by the normal paths (opening, blocks taken, two
+ * allocators on one file), but the removal of a failed write's copy, which
+ * a failed write reaches; no floors.* site outside the list. */
+static void test_fault_sites_reached(void **state)
+{
+    idm_store *st;
+    mstore *m = ms_new(&st);
+    idm_seq_opts o;
+    idm_seq *a, *b;
+    int64_t id;
+    unsigned all = SITE_BIT(NSITES) - 1, failed_only = SITE_BIT(site_index("floors.unlink-failed"));
+    (void)state;
+    IDM_ASSERT_OK(idm_store_create(st, "orders", 1, 0, 1));
+    opts(&o, &st, 1, g_file);
+    IDM_ASSERT_OK(idm_seq_open(&a, &o));
+    IDM_ASSERT_OK(idm_seq_open(&b, &o));
+    for (int i = 0; i < 100; i++)
+        IDM_ASSERT_OK(idm_seq_next(i % 2 ? a : b, &id));
+    idm_seq_close(a);
+    idm_seq_close(b);
+    CHECK(atomic_load(&g_seen) == (all & ~failed_only), "sites reached: %#x of %#x",
+          atomic_load(&g_seen), all & ~failed_only);
+    /* a failed write removes its copy */
+    atomic_store(&g_fail, SITE_BIT(site_index("floors.write")));
+    opts(&o, &st, 1, g_file);
+    IDM_ASSERT_RC(idm_seq_open(&a, &o), IDM_EIO);
+    CHECK(atomic_load(&g_seen) == all, "sites reached: %#x of %#x", atomic_load(&g_seen), all);
+    CHECK(atomic_load(&g_unknown) == 0, "a floors.* site not in this test's list");
+    idm_test_memstore_free(m, st);
+}
+
+/* Fail one site while an allocator runs: the ids in hand are served (each
+ * below the floor on disk), then IDM_EUNAVAIL (the block taken is never
+ * used, its floor unrecorded) -- but for floors.unlink-stale, whose failure
+ * with no leftover changes nothing; once the fault is gone ids come again;
+ * no id twice; the file stays whole. */
+static void run_with_fault(size_t site)
+{
+    enum { MAXN = 128 };
+    const char *name = g_sites[site];
+    idm_store *st;
+    mstore *m = ms_new(&st);
+    idm_seq_opts o;
+    idm_seq *q;
+    idm_seq_stats sx;
+    uint64_t ids[MAXN];
+    size_t n = 0;
+    int64_t id;
+    int rc = 0, served = 0;
+    IDM_ASSERT_OK(idm_store_create(st, "orders", 1, 0, 1));
+    opts(&o, &st, 1, g_file);
+    o.prefetch_pct = 0; /* the next block is fetched when one runs out */
+    o.wait_ms = 200;
+    IDM_ASSERT_OK(idm_seq_open(&q, &o));
+    for (int i = 0; i < 5; i++) {
+        IDM_ASSERT_OK(idm_seq_next(q, &id));
+        ids[n++] = (uint64_t)id;
+    }
+    atomic_store(&g_failed, 0);
+    atomic_store(&g_fail, SITE_BIT(site));
+    while (served < 100 && (rc = idm_seq_next(q, &id)) == 0) {
+        ids[n++] = (uint64_t)id;
+        CHECK(id < file_floor(g_file, 0), "%s: id %lld handed out, the file's floor is %lld",
+              name, LL(id), LL(file_floor(g_file, 0)));
+        served++;
+    }
+    CHECK(atomic_load(&g_failed) > 0, "%s: never reached", name);
+    if (strcmp(name, "floors.unlink-stale") == 0) {
+        CHECK(rc == 0 && served == 100, "%s: %d ids, then %s", name, served, idm_err_name(rc));
+    } else {
+        CHECK(rc == IDM_EUNAVAIL && served == 5, "%s: %d ids, then %s", name, served,
+              idm_err_name(rc));
+        idm_seq_stats_get(q, &sx);
+        CHECK(strstr(sx.last_detail, "not used") != NULL &&
+                  strstr(sx.last_detail, g_file) != NULL,
+              "%s: last_detail: %s", name, sx.last_detail);
+    }
+    CHECK(file_whole(g_file, 1), "%s: the file is not whole", name);
+    atomic_store(&g_fail, 0);
+    do
+        rc = idm_seq_next(q, &id);
+    while (rc == IDM_EUNAVAIL);
+    IDM_ASSERT_OK(rc);
+    ids[n++] = (uint64_t)id;
+    CHECK(id < file_floor(g_file, 0), "%s: id %lld, the file's floor %lld", name, LL(id),
+          LL(file_floor(g_file, 0)));
+    idm_seq_close(q);
+    CHECK(file_whole(g_file, 1), "%s: the file is not whole", name);
+    CHECK(idm_test_count_duplicates(ids, n) == 0, "%s: an id twice", name);
+    idm_test_memstore_free(m, st);
+}
+
+/* Each site in turn, failed at open (refused, IDM_EIO naming the file and
+ * the error; no allocator) and while an allocator runs (run_with_fault). */
+static void test_fault_each_site(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < NSITES; i++) {
+        const char *name = g_sites[i];
+        idm_store *st;
+        mstore *m;
+        idm_seq_opts o;
+        idm_seq *q = NULL;
+        int rc;
+        if (strcmp(name, "floors.unlink-failed") == 0)
+            continue; /* reached after a failure only: test_fault_leftover */
+        /* at open, a new file */
+        (void)unlink(g_file);
+        m = ms_new(&st);
+        IDM_ASSERT_OK(idm_store_create(st, "orders", 1, 0, 1));
+        opts(&o, &st, 1, g_file);
+        atomic_store(&g_failed, 0);
+        atomic_store(&g_fail, SITE_BIT(i));
+        rc = idm_seq_open(&q, &o);
+        atomic_store(&g_fail, 0);
+        CHECK(atomic_load(&g_failed) > 0, "%s: not reached at open", name);
+        if (strcmp(name, "floors.unlink-stale") == 0) {
+            IDM_ASSERT_OK(rc);
+            idm_seq_close(q);
+        } else {
+            CHECK(rc == IDM_EIO && q == NULL && strstr(idm_error_detail(), g_file) != NULL &&
+                      strstr(idm_error_detail(), strerror(EIO)) != NULL,
+                  "%s: open: %s: %s", name, idm_err_name(rc), idm_error_detail());
+        }
+        CHECK(access(g_file, F_OK) != 0 || file_whole(g_file, 1), "%s: the file is not whole",
+              name);
+        idm_test_memstore_free(m, st);
+        /* while running, on a new file */
+        (void)unlink(g_file);
+        run_with_fault(i);
+    }
+}
+
+/* A write that fails and cannot remove its copy leaves PATH.tmp behind (as
+ * a writer that died would): the next write removes it first -- unless that
+ * removal fails too, when the new copy cannot be made (EEXIST) and the
+ * block is not used. */
+static void test_fault_leftover(void **state)
+{
+    idm_store *st;
+    mstore *m = ms_new(&st);
+    idm_seq_opts o;
+    idm_seq *q = NULL;
+    char tmp[4300];
+    int64_t id, floor;
+    (void)state;
+    snprintf(tmp, sizeof tmp, "%s.tmp", g_file);
+    IDM_ASSERT_OK(idm_store_create(st, "orders", 1, 0, 1));
+    opts(&o, &st, 1, g_file);
+    atomic_store(&g_fail, SITE_BIT(site_index("floors.fsync")) |
+                              SITE_BIT(site_index("floors.unlink-failed")));
+    IDM_ASSERT_RC(idm_seq_open(&q, &o), IDM_EIO);
+    CHECK(access(tmp, F_OK) == 0, "no leftover %s", tmp);
+    CHECK(access(g_file, F_OK) != 0, "the file was made from a copy not synced");
+    /* the removal of the leftover fails too: the copy cannot be made */
+    atomic_store(&g_fail, SITE_BIT(site_index("floors.unlink-stale")));
+    IDM_ASSERT_RC(idm_seq_open(&q, &o), IDM_EIO);
+    CHECK(strstr(idm_error_detail(), "cannot create it") != NULL &&
+              strstr(idm_error_detail(), strerror(EEXIST)) != NULL,
+          "detail: %s", idm_error_detail());
+    /* no fault: the leftover is removed and replaced */
+    atomic_store(&g_fail, 0);
+    IDM_ASSERT_OK(idm_seq_open(&q, &o));
+    CHECK(access(tmp, F_OK) != 0, "leftover %s still there", tmp);
+    CHECK(file_whole(g_file, 1), "the file is not whole");
+    floor = file_floor(g_file, 0);
+    IDM_ASSERT_OK(idm_seq_next(q, &id));
+    CHECK(id < floor, "id %lld, floor %lld", LL(id), LL(floor));
+    idm_seq_close(q);
+    idm_test_memstore_free(m, st);
 }
 
 int main(void)
@@ -446,6 +692,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_open_with_a_store_down, setup, teardown),
         cmocka_unit_test_setup_teardown(test_skipped_store_rewound, setup, teardown),
         cmocka_unit_test_setup_teardown(test_call_in_progress, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fault_sites_reached, setup_faults, teardown_faults),
+        cmocka_unit_test_setup_teardown(test_fault_each_site, setup_faults, teardown_faults),
+        cmocka_unit_test_setup_teardown(test_fault_leftover, setup_faults, teardown_faults),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
