@@ -102,6 +102,7 @@
 #ifndef IDMINT_LEASE_H
 #define IDMINT_LEASE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "clock.h"
@@ -110,14 +111,31 @@
 
 typedef struct idm_lease idm_lease;
 
+/* The limits of a lease's time to live, in ms, that idm_lease_open accepts
+ * (IDM_EINVAL outside them) and the CLI and idmintd check their settings
+ * against; and its default. */
+#define IDM_LEASE_TTL_MIN_MS INT64_C(1000)
+#define IDM_LEASE_TTL_MAX_MS INT64_C(3600000)
+#define IDM_LEASE_TTL_DEFAULT_MS INT64_C(10000)
+/* The most worker ids one coordinator hands out (0 .. this - 1): a node
+ * field of 16 bits or more is claimed within the first 65536 ids. */
+#define IDM_LEASE_WORKERS_MAX UINT32_C(65536)
+/* How much longer than the TTL idm_lease_wait_mark waits by default for the
+ * clock to pass a previous holder's mark (a holder that died leaves a mark
+ * up to a TTL ahead; clocks of two machines may differ a little more). */
+#define IDM_LEASE_MARK_SLACK_MS INT64_C(5000)
+
 /* Room for any scope idm_lease_scope builds (and the longest accepted in
  * opts.scope), with its NUL. */
 #define IDM_LEASE_SCOPE_MAX 640
 
 typedef struct idm_lease_opts {
     const char *url;        /* required: file:///dir or etcd://... */
-    uint32_t max_workers;   /* ids 0 .. max_workers-1; default 1024 */
-    int64_t ttl_ms;         /* default 10000; renewals every ttl/3 */
+    uint32_t max_workers;   /* ids 0 .. max_workers-1 (at most
+                               IDM_LEASE_WORKERS_MAX); default 1024 */
+    int64_t ttl_ms;         /* IDM_LEASE_TTL_MIN_MS to _MAX_MS, default
+                               IDM_LEASE_TTL_DEFAULT_MS; renewals every
+                               ttl/3 */
     int64_t margin_ms;      /* stop minting this long before the lease
                                could expire; default ttl/5, at least 10 ms
                                plus twice the resolution of the clock the
@@ -132,12 +150,19 @@ typedef struct idm_lease_opts {
                                first claimant records it, a claimant with
                                another is refused. NULL: not checked, and
                                nothing recorded */
+    /* Called by idm_lease_start (never by idm_lease_open) once the worker
+     * id is claimed, before it waits out the previous holder's mark, with
+     * on_claim_ctx, the worker id, the mark and how long the wait is to be
+     * at the clock's rate (0: no wait): for a note while a long wait runs.
+     * NULL: not called. */
+    void (*on_claim)(void *ctx, uint32_t worker, idm_unix_ms mark, int64_t wait_ms);
+    void *on_claim_ctx;
 } idm_lease_opts;
 
 /* One worker id's record, as idm_lease_list reports it. */
 typedef struct idm_lease_entry {
     uint32_t worker;
-    int held;               /* 1 if a live process holds it now */
+    bool held;              /* a live process holds it now */
     idm_unix_ms mark_ms;    /* the last recorded high-water mark, 0 if none */
     char holder[64];        /* the last holder's description */
 } idm_lease_entry;
@@ -145,7 +170,7 @@ typedef struct idm_lease_entry {
 /* Status of a held lease, for health checks. */
 typedef struct idm_lease_status {
     uint32_t worker;
-    int lost;               /* the coordinator says the claim is gone */
+    bool lost;              /* the coordinator says the claim is gone */
     uint64_t renewals;      /* successful renewals (a claim that recorded
                                the first mark counts as one) */
     uint64_t failures;      /* failed renewals */
@@ -167,6 +192,11 @@ IDM_EXTERN void idm_lease_opts_init(idm_lease_opts *opts);
  * then "" (if len > 0). Thread-safe.
  */
 IDM_EXTERN int idm_lease_scope(const idm_layout *l, const char *field, char *buf, size_t len);
+
+/* 0 if url names a coordinator of this build (its scheme known and built
+ * in), else IDM_EINVAL with idm_lease_open's detail for it. Connects to
+ * nothing and checks nothing past the scheme: for checking settings. */
+IDM_EXTERN int idm_lease_url_check(const char *url);
 
 /*
  * Claim a free worker id. IDM_EINVAL (with a detail) for a bad URL or
@@ -191,7 +221,7 @@ IDM_EXTERN idm_unix_ms idm_lease_mark(const idm_lease *l);
  * at once and the status reports it lost.
  */
 IDM_EXTERN int idm_lease_attach(idm_lease *l, idm_snowflake *g);
-IDM_EXTERN void idm_lease_status_get(idm_lease *l, idm_lease_status *out);
+IDM_EXTERN void idm_lease_status_get(const idm_lease *l, idm_lease_status *out);
 /* Stop the keeper, stop g, record the final mark (the last tick g minted)
  * and release the worker id. Frees l. Returns the release's error, if any:
  * IDM_ELEASE if only then the claim is found gone (a file:// lock file
@@ -199,10 +229,47 @@ IDM_EXTERN void idm_lease_status_get(idm_lease *l, idm_lease_status *out);
  * above the final one (the marks recorded before cover every id minted). */
 IDM_EXTERN int idm_lease_close(idm_lease *l);
 
+/*
+ * Wait, sleeping on clock c (NULL: the system clock), until c's wall clock
+ * is past l's previous-holder mark (idm_lease_mark). max_wait_ms <= 0 means
+ * the default, the lease's TTL + IDM_LEASE_MARK_SLACK_MS. 0 at once if the
+ * mark is already behind; IDM_ECLOCKBACK with a detail naming the mark and
+ * how far ahead it still is if the clock has not passed it after
+ * max_wait_ms (a damaged record, or a clock far behind the previous
+ * holder's), or at once if the mark is further ahead than the wait has
+ * left, since at the clock's rate it cannot pass it in time: nothing is
+ * minted and the lease is still held.
+ */
+IDM_EXTERN int idm_lease_wait_mark(const idm_lease *l, const idm_clock *c, int64_t max_wait_ms);
+
+/*
+ * Lease to generator in one call, what `idmint next --lease` and idmintd do:
+ *   1. check gen_opts (the layout, the other node fields, the clock, the
+ *      policies) by opening and closing a generator with worker id 0, so a
+ *      bad setting is refused before anything is claimed;
+ *   2. claim a worker id for node field `field` of gen_opts->layout
+ *      (idm_lease_open with lease_opts, its scope set by idm_lease_scope
+ *      unless lease_opts->scope is given, its max_workers the field's range
+ *      capped at IDM_LEASE_WORKERS_MAX (lease_opts->max_workers is not
+ *      used), its clock gen_opts->clock);
+ *   3. wait out the previous holder's mark (idm_lease_wait_mark, default
+ *      bound);
+ *   4. open the generator with that worker id, guarded, above the mark;
+ *   5. attach the lease to it (the first renewal).
+ * On success *lease and *gen are set (close the lease, then the generator,
+ * as for idm_lease_attach). On failure nothing is held (a claimed id is
+ * released), both are NULL, and the error is the failing step's with its
+ * detail: IDM_EINVAL for a field that is not a node field of the layout.
+ * gen_opts is not changed (a copy gets the worker id).
+ */
+IDM_EXTERN int idm_lease_start(idm_lease **lease, idm_snowflake **gen,
+                               const idm_lease_opts *lease_opts,
+                               const idm_snowflake_opts *gen_opts, const char *field);
+
 /* Every worker id that has a record, held or not, into a malloc'd array
  * (free it with free()); for file://, an id with a lock file or a mark in
- * dir/marks, its mark the higher of the two (held is 0 for an id with only
- * a mark left). The scope is not in it: see idm_lease_scope_recorded. */
+ * dir/marks, its mark the higher of the two (held is false for an id with
+ * only a mark left). The scope is not in it: see idm_lease_scope_recorded. */
 IDM_EXTERN int idm_lease_list(const char *url, uint32_t max_workers, idm_lease_entry **entries,
                               size_t *count);
 

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The interface every lease backend implements: one file per backend, each
- * linking only its own client library, chosen by URL scheme in lease.c.
- * Internal to idmint_lease.
+ * linking only its own client library, chosen by URL scheme in lease.c (one
+ * row of its idm__scheme table per backend). Internal to idmint_lease.
  */
 #ifndef IDM_LEASE_BACKEND_H
 #define IDM_LEASE_BACKEND_H
@@ -14,13 +14,11 @@
 #include <idmint/error.h>
 #include <idmint/lease.h>
 
-/* The TTLs idm_lease_open accepts. A backend that must guess a lost mark
- * (file.c, a damaged record) adds the longest. */
-#define IDM__LEASE_TTL_MIN_MS INT64_C(1000)
-#define IDM__LEASE_TTL_MAX_MS INT64_C(3600000)
+/* The TTLs a backend is asked for are those idm_lease_open accepts,
+ * IDM_LEASE_TTL_MIN_MS to IDM_LEASE_TTL_MAX_MS (lease.h); a backend that
+ * must guess a lost mark (file.c, a damaged record) adds the longest. */
 
 typedef struct idm__lease_backend {
-    const char *scheme; /* "file" for file:// */
     /* Open a handle on the coordinator named by the rest of the URL. */
     int (*open)(void **be, const char *rest, const idm_lease_opts *opts);
     /* Claim a free id below max_workers for ttl_ms; report the previous
@@ -48,11 +46,7 @@ typedef struct idm__lease_backend {
     void (*close)(void *be);
 } idm__lease_backend;
 
-/*
- * Scopes, for every backend: their text and the refusal's detail. Inline
- * here rather than in lease.c so that the fuzz target, which compiles
- * etcd.c alone, has them too.
- */
+/* Scopes, for every backend: their text and the refusal's detail. */
 
 /* A scope as text: at most cap - 1 bytes of s[0..n), those outside
  * ' '..'~' as '?'. */
@@ -136,12 +130,7 @@ static inline int idm__lease_scope_refuse(const char *where, const char *recorde
                           where, r, o);
 }
 
-/* 1 if statfs(2)'s f_type names a file system shared between machines
- * (NFS, SMB/CIFS, 9P, FUSE, Ceph, AFS, GFS2, OCFS2, Lustre, ...), whose
- * locks a file:// lease cannot rely on; file.c refuses such a directory. */
-int idm__lease_fs_is_network(unsigned long f_type);
-
 extern const idm__lease_backend idm__lease_file;
-extern const idm__lease_backend idm__lease_etcd;
+extern const idm__lease_backend idm__lease_etcd; /* if IDM_WITH_ETCD */
 
 #endif /* IDM_LEASE_BACKEND_H */

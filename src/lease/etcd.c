@@ -64,12 +64,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <curl/curl.h>
 #include <json-c/json.h>
 
 #include "backend.h"
+#include "common.h"
+#include "etcd_internal.h"
 #include "lease_internal.h"
 
 #define MAX_ENDPOINTS 16
@@ -79,8 +80,8 @@
 #define MAX_KEY 1024           /* largest key decoded */
 #define RANGE_PAGE 2048        /* keys per range request */
 #define CLAIM_PASSES 3         /* re-reads of the taken ids after lost races */
-#define MAX_TTL_S INT64_C(31536000)
-#define JSON_DEPTH 32
+#define MAX_TTL_S IDM__ETCD_MAX_TTL_S
+#define JSON_DEPTH IDM__ETCD_JSON_DEPTH
 #define MARK_DIGITS 16          /* stored marks: zero-padded to this many digits */
 #define MARK_MAX INT64_C(9999999999999999)
 #define GRPC_NOT_FOUND 5
@@ -106,12 +107,9 @@ typedef struct etcd_be {
     uint64_t cluster_id;
     bool have_cluster;
     bool foreign;             /* another cluster answered: send nothing more */
-    /* POST body to url within timeout_ms: 0 and the HTTP status, the answer
-     * in buf (through on_data); -1 for a transport error (errbuf says which,
-     * overflow if the answer was too large). libcurl, or a fuzz target's
+    /* The transport (etcd_internal.h): libcurl, or a fuzz target's
      * stand-in. */
-    int (*post)(struct etcd_be *e, const char *url, const char *body, long timeout_ms,
-                long *status);
+    idm__etcd_post_fn post;
     /* the claim */
     bool held;
     int64_t lease_id;
@@ -135,16 +133,9 @@ static void curl_init(void)
     curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static void begin_op(etcd_be *e, int64_t budget_ms)
 {
-    e->deadline_ns = mono_ns() + budget_ms * 1000000;
+    e->deadline_ns = idm__mono_ns() + budget_ms * 1000000;
 }
 
 static const char b64_alphabet[] =
@@ -443,7 +434,7 @@ static int check_header(etcd_be *e, json_object *resp, const char *path)
     return 0;
 }
 
-static size_t on_data(char *p, size_t size, size_t n, void *ud)
+size_t idm__etcd_on_data(char *p, size_t size, size_t n, void *ud)
 {
     etcd_be *e = ud;
     size_t len = size * n;
@@ -498,9 +489,25 @@ static void error_answer(etcd_be *e, int *code, char *msg, size_t msglen)
             *p = '?';
 }
 
-static int post_curl(etcd_be *e, const char *url, const char *body, long timeout_ms,
-                     long *status)
+void idm__etcd_set_post(void *be, idm__etcd_post_fn post)
 {
+    ((etcd_be *)be)->post = post;
+}
+
+bool idm__etcd_overflowed(const void *be)
+{
+    return ((const etcd_be *)be)->overflow;
+}
+
+void idm__etcd_transport_error(void *be, const char *text)
+{
+    etcd_be *e = be;
+    snprintf(e->errbuf, sizeof e->errbuf, "%s", text);
+}
+
+static int post_curl(void *be, const char *url, const char *body, long timeout_ms, long *status)
+{
+    etcd_be *e = be;
     CURLcode cc;
     curl_easy_setopt(e->curl, CURLOPT_URL, url);
     curl_easy_setopt(e->curl, CURLOPT_POSTFIELDS, body);
@@ -534,7 +541,7 @@ static int call(etcd_be *e, const char *path, const char *body, json_object **ou
     for (size_t i = 0; i < e->neps; i++) {
         size_t k = (e->cur + i) % e->neps;
         char url[MAX_HOST + 64];
-        int64_t left_ms = (e->deadline_ns - mono_ns()) / 1000000, t;
+        int64_t left_ms = (e->deadline_ns - idm__mono_ns()) / 1000000, t;
         long status = 0;
         if (left_ms < 10) {
             snprintf(last, sizeof last, "out of time before %s%s", e->eps[k], path);
@@ -585,10 +592,11 @@ static void key_of(const etcd_be *e, const char *kind, uint32_t id, char *out, s
     snprintf(out, len, "%s/%s/%u", e->prefix, kind, (unsigned)id);
 }
 
-static void b64_str(const char *s, char *out)
+void idm__etcd_b64_str(const char *s, char *out)
 {
     b64_encode((const unsigned char *)s, strlen(s), out);
 }
+#define b64_str idm__etcd_b64_str
 
 /* The id in a key <prefix>/<kind>/<id>, if it is one of ours (canonical
  * decimal below max); else -1. */
@@ -718,7 +726,7 @@ static int range_from(etcd_be *e, const char *kind, bool keys_only, kv_fn fn, vo
             return rc;
         if (!more || n == 0)
             return 0;
-        if (++pages > 65536 / RANGE_PAGE + 4)
+        if (++pages > (int)(IDM_LEASE_WORKERS_MAX / RANGE_PAGE) + 4)
             return garbage(e, path, "pages without end");
     }
 }
@@ -733,12 +741,17 @@ static int range_all(etcd_be *e, const char *kind, bool keys_only, kv_fn fn, voi
 
 /* ------------------------------------------------------------------ open */
 
+/* The URL is shown with any password masked (an endpoint may not hold
+ * user:password@, but a refused URL may). */
 static int bad_url(const char *why, const char *rest)
 {
+    char url[128], shown[128];
+    snprintf(url, sizeof url, "etcd://%s", rest);
+    idm__url_mask(url, shown, sizeof shown);
     return idm__lease_fail(IDM_EINVAL,
-                           "lease: etcd URL 'etcd://%.80s': %s (want "
+                           "lease: etcd URL '%.87s': %s (want "
                            "etcd://host:port[,host:port...]/prefix)",
-                           rest, why);
+                           shown, why);
 }
 
 static bool host_char(char c)
@@ -793,16 +806,11 @@ static void eb_free(etcd_be *e)
     free(e);
 }
 
-static int eb_open(void **be, const char *rest, const idm_lease_opts *opts)
+/* The prefix: "/" and then 1 to MAX_PREFIX - 1 bytes of letters, digits,
+ * '.', '-', '_' and single '/' inside. */
+static int check_prefix(const char *slash, const char *rest)
 {
-    const char *slash = strchr(rest, '/'), *p;
-    size_t plen;
-    etcd_be *e;
-    struct curl_slist *h;
-
-    if (slash == NULL)
-        return bad_url("no /prefix", rest);
-    plen = strlen(slash);
+    size_t plen = strlen(slash);
     if (plen < 2)
         return bad_url("the prefix is empty", rest);
     if (plen > MAX_PREFIX)
@@ -816,48 +824,38 @@ static int eb_open(void **be, const char *rest, const idm_lease_opts *opts)
         if (slash[i] == '/' && slash[i + 1] == '/')
             return bad_url("the prefix holds '//'", rest);
     }
-    if (slash == rest)
-        return bad_url("no host:port", rest);
+    return 0;
+}
 
-    e = calloc(1, sizeof *e);
-    if (e == NULL)
-        return IDM_ENOMEM;
-    memcpy(e->prefix, slash, plen + 1);
-    for (p = rest; p < slash;) {
+/* The endpoints, rest up to slash, "host:port[,host:port...]", into e. */
+static int parse_endpoints(etcd_be *e, const char *rest, const char *slash)
+{
+    for (const char *p = rest; p < slash;) {
         const char *c = memchr(p, ',', (size_t)(slash - p));
         size_t n = (size_t)((c != NULL ? c : slash) - p);
-        if (check_endpoint(p, n) != 0) {
-            eb_free(e);
+        if (check_endpoint(p, n) != 0)
             return bad_url("an endpoint is not host:port (port 1 to 65535)", rest);
-        }
-        if (e->neps == MAX_ENDPOINTS) {
-            eb_free(e);
+        if (e->neps == MAX_ENDPOINTS)
             return bad_url("more than 16 endpoints", rest);
-        }
         e->eps[e->neps] = strndup(p, n);
-        if (e->eps[e->neps] == NULL) {
-            eb_free(e);
+        if (e->eps[e->neps] == NULL)
             return IDM_ENOMEM;
-        }
         e->neps++;
         p += n;
-        if (c != NULL && ++p == slash) {
-            eb_free(e);
+        if (c != NULL && ++p == slash)
             return bad_url("an endpoint is empty", rest);
-        }
     }
-    e->ttl_ms = opts->ttl_ms > 0 ? opts->ttl_ms : 10000;
-    snprintf(e->scope_key, sizeof e->scope_key, "%s/scope", e->prefix);
-    b64_str(e->scope_key, e->scope_key64);
-    snprintf(e->where, sizeof e->where, "etcd://%s%s%s", e->eps[0], e->neps > 1 ? ",..." : "",
-             e->prefix);
+    return 0;
+}
 
+/* e's libcurl handle: JSON POSTs over plain HTTP, no proxy, no redirect. */
+static int curl_setup(etcd_be *e)
+{
+    struct curl_slist *h;
     pthread_once(&curl_once, curl_init);
-    if (curl_init_rc != CURLE_OK) {
-        eb_free(e);
+    if (curl_init_rc != CURLE_OK)
         return idm__lease_fail(IDM_EIO, "lease: libcurl does not start: %s",
                                curl_easy_strerror(curl_init_rc));
-    }
     e->curl = curl_easy_init();
     h = curl_slist_append(NULL, "Content-Type: application/json");
     e->hdrs = h;
@@ -866,14 +864,13 @@ static int eb_open(void **be, const char *rest, const idm_lease_opts *opts)
     if (e->curl == NULL || e->hdrs == NULL) {
         if (e->hdrs == NULL)
             curl_slist_free_all(h);
-        eb_free(e);
         return IDM_ENOMEM;
     }
     e->post = post_curl;
     curl_easy_setopt(e->curl, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e->curl, CURLOPT_HTTPHEADER, e->hdrs);
     curl_easy_setopt(e->curl, CURLOPT_POST, 1L);
-    curl_easy_setopt(e->curl, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(e->curl, CURLOPT_WRITEFUNCTION, idm__etcd_on_data);
     curl_easy_setopt(e->curl, CURLOPT_WRITEDATA, e);
     curl_easy_setopt(e->curl, CURLOPT_ERRORBUFFER, e->errbuf);
     curl_easy_setopt(e->curl, CURLOPT_PROXY, "");
@@ -883,6 +880,38 @@ static int eb_open(void **be, const char *rest, const idm_lease_opts *opts)
 #else
     curl_easy_setopt(e->curl, CURLOPT_PROTOCOLS, (long)CURLPROTO_HTTP);
 #endif
+    return 0;
+}
+
+static int eb_open(void **be, const char *rest, const idm_lease_opts *opts)
+{
+    const char *slash = strchr(rest, '/');
+    etcd_be *e;
+    int rc;
+    if (slash == NULL)
+        return bad_url("no /prefix", rest);
+    rc = check_prefix(slash, rest);
+    if (rc != 0)
+        return rc;
+    if (slash == rest)
+        return bad_url("no host:port", rest);
+    e = calloc(1, sizeof *e);
+    if (e == NULL)
+        return IDM_ENOMEM;
+    memcpy(e->prefix, slash, strlen(slash) + 1);
+    rc = parse_endpoints(e, rest, slash);
+    if (rc == 0) {
+        e->ttl_ms = opts->ttl_ms > 0 ? opts->ttl_ms : IDM_LEASE_TTL_DEFAULT_MS;
+        snprintf(e->scope_key, sizeof e->scope_key, "%s/scope", e->prefix);
+        b64_str(e->scope_key, e->scope_key64);
+        snprintf(e->where, sizeof e->where, "etcd://%s%s%s", e->eps[0],
+                 e->neps > 1 ? ",..." : "", e->prefix);
+        rc = curl_setup(e);
+    }
+    if (rc != 0) {
+        eb_free(e);
+        return rc;
+    }
     *be = e;
     return 0;
 }
@@ -1139,6 +1168,39 @@ static int claim_view(etcd_be *e, taken_set *t)
 }
 
 /*
+ * The answers ops to a claiming txn whose compare failed: refused for the
+ * scope; else lost, unless the key is bound to our own lease already (an
+ * earlier attempt's answer was lost): then *won, with the mark stored.
+ */
+static int claim_failed(etcd_be *e, const char *path, json_object *ops, uint32_t id,
+                        idm_unix_ms want, bool *won, idm_unix_ms *mark)
+{
+    json_object *first = json_object_array_get_idx(ops, 0), *rr, *kvs, *kv, *hwm;
+    int64_t lease;
+    int rc = e->has_scope ? scope_check(e, path, json_object_array_get_idx(ops, 2)) : 0;
+    if (rc != 0)
+        return rc;
+    if (first == NULL || !json_object_is_type(first, json_type_object) ||
+        get_field(first, "response_range", json_type_object, &rr) != 0 || rr == NULL ||
+        get_field(rr, "kvs", json_type_array, &kvs) != 0)
+        return garbage(e, path, "the key's range");
+    if (kvs == NULL || json_object_array_length(kvs) == 0 ||
+        (kv = json_object_array_get_idx(kvs, 0)) == NULL ||
+        !json_object_is_type(kv, json_type_object))
+        return 0;
+    if (get_i64(kv, "lease", &lease, NULL) != 0)
+        return garbage(e, path, "the key's lease");
+    if (lease != e->lease_id)
+        return 0;
+    hwm = json_object_array_get_idx(ops, 1);
+    rc = mark_of(e, hwm, id, mark);
+    if (rc == 0)
+        rc = check_raised(e, hwm, id, want);
+    *won = rc == 0;
+    return rc;
+}
+
+/*
  * One claim attempt on id, in one txn: if the worker key was never created
  * (and, for a claimant with a scope, <prefix>/scope still holds it), read
  * the id's mark, put the key bound to our lease and raise the mark to want,
@@ -1158,7 +1220,7 @@ static int try_claim(etcd_be *e, uint32_t id, const char *value64, idm_unix_ms w
               2 * sizeof e->scope_key64 + sizeof e->scope64 + 200];
     char scope_cmp[sizeof e->scope_key64 + sizeof e->scope64 + 100];
     char scope_rng[sizeof e->scope_key64 + 40];
-    json_object *resp, *ops = NULL, *first;
+    json_object *resp, *ops = NULL;
     bool ok;
     int rc;
     *won = false;
@@ -1205,32 +1267,7 @@ static int try_claim(etcd_be *e, uint32_t id, const char *value64, idm_unix_ms w
             rc = check_raised(e, json_object_array_get_idx(ops, 3), id, want);
         *won = rc == 0;
     } else if (rc == 0) {
-        /* Refused for the scope; else lost, unless the key is bound to our
-         * own lease already. */
-        json_object *rr, *kvs, *kv;
-        int64_t lease;
-        if (e->has_scope)
-            rc = scope_check(e, path, json_object_array_get_idx(ops, 2));
-        first = json_object_array_get_idx(ops, 0);
-        if (rc != 0) {
-            /* the scope's error */
-        } else if (first == NULL || !json_object_is_type(first, json_type_object) ||
-                   get_field(first, "response_range", json_type_object, &rr) != 0 ||
-                   rr == NULL || get_field(rr, "kvs", json_type_array, &kvs) != 0) {
-            rc = garbage(e, path, "the key's range");
-        } else if (kvs != NULL && json_object_array_length(kvs) > 0 &&
-                   (kv = json_object_array_get_idx(kvs, 0)) != NULL &&
-                   json_object_is_type(kv, json_type_object)) {
-            if (get_i64(kv, "lease", &lease, NULL) != 0)
-                rc = garbage(e, path, "the key's lease");
-            else if (lease == e->lease_id) {
-                json_object *hwm = json_object_array_get_idx(ops, 1);
-                rc = mark_of(e, hwm, id, mark);
-                if (rc == 0)
-                    rc = check_raised(e, hwm, id, want);
-                *won = rc == 0;
-            }
-        }
+        rc = claim_failed(e, path, ops, id, want, won, mark);
     }
     json_object_put(resp);
     return rc;
@@ -1252,6 +1289,22 @@ static int holder_value(const char *holder, int64_t granted_s, char *value64, si
     else
         rc = idm__lease_fail(IDM_EINVAL, "lease: holder too long");
     json_object_put(v);
+    return rc;
+}
+
+/* A claim that failed with rc: give the lease back, if one was granted (and
+ * any key a lost answer bound to it); if this fails too, it expires by
+ * itself. Returns rc, with the claim's detail. */
+static int claim_undo(etcd_be *e, int rc)
+{
+    if (e->lease_id != 0 && !e->foreign) {
+        char keep[256];
+        snprintf(keep, sizeof keep, "%s", idm_error_detail());
+        begin_op(e, e->ttl_ms / 3 > 500 ? e->ttl_ms / 3 : 500);
+        revoke(e);
+        idm__lease_fail(rc, "%s", keep);
+    }
+    e->lease_id = 0;
     return rc;
 }
 
@@ -1325,18 +1378,7 @@ static int eb_claim(void *be, uint32_t max_workers, int64_t ttl_ms, const char *
         rc = idm__lease_fail(IDM_EBUSY, "lease: no free worker id: all %u under etcd %s/workers/ "
                                         "are held",
                              (unsigned)max_workers, e->prefix);
-    /* Give the lease back, if one was granted (and any key a lost answer
-     * bound to it); if this fails too, it expires by itself. Keep the
-     * claim's error. */
-    if (e->lease_id != 0 && !e->foreign) {
-        char keep[256];
-        snprintf(keep, sizeof keep, "%s", idm_error_detail());
-        begin_op(e, e->ttl_ms / 3 > 500 ? e->ttl_ms / 3 : 500);
-        revoke(e);
-        idm__lease_fail(rc, "%s", keep);
-    }
-    e->lease_id = 0;
-    return rc;
+    return claim_undo(e, rc);
 }
 
 /* ----------------------------------------------------------------- renew */
@@ -1609,5 +1651,5 @@ static void eb_close(void *be)
 }
 
 const idm__lease_backend idm__lease_etcd = {
-    "etcd", eb_open, eb_claim, eb_renew, eb_release, eb_list, eb_scope, eb_close,
+    eb_open, eb_claim, eb_renew, eb_release, eb_list, eb_scope, eb_close,
 };

@@ -97,6 +97,7 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "common.h"
 #include "lease_internal.h"
 
 #define SLOT 128
@@ -106,13 +107,8 @@
 #define SLOT1_AT 4096
 #define V2_LEN (SLOT1_AT + SLOT)
 
-/*
- * Test builds only (tests/unit/test_lease_file_marks.c compiles this file
- * in with IDM_TEST_HOOKS): a holder's record can be held at a named point,
- * to show what a claim racing it sees. Nothing in the library.
- */
+/* Test builds only (IDM_TEST_HOOKS, see lease_internal.h). */
 #ifdef IDM_TEST_HOOKS
-extern void (*idm__lease_file_test_hook)(const char *point);
 void (*idm__lease_file_test_hook)(const char *point);
 #define TEST_HOOK(point)                                                      \
     do {                                                                      \
@@ -139,7 +135,7 @@ typedef struct file_be {
     char mpath[4096];   /* the marks file */
 } file_be;
 
-static uint64_t fnv1a(const char *s, size_t n)
+uint64_t idm__lease_fnv1a(const char *s, size_t n)
 {
     uint64_t h = UINT64_C(0xcbf29ce484222325);
     for (size_t i = 0; i < n; i++) {
@@ -166,7 +162,7 @@ static int parse_slot(const char *slot, int *version, uint64_t *seq, idm_unix_ms
     line[n] = '\0';
     sp = strrchr(line, ' ');
     if (sp == NULL || sscanf(sp + 1, "%16llx", &check) != 1 || strlen(sp + 1) != 16 ||
-        fnv1a(line, (size_t)(sp - line)) != check)
+        idm__lease_fnv1a(line, (size_t)(sp - line)) != check)
         return -1;
     if (sscanf(line, "idmint-lease %u %llu %llu %63s", &v, &s, &m, h) != 4 || (v != 1 && v != 2))
         return -1;
@@ -183,7 +179,7 @@ static int parse_slot(const char *slot, int *version, uint64_t *seq, idm_unix_ms
  * range saturates rather than overflows. */
 static int lost_record_mark(int fd, const char *path, idm_unix_ms *mark)
 {
-    const int64_t add = IDM__LEASE_TTL_MAX_MS + LOST_RECORD_SLACK_MS;
+    const int64_t add = IDM_LEASE_TTL_MAX_MS + LOST_RECORD_SLACK_MS;
     struct stat st;
     if (fstat(fd, &st) != 0)
         return idm__lease_fail(IDM_EIO, "lease: cannot stat %s: %s", path, strerror(errno));
@@ -285,14 +281,21 @@ static uint64_t seq_for_slot(uint64_t seq, int slot)
     return (seq + 1) % 2 == (uint64_t)slot ? seq + 1 : seq + 2;
 }
 
+/* The fault sites of the two record files' writes and syncs. */
+typedef struct sites {
+    const char *write, *fsync;
+} sites;
+static const sites lock_sites = {"lease-file.write", "lease-file.fsync"};
+static const sites marks_sites = {"lease-file.marks-write", "lease-file.marks-fsync"};
+
 /*
  * Write record seq (mark, holder) to its slot of fd (path, for the detail)
  * and fdatasync. Slot 0 is written with 128 zero bytes after it, which
  * clears a version 1 file's second slot. The holder is cut if the line
  * would not fit its slot.
  */
-static int write_slot(int fd, const char *path, uint64_t seq, idm_unix_ms mark,
-                      const char *holder)
+static int write_slot(int fd, const char *path, const sites *at_site, uint64_t seq,
+                      idm_unix_ms mark, const char *holder)
 {
     char buf[2 * SLOT];
     size_t len = seq % 2 == 1 ? SLOT : 2 * SLOT;
@@ -306,10 +309,11 @@ static int write_slot(int fd, const char *path, uint64_t seq, idm_unix_ms mark,
     hl = strnlen(holder, SLOT - 18 - n);
     memcpy(buf + n, holder, hl);
     n += hl;
-    n += (size_t)snprintf(buf + n, SLOT - n, " %016" PRIx64, fnv1a(buf, n));
+    n += (size_t)snprintf(buf + n, SLOT - n, " %016" PRIx64, idm__lease_fnv1a(buf, n));
     buf[n] = '\n'; /* over snprintf's NUL: the slot is padded with spaces */
     buf[SLOT - 1] = '\n';
-    if (pwrite(fd, buf, len, at) != (ssize_t)len || fdatasync(fd) != 0)
+    if (idm__fault(at_site->write) != 0 || pwrite(fd, buf, len, at) != (ssize_t)len ||
+        idm__fault(at_site->fsync) != 0 || fdatasync(fd) != 0)
         return idm__lease_fail(IDM_EIO, "lease: cannot write %s: %s", path, strerror(errno));
     return 0;
 }
@@ -365,49 +369,29 @@ static bool same_file(int fd, const char *path)
            a.st_dev == b.st_dev;
 }
 
-/* What a file that is not a regular one is, for the detail line. */
-static const char *file_kind(mode_t m)
-{
-    if (S_ISDIR(m))
-        return strerror(EISDIR);
-    if (S_ISFIFO(m))
-        return "a FIFO";
-    if (S_ISSOCK(m))
-        return "a socket";
-    if (S_ISCHR(m))
-        return "a character device";
-    if (S_ISBLK(m))
-        return "a block device";
-    return "not a file";
-}
-
 /*
- * Open path with flags without blocking (an open for reading of a FIFO
- * waits for a writer), check that it is a regular file, then make the
- * descriptor blocking again. 0 and *fd; 1 if path does not exist (and
- * flags has no O_CREAT); IDM_EIO with a detail naming path otherwise.
+ * Open path with flags (O_NONBLOCK while opening: an open for reading of a
+ * FIFO waits for a writer), a regular file only; site names the fault site
+ * of an open that may create the file (NULL for one that only reads). 0
+ * and *fd; 1 if path does not exist (and flags has no O_CREAT); IDM_EIO
+ * with a detail naming path otherwise.
  */
-static int open_regular(const char *path, int flags, int *fd)
+static int open_regular(const char *path, int flags, const char *site, int *fd)
 {
-    struct stat st;
-    int fl, rc = 0;
-    *fd = open(path, flags | O_NONBLOCK | O_CLOEXEC, 0600);
-    if (*fd < 0 && errno == ENOENT && !(flags & O_CREAT))
+    const char *kind = NULL;
+    *fd = -1;
+    if (site == NULL || idm__fault(site) == 0)
+        *fd = idm__open_regular(path, flags, 0600, &kind);
+    if (*fd >= 0)
+        return 0;
+    if (errno == ENOENT && !(flags & O_CREAT))
         return 1;
-    if (*fd < 0)
-        return idm__lease_fail(IDM_EIO, "lease: cannot open %s: %s", path, strerror(errno));
-    if (fstat(*fd, &st) != 0)
-        rc = idm__lease_fail(IDM_EIO, "lease: cannot stat %s: %s", path, strerror(errno));
-    else if (!S_ISREG(st.st_mode))
-        rc = idm__lease_fail(IDM_EIO, "lease: %s is not a regular file: %s", path,
-                             file_kind(st.st_mode));
-    else if ((fl = fcntl(*fd, F_GETFL)) < 0 || fcntl(*fd, F_SETFL, fl & ~O_NONBLOCK) != 0)
-        rc = idm__lease_fail(IDM_EIO, "lease: cannot use %s: %s", path, strerror(errno));
-    if (rc != 0) {
-        close(*fd);
-        *fd = -1;
-    }
-    return rc;
+    /* (a directory as the system says it, as earlier versions did) */
+    if (kind != NULL)
+        return idm__lease_fail(IDM_EIO, "lease: %s is not a regular file: %s", path,
+                               strcmp(kind, idm__file_kind(S_IFDIR)) == 0 ? strerror(EISDIR)
+                                                                          : kind);
+    return idm__lease_fail(IDM_EIO, "lease: cannot open %s: %s", path, strerror(errno));
 }
 
 /* ----------------------------------------------------------------- scope */
@@ -431,7 +415,7 @@ static int read_scope(const file_be *f, char *buf, size_t cap, size_t *len)
     size_t n = 0;
     int fd, rc;
     scope_path(f, path, sizeof path);
-    rc = open_regular(path, O_RDONLY, &fd);
+    rc = open_regular(path, O_RDONLY, NULL, &fd);
     if (rc != 0)
         return rc;
     while (n < cap) {
@@ -458,12 +442,12 @@ static int read_scope(const file_be *f, char *buf, size_t cap, size_t *len)
     return 0;
 }
 
-/* fsync the directory, so that a link or a new file in it survives a
- * crash. */
-static int sync_dir(const char *dir)
+/* fsync the directory (fault site `site`), so that a link or a new file in
+ * it survives a crash. */
+static int sync_dir(const char *dir, const char *site)
 {
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc = 0;
-    if (fd < 0 || fsync(fd) != 0)
+    if (fd < 0 || idm__fault(site) != 0 || fsync(fd) != 0)
         rc = idm__lease_fail(IDM_EIO, "lease: cannot sync directory %s: %s", dir,
                              strerror(errno));
     if (fd >= 0)
@@ -486,26 +470,32 @@ static int record_scope(const file_be *f, const char *scope)
     for (int tries = 0; fd < 0; tries++) {
         snprintf(tmp, sizeof tmp, "%s/.scope.%ld.%u.tmp", f->dir, (long)getpid(),
                  atomic_fetch_add(&counter, 1));
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        fd = idm__fault("lease-file.scope-open") != 0
+                 ? -1
+                 : open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
         if (fd < 0 && (errno != EEXIST || tries == 8))
             return idm__lease_fail(IDM_EIO, "lease: cannot create %s: %s", tmp,
                                    strerror(errno));
     }
-    if (write(fd, scope, n) != (ssize_t)n || write(fd, "\n", 1) != 1 || fsync(fd) != 0)
+    if (idm__fault("lease-file.scope-write") != 0 || write(fd, scope, n) != (ssize_t)n ||
+        write(fd, "\n", 1) != 1 || idm__fault("lease-file.scope-fsync") != 0 || fsync(fd) != 0)
         rc = idm__lease_fail(IDM_EIO, "lease: cannot write %s: %s", tmp, strerror(errno));
     close(fd);
-    if (rc == 0 && link(tmp, path) != 0) {
+    if (rc == 0 && (idm__fault("lease-file.link") != 0 || link(tmp, path) != 0)) {
         if (errno == EEXIST)
             rc = 1;
         else
             rc = idm__lease_fail(IDM_EIO, "lease: cannot link %s to %s: %s", tmp, path,
                                  strerror(errno));
     }
-    unlink(tmp);
+    /* A temporary file left behind is never read: a failed unlink is no
+     * failure of the claim. */
+    if (idm__fault("lease-file.unlink") == 0)
+        (void)unlink(tmp);
     /* The link must outlive a crash: a directory that lost it while worker
      * records of this scope remain could record another. */
     if (rc == 0)
-        rc = sync_dir(f->dir);
+        rc = sync_dir(f->dir, "lease-file.scope-fsyncdir");
     return rc;
 }
 
@@ -569,10 +559,11 @@ static int marks_lock(file_be *f)
         if (f->mfd < 0) {
             int rc;
             marks_dir(f, mdir, sizeof mdir);
-            if (mkdir(mdir, 0700) != 0 && errno != EEXIST)
+            if ((idm__fault("lease-file.marks-mkdir") != 0 || mkdir(mdir, 0700) != 0) &&
+                errno != EEXIST)
                 return idm__lease_fail(IDM_EIO, "lease: cannot make directory %s: %s", mdir,
                                        strerror(errno));
-            rc = open_regular(f->mpath, O_RDWR | O_CREAT, &f->mfd);
+            rc = open_regular(f->mpath, O_RDWR | O_CREAT, "lease-file.marks-open", &f->mfd);
             if (rc != 0)
                 return rc;
         }
@@ -612,7 +603,7 @@ static int marks_record(file_be *f, idm_unix_ms mark, bool exact, idm_unix_ms *h
     if (rc == 0) {
         TEST_HOOK("marks checked");
         *held = r.mark;
-        rc = write_slot(f->mfd, f->mpath, seq_for_slot(r.seq, r.next_slot),
+        rc = write_slot(f->mfd, f->mpath, &marks_sites, seq_for_slot(r.seq, r.next_slot),
                         exact || mark > r.mark ? mark : r.mark, f->holder);
     }
     if (rc == 0 && r.empty) {
@@ -620,9 +611,9 @@ static int marks_record(file_be *f, idm_unix_ms mark, bool exact, idm_unix_ms *h
          * a crash as its record does. */
         char mdir[4096];
         marks_dir(f, mdir, sizeof mdir);
-        rc = sync_dir(mdir);
+        rc = sync_dir(mdir, "lease-file.marks-fsyncdir");
         if (rc == 0)
-            rc = sync_dir(f->dir);
+            rc = sync_dir(f->dir, "lease-file.fsyncdir");
     }
     ofd_set(f->mfd, F_UNLCK);
     return rc;
@@ -676,7 +667,7 @@ static int fb_open(void **be, const char *rest, const idm_lease_opts *opts)
     if (strlen(rest) > 3000)
         return idm__lease_fail(IDM_EINVAL, "lease: directory name too long");
     /* Two processes may create it at once: EEXIST is success. */
-    if (mkdir(rest, 0700) != 0 && errno != EEXIST)
+    if ((idm__fault("lease-file.mkdir") != 0 || mkdir(rest, 0700) != 0) && errno != EEXIST)
         return idm__lease_fail(IDM_EIO, "lease: cannot use directory %s: %s", rest,
                                strerror(errno));
     if (stat(rest, &st) != 0) {
@@ -734,7 +725,7 @@ static int fb_claim(void *be, uint32_t max_workers, int64_t ttl_ms, const char *
         record r;
         idm_unix_ms held = 0, mark;
         worker_path(f, n, path, sizeof path);
-        rc = open_regular(path, O_RDWR | O_CREAT, &fd);
+        rc = open_regular(path, O_RDWR | O_CREAT, "lease-file.open", &fd);
         if (rc != 0)
             return rc;
         if (ofd_lock(fd, F_OFD_SETLK, NULL) != 0) {
@@ -778,7 +769,7 @@ static int fb_claim(void *be, uint32_t max_workers, int64_t ttl_ms, const char *
          * the slot that does not hold the record just read. */
         f->seq = seq_for_slot(r.seq, r.next_slot);
         if (rc == 0)
-            rc = write_slot(fd, path, f->seq, want > mark ? want : mark, f->holder);
+            rc = write_slot(fd, path, &lock_sites, f->seq, want > mark ? want : mark, f->holder);
         if (rc != 0) {
             drop_files(f);
             return rc;
@@ -815,7 +806,7 @@ static int fb_renew(void *be, idm_unix_ms mark, int64_t *granted_ttl_ms)
         return lost_claim(f);
     if (rc != 0)
         return rc;
-    rc = write_slot(f->fd, f->path, f->seq + 1, mark, f->holder);
+    rc = write_slot(f->fd, f->path, &lock_sites, f->seq + 1, mark, f->holder);
     if (rc == 0)
         f->seq++;
     return rc;
@@ -835,7 +826,8 @@ static int fb_release(void *be, idm_unix_ms mark)
     rc = marks_record(f, mark, true, &held);
     if (rc == 1)
         rc = lost_claim(f);
-    if (rc == 0 && (rc = write_slot(f->fd, f->path, f->seq + 1, mark, f->holder)) == 0)
+    if (rc == 0 &&
+        (rc = write_slot(f->fd, f->path, &lock_sites, f->seq + 1, mark, f->holder)) == 0)
         f->seq++;
     drop_files(f);
     return rc;
@@ -853,9 +845,9 @@ static int fb_list(void *be, uint32_t max_workers, idm_lease_entry **entries, si
         idm_lease_entry *grown;
         worker_path(f, w, path, sizeof path);
         marks_path(f, w, mpath, sizeof mpath);
-        rc = open_regular(path, O_RDONLY, &fd);
+        rc = open_regular(path, O_RDONLY, NULL, &fd);
         if (rc == 0 || rc == 1)
-            rc = open_regular(mpath, O_RDONLY, &mfd);
+            rc = open_regular(mpath, O_RDONLY, NULL, &mfd);
         if (rc == 1 && fd < 0 && mfd < 0)
             continue; /* no record */
         if (rc != 0 && rc != 1) {
@@ -919,5 +911,5 @@ static void fb_close(void *be)
 }
 
 const idm__lease_backend idm__lease_file = {
-    "file", fb_open, fb_claim, fb_renew, fb_release, fb_list, fb_scope, fb_close,
+    fb_open, fb_claim, fb_renew, fb_release, fb_list, fb_scope, fb_close,
 };

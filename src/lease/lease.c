@@ -24,11 +24,10 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "common.h"
 #include "lease_internal.h"
 
 #define NS_PER_MS INT64_C(1000000)
-
-static const idm__lease_backend *const backends[] = {&idm__lease_file, &idm__lease_etcd};
 
 struct idm_lease {
     const idm__lease_backend *ops;
@@ -53,7 +52,7 @@ struct idm_lease {
 
     /* Written by the keeper (or the owner before the keeper starts). */
     idm_unix_ms recorded;
-    _Atomic int lost;
+    _Atomic bool lost;
     _Atomic uint64_t renewals;
     _Atomic uint64_t failures;
     _Atomic int last_error;
@@ -65,25 +64,44 @@ void idm_lease_opts_init(idm_lease_opts *opts)
 {
     memset(opts, 0, sizeof *opts);
     opts->max_workers = 1024;
-    opts->ttl_ms = 10000;
+    opts->ttl_ms = IDM_LEASE_TTL_DEFAULT_MS;
     opts->margin_ms = -1;
+}
+
+/* The backends by URL scheme: a backend not built keeps its row, so that
+ * its URLs are told apart from an unknown scheme. */
+static const idm__scheme backends[] = {
+    {"file", &idm__lease_file, NULL},
+#ifdef IDM_WITH_ETCD
+    {"etcd", &idm__lease_etcd, NULL},
+#else
+    {"etcd", NULL, "IDM_WITH_ETCD=OFF"},
+#endif
+};
+#define N_BACKENDS (sizeof backends / sizeof backends[0])
+
+/* The backend of url and the rest of it after "://"; a URL in a message is
+ * shown with its password masked. */
+/* What a lease URL looks like, for messages. */
+#define LEASE_URL_FORMS "file:///dir or etcd://host:port/prefix"
+
+int idm_lease_url_check(const char *url)
+{
+    const idm__scheme *row;
+    return idm__scheme_pick(backends, N_BACKENDS, "lease", LEASE_URL_FORMS, url, &row);
 }
 
 static int pick_backend(const char *url, const idm__lease_backend **ops, const char **rest)
 {
-    const char *sep = url != NULL ? strstr(url, "://") : NULL;
-    if (sep == NULL)
-        return idm__lease_fail(IDM_EINVAL, "lease: '%.60s' is not a URL (want file:///dir or etcd://host:port/prefix)",
-                               url != NULL ? url : "");
-    for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++) {
-        size_t n = strlen(backends[i]->scheme);
-        if ((size_t)(sep - url) == n && strncmp(url, backends[i]->scheme, n) == 0) {
-            *ops = backends[i];
-            *rest = sep + 3;
-            return 0;
-        }
-    }
-    return idm__lease_fail(IDM_EINVAL, "lease: unknown scheme in '%.60s' (known: file://, etcd://)", url);
+    const idm__scheme *row;
+    int rc = idm__scheme_pick(backends, N_BACKENDS, "lease", LEASE_URL_FORMS, url, &row);
+    *ops = NULL;
+    *rest = NULL;
+    if (rc != 0)
+        return rc;
+    *ops = row->backend;
+    *rest = strstr(url, "://") + 3;
+    return 0;
 }
 
 /*
@@ -165,10 +183,10 @@ int idm_lease_open(idm_lease **out, const idm_lease_opts *opts)
 
     if (out == NULL || opts == NULL)
         return idm__lease_fail(IDM_EINVAL, "lease: no options");
-    if (opts->max_workers == 0 || opts->max_workers > 65536)
-        return idm__lease_fail(IDM_EINVAL, "lease: max_workers %u is outside 1 to 65536",
-                               (unsigned)opts->max_workers);
-    if (opts->ttl_ms < IDM__LEASE_TTL_MIN_MS || opts->ttl_ms > IDM__LEASE_TTL_MAX_MS)
+    if (opts->max_workers == 0 || opts->max_workers > IDM_LEASE_WORKERS_MAX)
+        return idm__lease_fail(IDM_EINVAL, "lease: max_workers %u is outside 1 to %u",
+                               (unsigned)opts->max_workers, (unsigned)IDM_LEASE_WORKERS_MAX);
+    if (opts->ttl_ms < IDM_LEASE_TTL_MIN_MS || opts->ttl_ms > IDM_LEASE_TTL_MAX_MS)
         return idm__lease_fail(IDM_EINVAL, "lease: TTL %lld ms is outside 1 s to 1 h",
                                (long long)opts->ttl_ms);
     margin = opts->margin_ms >= 0 ? opts->margin_ms : opts->ttl_ms / 5;
@@ -245,6 +263,11 @@ idm_unix_ms idm_lease_mark(const idm_lease *l)
     return l->prev_mark;
 }
 
+int64_t idm__lease_ttl_ms(const idm_lease *l)
+{
+    return l->ttl_ms;
+}
+
 /* One renewal: record a mark, then let the generator mint up to it. */
 static int renew_once(idm_lease *l)
 {
@@ -274,7 +297,7 @@ static int renew_once(idm_lease *l)
         /* The coordinator says the claim is gone: stop now, not at the
          * deadline, since someone else may already hold the id. */
         idm_snowflake_guard_drop(l->g);
-        atomic_store(&l->lost, 1);
+        atomic_store(&l->lost, true);
     }
     return rc;
 }
@@ -292,14 +315,9 @@ static void *keeper(void *arg)
     while (!l->stop && !atomic_load(&l->lost)) {
         /* Every TTL/3; after a failure, every TTL/10 until one works. */
         int64_t wait_ms = atomic_load(&l->last_error) == 0 ? l->ttl_ms / 3 : l->ttl_ms / 10;
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_sec += (time_t)(wait_ms / 1000);
-        ts.tv_nsec += (long)(wait_ms % 1000) * 1000000;
-        if (ts.tv_nsec >= 1000000000) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000;
-        }
+        /* The condition variable waits on CLOCK_MONOTONIC (idm_lease_open). */
+        int64_t until = idm__mono_ns() + wait_ms * NS_PER_MS;
+        struct timespec ts = {(time_t)(until / 1000000000), (long)(until % 1000000000)};
         while (!l->stop && pthread_cond_timedwait(&l->cv, &l->mu, &ts) != ETIMEDOUT)
             ;
         if (l->stop)
@@ -347,7 +365,7 @@ int idm_lease_attach(idm_lease *l, idm_snowflake *g)
     return 0;
 }
 
-void idm_lease_status_get(idm_lease *l, idm_lease_status *out)
+void idm_lease_status_get(const idm_lease *l, idm_lease_status *out)
 {
     memset(out, 0, sizeof *out);
     out->worker = l->worker;
@@ -423,7 +441,7 @@ int idm_lease_list(const char *url, uint32_t max_workers, idm_lease_entry **entr
     if (rc == 0)
         rc = ops->open(&be, rest, &o);
     if (rc == 0)
-        rc = ops->list(be, max_workers != 0 ? max_workers : 1024, entries, count);
+        rc = ops->list(be, max_workers != 0 ? max_workers : o.max_workers, entries, count);
     if (be != NULL)
         ops->close(be);
     return rc;

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Fuzz target: the etcd lease backend's answer handling (src/lease/etcd.c,
- * compiled into this file so that its static functions are reachable, with
- * the HTTP transport replaced by a stand-in). One backend life is played:
+ * reached through its backend table, idm__lease_etcd, with the HTTP
+ * transport replaced by a stand-in: etcd_internal.h). One backend life is played:
  * claim (the txn that reads the taken ids and records or reads the scope,
  * grant, the claiming txn), renew (keepalive, raising txn), release (final
  * txn, revoke), then list (two ranges), then the recorded scope (a range).
@@ -28,7 +28,20 @@
  *   - an HTTP error (4xx, 5xx) or a transport error on a step of the
  *     claim fails the claim, and one on a step of the renewal fails it.
  */
-#include "../../src/lease/etcd.c"
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "../../src/lease/backend.h"
+#include "../../src/lease/etcd_internal.h"
+
+#define b64_str idm__etcd_b64_str
+#define JSON_DEPTH IDM__ETCD_JSON_DEPTH
+#define MAX_TTL_S IDM__ETCD_MAX_TTL_S
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -263,14 +276,14 @@ static bool fz_in(int64_t m, const int64_t *marks, size_t n)
     return false;
 }
 
-static void deliver(etcd_be *e, const char *p, size_t n)
+static void deliver(void *be, const char *p, size_t n)
 {
     /* two pieces, as a network would */
     size_t half = n / 2;
     if (half > 0)
-        on_data((char *)p, 1, half, e);
+        idm__etcd_on_data((char *)p, 1, half, be);
     if (n - half > 0)
-        on_data((char *)p + half, 1, n - half, e);
+        idm__etcd_on_data((char *)p + half, 1, n - half, be);
 }
 
 /* The answer a well-behaved etcd would give to this request. */
@@ -324,7 +337,7 @@ static void canned(const char *url, const char *body, char *out, size_t cap)
         snprintf(out, cap, "{\"header\":" FZ_H "}"); /* range (empty), revoke */
 }
 
-static int fz_post(etcd_be *e, const char *url, const char *body, long timeout_ms, long *status)
+static int fz_post(void *e, const char *url, const char *body, long timeout_ms, long *status)
 {
     char out[2048];
     bool raised = fz_request(url, body);
@@ -338,7 +351,7 @@ static int fz_post(etcd_be *e, const char *url, const char *body, long timeout_m
     }
     g_fz.target_phase = g_fz.phase;
     if (g_fz.status == 0) {
-        snprintf(e->errbuf, sizeof e->errbuf, "connection refused");
+        idm__etcd_transport_error(e, "connection refused");
         if (raised) {
             g_fz.read_back = -1; /* no answer: nothing read back */
             g_fz.nraise = 0;
@@ -348,7 +361,7 @@ static int fz_post(etcd_be *e, const char *url, const char *body, long timeout_m
     }
     deliver(e, (const char *)g_fz.body, g_fz.len);
     fz_answer((const char *)g_fz.body, g_fz.len, raised);
-    if (e->overflow)
+    if (idm__etcd_overflowed(e))
         return -1;
     *status = g_fz.status;
     return 0;
@@ -375,8 +388,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static const long statuses[] = {200, 200, 200, 200, 500, 503, 404, 0};
     idm_lease_opts o;
+    const idm__lease_backend *eb = &idm__lease_etcd;
     void *be = NULL;
-    etcd_be *e;
     uint32_t worker = UINT32_MAX;
     idm_unix_ms prev = -1, recorded = -1;
     int64_t ttl = 0;
@@ -398,12 +411,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     memset(&o, 0, sizeof o);
     o.ttl_ms = 2000;
-    if (eb_open(&be, "127.0.0.1:1/fz", &o) != 0)
+    if (eb->open(&be, "127.0.0.1:1/fz", &o) != 0)
         abort();
-    e = be;
-    e->post = fz_post;
+    idm__etcd_set_post(be, fz_post);
     g_fz.phase = PH_CLAIM;
-    rc = eb_claim(be, FZ_MAX, 2000, "fuzz", g_fz.scope_mode == 2 ? NULL : FZ_SCOPE, 1000,
+    rc = eb->claim(be, FZ_MAX, 2000, "fuzz", g_fz.scope_mode == 2 ? NULL : FZ_SCOPE, 1000,
                   &worker, &prev, &recorded, &ttl);
     check_rc(rc);
     if (rc == 0 && fz_failed_in(PH_CLAIM))
@@ -423,17 +435,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (g_fz.read_back < recorded)
             abort();
         g_fz.phase = PH_RENEW;
-        rc = eb_renew(be, mark, &ttl);
+        rc = eb->renew(be, mark, &ttl);
         check_rc(rc);
         if (rc == 0 && (ttl <= 0 || ttl > MAX_TTL_S * 1000))
             abort();
         if (rc == 0 && (fz_failed_in(PH_RENEW) || g_fz.read_back < mark))
             abort(); /* renewed through an error answer, or the mark not raised */
         g_fz.phase = PH_RELEASE;
-        check_rc(eb_release(be, mark));
+        check_rc(eb->release(be, mark));
     }
     g_fz.phase = PH_LIST;
-    check_rc(eb_list(be, FZ_MAX, &entries, &n));
+    check_rc(eb->list(be, FZ_MAX, &entries, &n));
     if (n > FZ_MAX)
         abort();
     for (size_t i = 0; i < n; i++) {
@@ -449,7 +461,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     g_fz.phase = PH_SCOPE;
     {
         char scope[IDM_LEASE_SCOPE_MAX];
-        rc = eb_scope(be, scope, sizeof scope);
+        rc = eb->scope(be, scope, sizeof scope);
         check_rc(rc);
         if (memchr(scope, '\0', sizeof scope) == NULL)
             abort();
@@ -459,6 +471,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (rc != 0 && scope[0] != '\0')
             abort();
     }
-    eb_close(be);
+    eb->close(be);
     return 0;
 }

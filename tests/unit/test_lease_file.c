@@ -41,15 +41,8 @@
 
 #include <idmint/lease.h>
 
+#include "leasetest.h"
 #include "testutil.h"
-
-static char *url_of(const char *dir)
-{
-    char *u = malloc(strlen(dir) + 8);
-    assert_non_null(u);
-    sprintf(u, "file://%s", dir);
-    return u;
-}
 
 static void lease_opts(idm_lease_opts *o, const char *url, uint32_t max)
 {
@@ -58,41 +51,6 @@ static void lease_opts(idm_lease_opts *o, const char *url, uint32_t max)
     o->max_workers = max;
     o->ttl_ms = 3000; /* renewals every second */
     o->holder = "test";
-}
-
-/* A guarded twitter generator for lease l. */
-static idm_snowflake *gen_for(idm_layout *layout, idm_lease *l)
-{
-    idm_snowflake_opts o;
-    idm_snowflake *g;
-    idm_snowflake_opts_init(&o);
-    o.layout = layout;
-    o.guarded = true;
-    o.after_ms = idm_lease_mark(l);
-    IDM_ASSERT_OK(idm_snowflake_opts_node(&o, "datacenter", 0));
-    IDM_ASSERT_OK(idm_snowflake_opts_node(&o, "worker", idm_lease_worker(l)));
-    IDM_ASSERT_OK(idm_snowflake_open(&g, &o));
-    return g;
-}
-
-static idm_unix_ms time_of(idm_layout *layout, uint64_t id)
-{
-    idm_decoded d;
-    IDM_ASSERT_OK(idm_layout_decode(layout, id, &d));
-    return d.unix_ms;
-}
-
-/* idm_lease_open accepts TTLs up to an hour. */
-#define TTL_MAX_MS INT64_C(3600000)
-
-/* Set path's modification (and access) time to mtime_ms. */
-static void set_mtime(const char *path, idm_unix_ms mtime_ms)
-{
-    struct timespec ts[2];
-    ts[0].tv_sec = (time_t)(mtime_ms / 1000);
-    ts[0].tv_nsec = (long)(mtime_ms % 1000) * 1000000;
-    ts[1] = ts[0];
-    assert_int_equal(utimensat(AT_FDCWD, path, ts, 0), 0);
 }
 
 /* Make path a file of len bytes of junk (no record line in it), last
@@ -106,12 +64,13 @@ static void write_junk(const char *path, size_t len, idm_unix_ms mtime_ms)
     memset(junk, 'x', sizeof junk);
     assert_int_equal(write(fd, junk, len), (ssize_t)len);
     close(fd);
-    set_mtime(path, mtime_ms);
+    leasetest_set_mtime(path, mtime_ms);
 }
 
 static void claims_are_distinct_and_marks_hand_over(void **unused)
 {
-    char *dir = idm_test_tmpdir(), *url = url_of(dir);
+    leasetest_dir t = leasetest_begin();
+    char *url = t.url;
     idm_lease_opts o;
     idm_lease *a, *b, *c;
     idm_layout *layout;
@@ -128,7 +87,7 @@ static void claims_are_distinct_and_marks_hand_over(void **unused)
     assert_int_equal(idm_lease_mark(a), 0);
 
     /* Minting under a: refused before attach, works after. */
-    g = gen_for(layout, a);
+    g = leasetest_gen(layout, a, NULL);
     IDM_ASSERT_RC(idm_snowflake_next(g, &id), IDM_ELEASE);
     IDM_ASSERT_OK(idm_lease_attach(a, g));
     for (int i = 0; i < 10000; i++) {
@@ -150,12 +109,12 @@ static void claims_are_distinct_and_marks_hand_over(void **unused)
      * last id a minted. */
     IDM_ASSERT_OK(idm_lease_open(&c, &o));
     assert_int_equal(idm_lease_worker(c), 0);
-    assert_int_equal(idm_lease_mark(c), time_of(layout, last));
-    g = gen_for(layout, c);
+    assert_int_equal(idm_lease_mark(c), leasetest_time_of(layout, last));
+    g = leasetest_gen(layout, c, NULL);
     IDM_ASSERT_OK(idm_lease_attach(c, g));
     IDM_ASSERT_OK(idm_snowflake_next(g, &id));
     assert_true(id > last);
-    assert_true(time_of(layout, id) > idm_lease_mark(c));
+    assert_true(leasetest_time_of(layout, id) > idm_lease_mark(c));
     IDM_ASSERT_OK(idm_lease_close(c));
     idm_snowflake_close(g);
     IDM_ASSERT_OK(idm_lease_close(b));
@@ -167,18 +126,17 @@ static void claims_are_distinct_and_marks_hand_over(void **unused)
     assert_int_equal(n, 2);
     assert_int_equal(e[0].worker, 0);
     assert_int_equal(e[0].held, 0);
-    assert_true(e[0].mark_ms >= time_of(layout, id));
+    assert_true(e[0].mark_ms >= leasetest_time_of(layout, id));
     assert_string_equal(e[0].holder, "test");
     free(e);
     idm_layout_free(layout);
-    idm_test_rmtree(dir);
-    free(dir);
-    free(url);
+    leasetest_end(&t);
 }
 
 static void no_free_worker_id(void **unused)
 {
-    char *dir = idm_test_tmpdir(), *url = url_of(dir);
+    leasetest_dir t = leasetest_begin();
+    char *url = t.url;
     idm_lease_opts o;
     idm_lease *a, *b, *c = NULL;
     (void)unused;
@@ -190,16 +148,15 @@ static void no_free_worker_id(void **unused)
     assert_null(c);
     idm_lease_close(a);
     idm_lease_close(b);
-    idm_test_rmtree(dir);
-    free(dir);
-    free(url);
+    leasetest_end(&t);
 }
 
 /* A holder killed with kill -9 frees its id at once, and its last
  * recorded mark passes to the next holder. */
 static void kill9_frees_at_once(void **unused)
 {
-    char *dir = idm_test_tmpdir(), *url = url_of(dir);
+    leasetest_dir t = leasetest_begin();
+    char *url = t.url;
     idm_lease_opts o;
     idm_lease *l;
     int p[2];
@@ -218,7 +175,7 @@ static void kill9_frees_at_once(void **unused)
         uint64_t id;
         if (idm_layout_preset(&layout, "twitter") != 0 || idm_lease_open(&l, &o) != 0)
             _exit(2);
-        g = gen_for(layout, l);
+        g = leasetest_gen(layout, l, NULL);
         if (idm_lease_attach(l, g) != 0 || idm_snowflake_next(g, &id) != 0)
             _exit(3);
         idm_lease_status_get(l, &st);
@@ -243,16 +200,15 @@ static void kill9_frees_at_once(void **unused)
     assert_int_equal(idm_lease_mark(l), child_mark);
     assert_true(child_mark > 0);
     idm_lease_close(l);
-    idm_test_rmtree(dir);
-    free(dir);
-    free(url);
+    leasetest_end(&t);
 }
 
 /* An operator removes the lock file under a live holder: the next renewal
  * finds the claim lost, and minting stops at once. */
 static void removed_file_loses_claim(void **unused)
 {
-    char *dir = idm_test_tmpdir(), *url = url_of(dir), *path;
+    leasetest_dir t = leasetest_begin();
+    char *url = t.url, *path;
     idm_lease_opts o;
     idm_lease *l;
     idm_layout *layout;
@@ -264,10 +220,10 @@ static void removed_file_loses_claim(void **unused)
     lease_opts(&o, url, 4);
     o.ttl_ms = 1000; /* renewals every 333 ms */
     IDM_ASSERT_OK(idm_lease_open(&l, &o));
-    g = gen_for(layout, l);
+    g = leasetest_gen(layout, l, NULL);
     IDM_ASSERT_OK(idm_lease_attach(l, g));
     IDM_ASSERT_OK(idm_snowflake_next(g, &id));
-    path = idm_test_path(dir, "worker-0000.lease");
+    path = t.rec;
     assert_int_equal(unlink(path), 0);
     for (int i = 0; i < 40; i++) { /* up to 2 s */
         idm_lease_status_get(l, &st);
@@ -282,10 +238,7 @@ static void removed_file_loses_claim(void **unused)
     idm_lease_close(l);
     idm_snowflake_close(g);
     idm_layout_free(layout);
-    free(path);
-    idm_test_rmtree(dir);
-    free(dir);
-    free(url);
+    leasetest_end(&t);
 }
 
 /* ------------------------------------------------- the keeper's renewals */
@@ -402,37 +355,6 @@ static void wait_renewed(idm_lease *l, uint64_t before, idm_lease_status *st)
     fail_msg("no renewal in 60 s (renewals %llu)", ULL(before));
 }
 
-/* A guarded twitter generator for lease l on clock, above l's mark. */
-static idm_snowflake *gen_on(idm_layout *layout, idm_lease *l, const idm_clock *clock)
-{
-    idm_snowflake_opts o;
-    idm_snowflake *g;
-    idm_snowflake_opts_init(&o);
-    o.layout = layout;
-    o.guarded = true;
-    o.after_ms = idm_lease_mark(l);
-    o.clock = clock;
-    IDM_ASSERT_OK(idm_snowflake_opts_node(&o, "datacenter", 0));
-    IDM_ASSERT_OK(idm_snowflake_opts_node(&o, "worker", idm_lease_worker(l)));
-    IDM_ASSERT_OK(idm_snowflake_open(&g, &o));
-    return g;
-}
-
-/* The mark idm_lease_list gives worker 0, the only id with a record (the
- * higher of its lock file's and its marks file's). */
-static idm_unix_ms listed_mark(const char *url)
-{
-    idm_lease_entry *e;
-    size_t n;
-    idm_unix_ms m;
-    IDM_ASSERT_OK(idm_lease_list(url, 4, &e, &n));
-    assert_int_equal(n, 1);
-    assert_int_equal(e[0].worker, 0);
-    m = e[0].mark_ms;
-    free(e);
-    return m;
-}
-
 /*
  * Each renewal the keeper makes moves the generator's deadline to its send
  * time + TTL - margin and the recorded mark to its send time + TTL, and
@@ -447,7 +369,8 @@ static void keeper_renewals_move_the_deadline(void **unused)
     const idm_unix_ms t0 = INT64_C(1700000000000);
     const int64_t ttl = 1000, margin = 200, ms = 1000000;
     const int steps = 4;
-    char *dir = idm_test_tmpdir(), *url = url_of(dir);
+    leasetest_dir t = leasetest_begin();
+    char *url = t.url;
     gated_clock *gc = &keeper_gate;
     idm_manual_clock *mc;
     idm_lease_opts o;
@@ -469,7 +392,7 @@ static void keeper_renewals_move_the_deadline(void **unused)
     assert_int_equal(idm_lease_worker(l), 0);
     assert_int_equal(idm_lease_mark(l), 0);
     mono0 = gc->iface.mono_ns(gc);
-    g = gen_on(layout, l, &gc->iface);
+    g = leasetest_gen(layout, l, &gc->iface);
 
     /* The claim is the first renewal: deadline claim + TTL - margin, mark
      * claim + TTL. */
@@ -480,9 +403,9 @@ static void keeper_renewals_move_the_deadline(void **unused)
     assert_false(st.lost);
     assert_int_equal(st.deadline, mono0 + (ttl - margin) * ms);
     assert_int_equal(st.mark_ms, t0 + ttl);
-    assert_int_equal(listed_mark(url), t0 + ttl);
+    assert_int_equal(leasetest_listed_mark(url, NULL, NULL), t0 + ttl);
     IDM_ASSERT_OK(idm_snowflake_next(g, &id));
-    assert_int_equal(time_of(layout, id), t0);
+    assert_int_equal(leasetest_time_of(layout, id), t0);
     last = id;
 
     /* Renewals held back (the keeper waits at the gate): minting goes on
@@ -526,17 +449,18 @@ static void keeper_renewals_move_the_deadline(void **unused)
               LL(st.deadline), LL(deadline));
         CHECK(st.mark_ms == now_ms + ttl, "renewal %d: mark %lld, want %lld", k, LL(st.mark_ms),
               LL(now_ms + ttl));
-        CHECK(listed_mark(url) == now_ms + ttl, "renewal %d: the file records %lld, want %lld", k,
-              LL(listed_mark(url)), LL(now_ms + ttl));
+        CHECK(leasetest_listed_mark(url, NULL, NULL) == now_ms + ttl,
+              "renewal %d: the file records %lld, want %lld", k,
+              LL(leasetest_listed_mark(url, NULL, NULL)), LL(now_ms + ttl));
         deadline = st.deadline;
         IDM_ASSERT_OK(idm_snowflake_next(g, &id));
-        assert_int_equal(time_of(layout, id), now_ms);
+        assert_int_equal(leasetest_time_of(layout, id), now_ms);
         assert_true(id > last);
         last = id;
     }
     /* The clock is 1.6 s past the claim's TTL. */
-    CHECK(time_of(layout, last) > t0 + ttl, "last id at %lld, first TTL ends at %lld",
-          LL(time_of(layout, last)), LL(t0 + ttl));
+    CHECK(leasetest_time_of(layout, last) > t0 + ttl, "last id at %lld, first TTL ends at %lld",
+          LL(leasetest_time_of(layout, last)), LL(t0 + ttl));
 
     /* Held back again: minting stops exactly at the last renewal's
      * deadline, and nothing renewed meanwhile. */
@@ -555,14 +479,12 @@ static void keeper_renewals_move_the_deadline(void **unused)
     gate_let(gc, true);
     IDM_ASSERT_OK(idm_lease_close(l));
     idm_snowflake_close(g);
-    assert_int_equal(listed_mark(url), time_of(layout, last));
+    assert_int_equal(leasetest_listed_mark(url, NULL, NULL), leasetest_time_of(layout, last));
     pthread_cond_destroy(&gc->cv);
     pthread_mutex_destroy(&gc->mu);
     idm_manual_clock_free(mc);
     idm_layout_free(layout);
-    idm_test_rmtree(dir);
-    free(dir);
-    free(url);
+    leasetest_end(&t);
 }
 
 /* Both record slots damaged: the mark falls back to the file's mtime plus
@@ -570,7 +492,8 @@ static void keeper_renewals_move_the_deadline(void **unused)
  * other one is used. */
 static void damaged_records(void **unused)
 {
-    char *dir = idm_test_tmpdir(), *url = url_of(dir), *path;
+    leasetest_dir t = leasetest_begin();
+    char *url = t.url, *path;
     idm_lease_opts o;
     idm_lease *l;
     char junk[256];
@@ -582,7 +505,7 @@ static void damaged_records(void **unused)
     t0 = (idm_unix_ms)(time(NULL) * 1000);
     IDM_ASSERT_OK(idm_lease_open(&l, &o)); /* writes slot 1 (seq 1): the claim's mark */
     idm_lease_close(l);                    /* writes slot 0 (seq 2), mark 0 */
-    path = idm_test_path(dir, "worker-0000.lease");
+    path = t.rec;
     /* Damage slot 0 only: slot 1 still reads (seq 1), with the mark the
      * claim recorded (its start + TTL), not the later 0. */
     fd = open(path, O_WRONLY);
@@ -604,16 +527,13 @@ static void damaged_records(void **unused)
     {
         idm_unix_ms mtime =
             (idm_unix_ms)sb.st_mtim.tv_sec * 1000 + sb.st_mtim.tv_nsec / 1000000;
-        CHECK(idm_lease_mark(l) >= mtime + TTL_MAX_MS, "mark %lld, mtime %lld",
+        CHECK(idm_lease_mark(l) >= mtime + IDM_LEASE_TTL_MAX_MS, "mark %lld, mtime %lld",
               LL(idm_lease_mark(l)), LL(mtime));
-        CHECK(idm_lease_mark(l) <= mtime + TTL_MAX_MS + 60000, "mark %lld, mtime %lld",
+        CHECK(idm_lease_mark(l) <= mtime + IDM_LEASE_TTL_MAX_MS + 60000, "mark %lld, mtime %lld",
               LL(idm_lease_mark(l)), LL(mtime));
     }
     idm_lease_close(l);
-    free(path);
-    idm_test_rmtree(dir);
-    free(dir);
-    free(url);
+    leasetest_end(&t);
 }
 
 /* Fault row H4 analogue (a torn record: never start lower), issue item 6:
@@ -623,8 +543,9 @@ static void damaged_records(void **unused)
  * that (it was mtime + 1 min), for the claim and for the listing alike. */
 static void damaged_record_falls_back_past_longest_ttl(void **unused)
 {
-    char *dir = idm_test_tmpdir(), *url = url_of(dir);
-    char *path = idm_test_path(dir, "worker-0000.lease");
+    leasetest_dir t = leasetest_begin();
+    char *url = t.url;
+    char *path = t.rec;
     const idm_unix_ms mtime = INT64_C(1700000000000); /* 2023-11-14T22:13:20Z */
     idm_manual_clock *mc;
     idm_lease_opts o;
@@ -637,23 +558,23 @@ static void damaged_record_falls_back_past_longest_ttl(void **unused)
     /* Ten minutes after the last write: well inside the last holder's TTL. */
     IDM_ASSERT_OK(idm_manual_clock_new(&mc, mtime + 600000, false));
     lease_opts(&o, url, 1);
-    o.ttl_ms = TTL_MAX_MS;
+    o.ttl_ms = IDM_LEASE_TTL_MAX_MS;
     o.clock = idm_manual_clock_clock(mc);
 
     IDM_ASSERT_OK(idm_lease_list(url, 1, &e, &n));
     assert_int_equal(n, 1);
-    CHECK(e[0].mark_ms >= mtime + TTL_MAX_MS, "listed mark %lld is below mtime %lld + 1 h",
-          LL(e[0].mark_ms), LL(mtime));
+    CHECK(e[0].mark_ms >= mtime + IDM_LEASE_TTL_MAX_MS,
+          "listed mark %lld is below mtime %lld + 1 h", LL(e[0].mark_ms), LL(mtime));
     assert_string_equal(e[0].holder, "(damaged record)");
     free(e);
 
     IDM_ASSERT_OK(idm_lease_open(&l, &o));
     assert_int_equal(idm_lease_worker(l), 0);
     mark = idm_lease_mark(l);
-    CHECK(mark >= mtime + TTL_MAX_MS, "claimed mark %lld is below mtime %lld + 1 h", LL(mark),
-          LL(mtime));
-    CHECK(mark <= mtime + TTL_MAX_MS + 60000, "claimed mark %lld is far past mtime %lld + 1 h",
+    CHECK(mark >= mtime + IDM_LEASE_TTL_MAX_MS, "claimed mark %lld is below mtime %lld + 1 h",
           LL(mark), LL(mtime));
+    CHECK(mark <= mtime + IDM_LEASE_TTL_MAX_MS + 60000,
+          "claimed mark %lld is far past mtime %lld + 1 h", LL(mark), LL(mtime));
     IDM_ASSERT_OK(idm_lease_close(l));
 
     /* The claim repaired the record; nothing was minted, so the release
@@ -664,10 +585,7 @@ static void damaged_record_falls_back_past_longest_ttl(void **unused)
     assert_string_equal(e[0].holder, "test");
     free(e);
     idm_manual_clock_free(mc);
-    free(path);
-    idm_test_rmtree(dir);
-    free(dir);
-    free(url);
+    leasetest_end(&t);
 }
 
 /* Fault row H4 analogue, issue item 6: a record file that is not empty but
@@ -677,8 +595,9 @@ static void damaged_record_falls_back_past_longest_ttl(void **unused)
  * empty file is still a new one, with mark 0. */
 static void short_record_file_is_damaged(void **unused)
 {
-    char *dir = idm_test_tmpdir(), *url = url_of(dir);
-    char *path = idm_test_path(dir, "worker-0000.lease");
+    leasetest_dir t = leasetest_begin();
+    char *url = t.url;
+    char *path = t.rec;
     const idm_unix_ms mtime = INT64_C(1700000000000);
     idm_manual_clock *mc;
     idm_lease_opts o;
@@ -686,7 +605,7 @@ static void short_record_file_is_damaged(void **unused)
     (void)unused;
     IDM_ASSERT_OK(idm_manual_clock_new(&mc, mtime + 600000, false));
     lease_opts(&o, url, 1);
-    o.ttl_ms = TTL_MAX_MS;
+    o.ttl_ms = IDM_LEASE_TTL_MAX_MS;
     o.clock = idm_manual_clock_clock(mc);
 
     /* Empty: new. The claim records its mark (clock + TTL) in the second
@@ -699,23 +618,20 @@ static void short_record_file_is_damaged(void **unused)
     /* Cut to its first slot: that one still parses (seq 2, mark 0), but the
      * second, with the claim's later mark, is gone. */
     assert_int_equal(truncate(path, 128), 0);
-    set_mtime(path, mtime);
+    leasetest_set_mtime(path, mtime);
     IDM_ASSERT_OK(idm_lease_open(&l, &o));
-    CHECK(idm_lease_mark(l) >= mtime + TTL_MAX_MS, "mark %lld is below mtime %lld + 1 h",
+    CHECK(idm_lease_mark(l) >= mtime + IDM_LEASE_TTL_MAX_MS, "mark %lld is below mtime %lld + 1 h",
           LL(idm_lease_mark(l)), LL(mtime));
     IDM_ASSERT_OK(idm_lease_close(l));
 
     /* Torn creation: a few bytes. */
     write_junk(path, 40, mtime);
     IDM_ASSERT_OK(idm_lease_open(&l, &o));
-    CHECK(idm_lease_mark(l) >= mtime + TTL_MAX_MS, "mark %lld is below mtime %lld + 1 h",
+    CHECK(idm_lease_mark(l) >= mtime + IDM_LEASE_TTL_MAX_MS, "mark %lld is below mtime %lld + 1 h",
           LL(idm_lease_mark(l)), LL(mtime));
     IDM_ASSERT_OK(idm_lease_close(l));
     idm_manual_clock_free(mc);
-    free(path);
-    idm_test_rmtree(dir);
-    free(dir);
-    free(url);
+    leasetest_end(&t);
 }
 
 /* What a forked child saw claiming and listing while its pread failed. */
@@ -763,8 +679,9 @@ static int fail_pread_with_eio(void)
  * filter in a child) on a file that holds a mark. */
 static void unreadable_record_is_an_error(void **unused)
 {
-    char *dir = idm_test_tmpdir(), *url = url_of(dir);
-    char *path = idm_test_path(dir, "worker-0000.lease");
+    leasetest_dir t = leasetest_begin();
+    char *url = t.url;
+    char *path = t.rec;
     idm_lease_opts o;
     idm_lease *l = NULL;
     idm_lease_entry *e = NULL;
@@ -793,12 +710,12 @@ static void unreadable_record_is_an_error(void **unused)
     /* A holder mints and closes: the record holds the last id's time. */
     IDM_ASSERT_OK(idm_layout_preset(&layout, "twitter"));
     IDM_ASSERT_OK(idm_lease_open(&l, &o));
-    g = gen_for(layout, l);
+    g = leasetest_gen(layout, l, NULL);
     IDM_ASSERT_OK(idm_lease_attach(l, g));
     IDM_ASSERT_OK(idm_snowflake_next(g, &id));
     IDM_ASSERT_OK(idm_lease_close(l));
     idm_snowflake_close(g);
-    last = time_of(layout, id);
+    last = leasetest_time_of(layout, id);
 
     /* Then a child claims and lists with every pread failing. */
     memset(&seen, 0, sizeof seen);
@@ -851,10 +768,7 @@ static void unreadable_record_is_an_error(void **unused)
     assert_int_equal(idm_lease_mark(l), last);
     idm_lease_close(l);
     idm_layout_free(layout);
-    free(path);
-    idm_test_rmtree(dir);
-    free(dir);
-    free(url);
+    leasetest_end(&t);
 }
 
 static void bad_urls_and_options(void **unused)
@@ -924,7 +838,7 @@ static void concurrent_directory_creation(void **unused)
 {
     enum { N = 8 };
     char *base = idm_test_tmpdir(), *dir = idm_test_path(base, "new");
-    char *url = url_of(dir);
+    char *url = leasetest_url(dir);
     mkdir_gate *gate;
     pid_t pids[N];
     int res[2], hold[2], claimed = 0;
@@ -1010,7 +924,8 @@ static void concurrent_directory_creation(void **unused)
  * a loop, 300 claims of the only worker id all succeed. */
 static void listing_never_blocks_a_claim(void **unused)
 {
-    char *dir = idm_test_tmpdir(), *url = url_of(dir);
+    leasetest_dir t = leasetest_begin();
+    char *url = t.url;
     idm_lease_opts o;
     pid_t lister;
     int status;
@@ -1038,9 +953,7 @@ static void listing_never_blocks_a_claim(void **unused)
     }
     kill(lister, SIGKILL);
     waitpid(lister, &status, 0);
-    idm_test_rmtree(dir);
-    free(dir);
-    free(url);
+    leasetest_end(&t);
 }
 
 /* ------------------------------------------------------------- scopes */
@@ -1116,7 +1029,8 @@ static void read_text(const char *dir, const char *name, char *out, size_t cap)
  * and epoch) is one scope; a claimant without a scope is not checked. */
 static void scope_refuses_another_field_epoch_or_layout(void **unused)
 {
-    char *dir = idm_test_tmpdir(), *url = url_of(dir), *before, *after;
+    leasetest_dir t = leasetest_begin();
+    char *dir = t.dir, *url = t.url, *before, *after;
     char worker[IDM_LEASE_SCOPE_MAX], spelled[IDM_LEASE_SCOPE_MAX], got[IDM_LEASE_SCOPE_MAX + 8];
     char bad[3][IDM_LEASE_SCOPE_MAX], want[IDM_LEASE_SCOPE_MAX + 8];
     idm_lease_opts o;
@@ -1180,9 +1094,7 @@ static void scope_refuses_another_field_epoch_or_layout(void **unused)
     /* Still refused with every id free: the scope outlives its holders. */
     o.scope = bad[0];
     IDM_ASSERT_RC(idm_lease_open(&b, &o), IDM_EINVAL);
-    idm_test_rmtree(dir);
-    free(dir);
-    free(url);
+    leasetest_end(&t);
 }
 
 /* Issue item (duplicate ids, above), racing first claimants: eight
@@ -1200,7 +1112,8 @@ static void scope_racing_first_claimants(void **unused)
     idm_test_scope_of(NULL, "time:41@1ms,datacenter:5,worker:5,seq:12", 1, "worker", scopes[2]);
     idm_test_scope_of("discord", NULL, 0, "worker", scopes[3]);
     for (int round = 0; round < ROUNDS; round++) {
-        char *dir = idm_test_tmpdir(), *url = url_of(dir), got[IDM_LEASE_SCOPE_MAX + 8];
+        leasetest_dir t = leasetest_begin();
+        char *dir = t.dir, *url = t.url, got[IDM_LEASE_SCOPE_MAX + 8];
         int go[2], hold[2], res[2], won_scope = -1, won = 0, refused = 0;
         pid_t pids[N];
         assert_int_equal(pipe(go), 0);
@@ -1268,9 +1181,7 @@ static void scope_racing_first_claimants(void **unused)
             CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child %d: status %d", i,
                   status);
         }
-        idm_test_rmtree(dir);
-        free(dir);
-        free(url);
+        leasetest_end(&t);
     }
 }
 
@@ -1279,7 +1190,7 @@ static void scope_racing_first_claimants(void **unused)
  * printable, before it touches the directory. */
 static void scope_input_is_checked(void **unused)
 {
-    char *base = idm_test_tmpdir(), *dir = idm_test_path(base, "new"), *url = url_of(dir);
+    char *base = idm_test_tmpdir(), *dir = idm_test_path(base, "new"), *url = leasetest_url(dir);
     char buf[IDM_LEASE_SCOPE_MAX], small[16], longer[IDM_LEASE_SCOPE_MAX + 1];
     static const char *bad_scopes[] = {"", "tab\there", "new\nline", "\x7f", "caf\xc3\xa9"};
     idm_layout *l;
@@ -1345,7 +1256,8 @@ static void scope_input_is_checked(void **unused)
  * line (255 bytes) shows each around the difference. */
 static void scope_refusal_shows_where_long_scopes_differ(void **unused)
 {
-    char *dir = idm_test_tmpdir(), *url = url_of(dir), text[IDM_LAYOUT_TEXT_MAX];
+    leasetest_dir t = leasetest_begin();
+    char *url = t.url, text[IDM_LAYOUT_TEXT_MAX];
     char a[IDM_LEASE_SCOPE_MAX], b[IDM_LEASE_SCOPE_MAX];
     const char *field = "field_number_00_with_a_long_nam";
     idm_lease_opts o;
@@ -1370,9 +1282,7 @@ static void scope_refusal_shows_where_long_scopes_differ(void **unused)
               strstr(idm_error_detail(), "...") != NULL,
           "detail: %s", idm_error_detail());
     IDM_ASSERT_OK(idm_lease_close(l));
-    idm_test_rmtree(dir);
-    free(dir);
-    free(url);
+    leasetest_end(&t);
 }
 
 /* A scope file that is not one line of text (empty, no newline, two lines)
@@ -1381,7 +1291,8 @@ static void scope_refusal_shows_where_long_scopes_differ(void **unused)
 static void damaged_scope_file_is_an_error(void **unused)
 {
     static const char *damaged[] = {"", "no newline", "two\nlines\n", "\n"};
-    char *dir = idm_test_tmpdir(), *url = url_of(dir), *path = idm_test_path(dir, "scope");
+    leasetest_dir t = leasetest_begin();
+    char *dir = t.dir, *url = t.url, *path = idm_test_path(dir, "scope");
     char scope[IDM_LEASE_SCOPE_MAX];
     idm_lease_opts o;
     idm_lease *l = NULL;
@@ -1408,9 +1319,7 @@ static void damaged_scope_file_is_an_error(void **unused)
     CHECK(strstr(idm_error_detail(), "'by hand?'") != NULL, "detail: %s", idm_error_detail());
     assert_int_equal(count_prefixed(dir, "worker-"), 0);
     free(path);
-    idm_test_rmtree(dir);
-    free(dir);
-    free(url);
+    leasetest_end(&t);
 }
 
 /* What a child saw listing, claiming and reading the scope with a FIFO in
@@ -1472,8 +1381,9 @@ static bool fifo_run(const char *url, const char *scope, fifo_seen *seen)
  * scope and for idm_lease_scope_recorded. */
 static void fifo_in_place_of_a_file_is_refused(void **unused)
 {
-    char *dir = idm_test_tmpdir(), *url = url_of(dir);
-    char *rec = idm_test_path(dir, "worker-0000.lease"), *sc = idm_test_path(dir, "scope");
+    leasetest_dir t = leasetest_begin();
+    char *dir = t.dir, *url = t.url;
+    char *rec = t.rec, *sc = idm_test_path(dir, "scope");
     char scope[IDM_LEASE_SCOPE_MAX];
     fifo_seen seen;
     (void)unused;
@@ -1501,11 +1411,8 @@ static void fifo_in_place_of_a_file_is_refused(void **unused)
     IDM_ASSERT_RC(seen.scope_rc, IDM_EIO);
     CHECK(strstr(seen.scope_detail, sc) != NULL, "scope: %s", seen.scope_detail);
     assert_int_equal(count_prefixed(dir, "worker-"), 0);
-    free(rec);
     free(sc);
-    idm_test_rmtree(dir);
-    free(dir);
-    free(url);
+    leasetest_end(&t);
 }
 
 int main(void)

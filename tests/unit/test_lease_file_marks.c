@@ -14,19 +14,19 @@
  * (the claim older than TTL/6 on the manual clock) or wait for the keeper's
  * next one, bounded, without asserting how long it took.
  *
- * This program compiles src/lease/file.c in with IDM_TEST_HOOKS, so that a
- * renewal can be held between its check of the lock file and its record
- * while another claim runs; lease.c and the rest come from the library,
+ * This program is built with its own copy of src/lease/file.c, compiled
+ * with IDM_TEST_HOOKS (tests/CMakeLists.txt), so that a renewal can be held
+ * between its check of the lock file and its record while another claim
+ * runs (lease_internal.h); lease.c and the rest come from the library,
  * whose own file.o is then not linked.
  */
-#define IDM_TEST_HOOKS 1
-#include "../../src/lease/file.c"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,20 +37,13 @@
 
 #include <idmint/lease.h>
 
+#include "common.h"
+#include "lease_internal.h"
+#include "leasetest.h"
 #include "testutil.h"
 
-/* idm_lease_open accepts TTLs up to an hour. */
-#define TTL_MAX_MS INT64_C(3600000)
 /* 2023-11-14T22:13:20Z: far from the files' real modification times. */
 #define T0 INT64_C(1700000000000)
-
-static char *url_of(const char *dir)
-{
-    char *u = malloc(strlen(dir) + 8);
-    assert_non_null(u);
-    sprintf(u, "file://%s", dir);
-    return u;
-}
 
 static void lease_opts(idm_lease_opts *o, const char *url, const idm_clock *clock, int64_t ttl)
 {
@@ -62,61 +55,11 @@ static void lease_opts(idm_lease_opts *o, const char *url, const idm_clock *cloc
     o->clock = clock;
 }
 
-/* A guarded twitter generator for lease l on clock, above l's mark. */
-static idm_snowflake *gen_for(idm_layout *layout, idm_lease *l, const idm_clock *clock)
-{
-    idm_snowflake_opts o;
-    idm_snowflake *g;
-    idm_snowflake_opts_init(&o);
-    o.layout = layout;
-    o.clock = clock;
-    o.guarded = true;
-    o.after_ms = idm_lease_mark(l);
-    IDM_ASSERT_OK(idm_snowflake_opts_node(&o, "datacenter", 0));
-    IDM_ASSERT_OK(idm_snowflake_opts_node(&o, "worker", idm_lease_worker(l)));
-    IDM_ASSERT_OK(idm_snowflake_open(&g, &o));
-    return g;
-}
-
-static idm_unix_ms time_of(idm_layout *layout, uint64_t id)
-{
-    idm_decoded d;
-    IDM_ASSERT_OK(idm_layout_decode(layout, id, &d));
-    return d.unix_ms;
-}
-
 static idm_unix_ms mark_of(idm_lease *l)
 {
     idm_lease_status st;
     idm_lease_status_get(l, &st);
     return st.mark_ms;
-}
-
-/* The listed record of worker 0 of url: its mark; holder into h (64). */
-static idm_unix_ms listed_mark(const char *url, int *held, char *h)
-{
-    idm_lease_entry *e = NULL;
-    size_t n = 0;
-    idm_unix_ms m;
-    IDM_ASSERT_OK(idm_lease_list(url, 4, &e, &n));
-    CHECK(n == 1 && e[0].worker == 0, "%zu entries listed, the first for worker %u", n,
-          n > 0 ? (unsigned)e[0].worker : 0u);
-    m = e[0].mark_ms;
-    if (held != NULL)
-        *held = e[0].held;
-    if (h != NULL)
-        snprintf(h, 64, "%s", e[0].holder);
-    free(e);
-    return m;
-}
-
-static void set_mtime(const char *path, idm_unix_ms mtime_ms)
-{
-    struct timespec ts[2];
-    ts[0].tv_sec = (time_t)(mtime_ms / 1000);
-    ts[0].tv_nsec = (long)(mtime_ms % 1000) * 1000000;
-    ts[1] = ts[0];
-    assert_int_equal(utimensat(AT_FDCWD, path, ts, 0), 0);
 }
 
 static off_t size_of(const char *path)
@@ -139,7 +82,7 @@ static void put_slot(const char *path, off_t at, int version, uint64_t seq, long
     n = snprintf(slot, sizeof slot, "idmint-lease %d %" PRIu64 " %lld %s", version, seq, mark,
                  holder);
     n += snprintf(slot + n, sizeof slot - (size_t)n, " %016" PRIx64 "\n",
-                  fnv1a(slot, (size_t)n));
+                  idm__lease_fnv1a(slot, (size_t)n));
     assert_true(n < (int)sizeof slot);
     slot[n] = ' ';
     slot[sizeof slot - 1] = '\n';
@@ -214,8 +157,9 @@ static int renewed_past(const idm_lease_status *st, uint64_t renewals)
  * empty and B's mark 0. */
 static void removed_lock_file_keeps_the_mark(void **unused)
 {
-    char *dir = idm_test_tmpdir(), *url = url_of(dir);
-    char *path = idm_test_path(dir, "worker-0000.lease"), holder[64];
+    leasetest_dir t = leasetest_begin();
+    char *url = t.url;
+    char *path = t.rec, holder[64];
     idm_manual_clock *mc;
     const idm_clock *clock;
     idm_lease_opts o;
@@ -225,7 +169,7 @@ static void removed_lock_file_keeps_the_mark(void **unused)
     idm_lease_status st;
     uint64_t id = 0, last_a = 0;
     idm_unix_ms mark_a, mark_b;
-    int held = -1;
+    bool held = true;
     (void)unused;
     IDM_ASSERT_OK(idm_layout_preset(&layout, "twitter"));
     IDM_ASSERT_OK(idm_manual_clock_new(&mc, T0, false));
@@ -235,7 +179,7 @@ static void removed_lock_file_keeps_the_mark(void **unused)
     IDM_ASSERT_OK(idm_lease_open(&a, &o));
     assert_int_equal(idm_lease_worker(a), 0);
     idm_manual_clock_advance(mc, 1000); /* past TTL/6: attach renews */
-    ga = gen_for(layout, a, clock);
+    ga = leasetest_gen(layout, a, clock);
     IDM_ASSERT_OK(idm_lease_attach(a, ga));
     idm_lease_status_get(a, &st);
     assert_true(st.renewals >= 1); /* attach renewed */
@@ -246,11 +190,12 @@ static void removed_lock_file_keeps_the_mark(void **unused)
     }
     mark_a = mark_of(a);
     CHECK(mark_a == T0 + 1000 + 3000, "A's mark %lld", LL(mark_a));
-    assert_true(time_of(layout, last_a) <= mark_a);
+    assert_true(leasetest_time_of(layout, last_a) <= mark_a);
 
     assert_int_equal(unlink(path), 0);
     /* The mark outlives the lock file. */
-    CHECK(listed_mark(url, &held, holder) >= mark_a, "listed mark below A's %lld", LL(mark_a));
+    CHECK(leasetest_listed_mark(url, &held, holder) >= mark_a, "listed mark below A's %lld",
+          LL(mark_a));
     assert_int_equal(held, 0);
     assert_string_equal(holder, "test");
 
@@ -262,11 +207,12 @@ static void removed_lock_file_keeps_the_mark(void **unused)
 
     /* A generator above B's mark mints above all of A's ids. */
     idm_manual_clock_set(mc, idm_lease_mark(b) + 1);
-    gb = gen_for(layout, b, clock);
+    gb = leasetest_gen(layout, b, clock);
     IDM_ASSERT_OK(idm_lease_attach(b, gb));
     IDM_ASSERT_OK(idm_snowflake_next(gb, &id));
-    CHECK(id > last_a && time_of(layout, id) > mark_a, "B minted %llu (at %lld), A up to %llu",
-          ULL(id), LL(time_of(layout, id)), ULL(last_a));
+    CHECK(id > last_a && leasetest_time_of(layout, id) > mark_a,
+          "B minted %llu (at %lld), A up to %llu", ULL(id), LL(leasetest_time_of(layout, id)),
+          ULL(last_a));
     mark_b = mark_of(b);
 
     /* A's next renewal: lost (the path holds B's file), and A stops. */
@@ -276,8 +222,8 @@ static void removed_lock_file_keeps_the_mark(void **unused)
     assert_int_equal(st.last_error, IDM_ELEASE);
     IDM_ASSERT_RC(idm_snowflake_next(ga, &id), IDM_ELEASE);
     /* A's renewal recorded nothing over B's mark. */
-    CHECK(listed_mark(url, &held, NULL) == mark_b, "listed %lld, B's mark %lld",
-          LL(listed_mark(url, NULL, NULL)), LL(mark_b));
+    CHECK(leasetest_listed_mark(url, &held, NULL) == mark_b, "listed %lld, B's mark %lld",
+          LL(leasetest_listed_mark(url, NULL, NULL)), LL(mark_b));
     assert_int_equal(held, 1);
 
     IDM_ASSERT_OK(idm_lease_close(a)); /* lost: releases nothing */
@@ -286,10 +232,7 @@ static void removed_lock_file_keeps_the_mark(void **unused)
     idm_snowflake_close(gb);
     idm_manual_clock_free(mc);
     idm_layout_free(layout);
-    free(path);
-    idm_test_rmtree(dir);
-    free(dir);
-    free(url);
+    leasetest_end(&t);
 }
 
 /* Issue item 3: the old holder's release, after its lock file was removed
@@ -300,8 +243,9 @@ static void removed_lock_file_keeps_the_mark(void **unused)
  * the check, A's release lowered the marks file to A's last tick. */
 static void removed_holder_release_does_not_lower_the_mark(void **unused)
 {
-    char *dir = idm_test_tmpdir(), *url = url_of(dir);
-    char *path = idm_test_path(dir, "worker-0000.lease");
+    leasetest_dir t = leasetest_begin();
+    char *url = t.url;
+    char *path = t.rec;
     idm_manual_clock *mc;
     const idm_clock *clock;
     idm_lease_opts o;
@@ -320,7 +264,7 @@ static void removed_holder_release_does_not_lower_the_mark(void **unused)
 
     IDM_ASSERT_OK(idm_lease_open(&a, &o));
     idm_manual_clock_advance(mc, 20000);
-    ga = gen_for(layout, a, clock);
+    ga = leasetest_gen(layout, a, clock);
     IDM_ASSERT_OK(idm_lease_attach(a, ga));
     for (int i = 0; i < 1000; i++)
         IDM_ASSERT_OK(idm_snowflake_next(ga, &id));
@@ -336,8 +280,9 @@ static void removed_holder_release_does_not_lower_the_mark(void **unused)
     CHECK(strstr(idm_error_detail(), "removed or replaced") != NULL, "detail: %s",
           idm_error_detail());
     idm_snowflake_close(ga);
-    CHECK(listed_mark(url, NULL, NULL) == mark_b, "A's release left %lld, B's mark is %lld",
-          LL(listed_mark(url, NULL, NULL)), LL(mark_b));
+    CHECK(leasetest_listed_mark(url, NULL, NULL) == mark_b,
+          "A's release left %lld, B's mark is %lld", LL(leasetest_listed_mark(url, NULL, NULL)),
+          LL(mark_b));
 
     assert_int_equal(unlink(path), 0);
     IDM_ASSERT_OK(idm_lease_open(&c, &o));
@@ -348,10 +293,7 @@ static void removed_holder_release_does_not_lower_the_mark(void **unused)
     IDM_ASSERT_OK(idm_lease_close(c));
     idm_manual_clock_free(mc);
     idm_layout_free(layout);
-    free(path);
-    idm_test_rmtree(dir);
-    free(dir);
-    free(url);
+    leasetest_end(&t);
 }
 
 /* A claim racing a renewal: the renewal is held (by the file backend's
@@ -397,8 +339,9 @@ static void hold_renewal(const char *point)
  * previous mark, below what A went on to mint. */
 static void old_holder_renewal_and_new_claim_are_ordered(void **unused)
 {
-    char *dir = idm_test_tmpdir(), *url = url_of(dir);
-    char *path = idm_test_path(dir, "worker-0000.lease");
+    leasetest_dir t = leasetest_begin();
+    char *url = t.url;
+    char *path = t.rec;
     idm_manual_clock *mc;
     const idm_clock *clock;
     idm_lease_opts o, ob;
@@ -416,7 +359,7 @@ static void old_holder_renewal_and_new_claim_are_ordered(void **unused)
 
     IDM_ASSERT_OK(idm_lease_open(&a, &o));
     idm_manual_clock_advance(mc, 20000); /* attach renews: mark T0 + 80 s */
-    ga = gen_for(layout, a, clock);
+    ga = leasetest_gen(layout, a, clock);
     memset(&race, 0, sizeof race);
     race.path = path;
     race.opts = &ob;
@@ -440,10 +383,7 @@ static void old_holder_renewal_and_new_claim_are_ordered(void **unused)
     idm_snowflake_close(ga);
     idm_manual_clock_free(mc);
     idm_layout_free(layout);
-    free(path);
-    idm_test_rmtree(dir);
-    free(dir);
-    free(url);
+    leasetest_end(&t);
 }
 
 /* Issue item 3, one level down: dir/marks removed under a live holder is
@@ -452,9 +392,10 @@ static void old_holder_renewal_and_new_claim_are_ordered(void **unused)
  * file still leaves the holder's mark for the next claimant. */
 static void removed_marks_are_recorded_again(void **unused)
 {
-    char *dir = idm_test_tmpdir(), *url = url_of(dir);
-    char *path = idm_test_path(dir, "worker-0000.lease"), *marks = idm_test_path(dir, "marks");
-    char *mpath = idm_test_path(marks, "worker-0000.mark");
+    leasetest_dir t = leasetest_begin();
+    char *dir = t.dir, *url = t.url;
+    char *path = t.rec, *marks = idm_test_path(dir, "marks");
+    char *mpath = t.mrec;
     idm_manual_clock *mc;
     const idm_clock *clock;
     idm_lease_opts o;
@@ -472,7 +413,7 @@ static void removed_marks_are_recorded_again(void **unused)
 
     IDM_ASSERT_OK(idm_lease_open(&a, &o));
     idm_manual_clock_advance(mc, 500);
-    ga = gen_for(layout, a, clock);
+    ga = leasetest_gen(layout, a, clock);
     IDM_ASSERT_OK(idm_lease_attach(a, ga));
     IDM_ASSERT_OK(idm_snowflake_next(ga, &id));
     assert_int_equal(stat(mpath, &sb), 0);
@@ -495,12 +436,8 @@ static void removed_marks_are_recorded_again(void **unused)
     idm_snowflake_close(ga);
     idm_manual_clock_free(mc);
     idm_layout_free(layout);
-    free(path);
     free(marks);
-    free(mpath);
-    idm_test_rmtree(dir);
-    free(dir);
-    free(url);
+    leasetest_end(&t);
 }
 
 /* ------------------------------------------- item 5a: network file systems */
@@ -525,7 +462,8 @@ static void network_file_systems_are_refused(void **unused)
         0xF2F52010, /* F2FS */     0x4D44,     /* FAT */     0x9FA0,     /* proc */
         0,
     };
-    char *dir = idm_test_tmpdir(), *url = url_of(dir);
+    leasetest_dir t = leasetest_begin();
+    char *dir = t.dir, *url = t.url;
     idm_lease_opts o;
     idm_lease *l = NULL;
     struct statfs sf;
@@ -548,9 +486,7 @@ static void network_file_systems_are_refused(void **unused)
     lease_opts(&o, url, NULL, 3000);
     IDM_ASSERT_OK(idm_lease_open(&l, &o));
     IDM_ASSERT_OK(idm_lease_close(l));
-    idm_test_rmtree(dir);
-    free(dir);
-    free(url);
+    leasetest_end(&t);
 }
 
 /* ---------------------------------------------- item 5b: where slots lie */
@@ -569,14 +505,14 @@ static idm_unix_ms one_term(const char *url, idm_manual_clock *mc, idm_layout *l
     lease_opts(&o, url, clock, 60000);
     IDM_ASSERT_OK(idm_lease_open(&l, &o));
     idm_manual_clock_advance(mc, 20000);
-    g = gen_for(layout, l, clock);
+    g = leasetest_gen(layout, l, clock);
     IDM_ASSERT_OK(idm_lease_attach(l, g));
     for (int i = 0; i < 100; i++)
         IDM_ASSERT_OK(idm_snowflake_next(g, &id));
     IDM_ASSERT_OK(idm_lease_close(l));
     idm_snowflake_close(g);
     idm_manual_clock_advance(mc, 1000);
-    return time_of(layout, id);
+    return leasetest_time_of(layout, id);
 }
 
 /* The mark a claim of worker 0 of url gets (then released at once). */
@@ -602,9 +538,10 @@ static idm_unix_ms claimed_mark(const char *url, idm_manual_clock *mc)
  * case read as damaged (both slots in the first block). */
 static void record_slots_survive_a_torn_block(void **unused)
 {
-    char *dir = idm_test_tmpdir(), *url = url_of(dir);
-    char *path = idm_test_path(dir, "worker-0000.lease");
-    char *mpath = idm_test_path(dir, "marks/worker-0000.mark");
+    leasetest_dir t = leasetest_begin();
+    char *url = t.url;
+    char *path = t.rec;
+    char *mpath = t.mrec;
     idm_manual_clock *mc;
     idm_layout *layout;
     idm_unix_ms last, m;
@@ -617,7 +554,7 @@ static void record_slots_survive_a_torn_block(void **unused)
     CHECK(size_of(path) >= 4096 + 128, "the lock file is %lld bytes", LL(size_of(path)));
     zero_range(path, 0, 4096);
     zero_range(mpath, 0, 4096);
-    m = listed_mark(url, NULL, NULL);
+    m = leasetest_listed_mark(url, NULL, NULL);
     CHECK(m == last, "first block lost: listed mark %lld, the last id's time %lld", LL(m),
           LL(last));
     m = claimed_mark(url, mc); /* writes slot 0 (seq 4), then slot 1 (5): the same mark */
@@ -628,7 +565,7 @@ static void record_slots_survive_a_torn_block(void **unused)
     last = one_term(url, mc, layout);
     zero_range(path, 4096, 8192);
     zero_range(mpath, 4096, 8192);
-    m = listed_mark(url, NULL, NULL);
+    m = leasetest_listed_mark(url, NULL, NULL);
     CHECK(m == last, "second block lost: listed mark %lld, the last id's time %lld", LL(m),
           LL(last));
     m = claimed_mark(url, mc);
@@ -639,18 +576,14 @@ static void record_slots_survive_a_torn_block(void **unused)
     last = one_term(url, mc, layout);
     zero_range(path, 0, 8192);
     zero_range(mpath, 0, 8192);
-    set_mtime(path, T0);
-    set_mtime(mpath, T0);
-    m = listed_mark(url, NULL, NULL);
-    CHECK(m >= T0 + TTL_MAX_MS && m <= T0 + TTL_MAX_MS + 60000,
+    leasetest_set_mtime(path, T0);
+    leasetest_set_mtime(mpath, T0);
+    m = leasetest_listed_mark(url, NULL, NULL);
+    CHECK(m >= T0 + IDM_LEASE_TTL_MAX_MS && m <= T0 + IDM_LEASE_TTL_MAX_MS + 60000,
           "both blocks lost: listed mark %lld, mtime %lld", LL(m), LL(T0));
     idm_manual_clock_free(mc);
     idm_layout_free(layout);
-    free(path);
-    free(mpath);
-    idm_test_rmtree(dir);
-    free(dir);
-    free(url);
+    leasetest_end(&t);
 }
 
 /* Issue item 5b: a version 1 file (slots at 0 and 128, 256 bytes, no
@@ -665,8 +598,9 @@ static void version1_file_is_read_and_converted(void **unused)
 {
     (void)unused;
     for (int newest = 0; newest < 2; newest++) {
-        char *dir = idm_test_tmpdir(), *url = url_of(dir), *marks = idm_test_path(dir, "marks");
-        char *path = idm_test_path(dir, "worker-0000.lease"), holder[64];
+        leasetest_dir t = leasetest_begin();
+        char *dir = t.dir, *url = t.url, *marks = idm_test_path(dir, "marks");
+        char *path = t.rec, holder[64];
         idm_manual_clock *mc;
         idm_lease_opts o;
         idm_lease *l;
@@ -675,7 +609,7 @@ static void version1_file_is_read_and_converted(void **unused)
         put_slot(path, 0, 1, 6, newest == 0 ? T0 : T0 - 1000, "old");
         put_slot(path, 128, 1, newest == 0 ? 5 : 7, newest == 0 ? T0 - 1000 : T0, "old");
         assert_int_equal(size_of(path), 256);
-        m = listed_mark(url, NULL, holder);
+        m = leasetest_listed_mark(url, NULL, holder);
         CHECK(m == T0, "newest in slot %d: listed %lld, want %lld", newest, LL(m), LL(T0));
         assert_string_equal(holder, "old");
 
@@ -688,12 +622,12 @@ static void version1_file_is_read_and_converted(void **unused)
         claim = mark_of(l);
         assert_int_equal(claim, T0 + 10000 + 3000);
         idm_test_rmtree(marks);
-        m = listed_mark(url, NULL, NULL);
+        m = leasetest_listed_mark(url, NULL, NULL);
         CHECK(m == claim, "newest in slot %d, converting: lock file mark %lld, the claim's %lld",
               newest, LL(m), LL(claim));
         CHECK(size_of(path) >= 4096 + 128, "the lock file is %lld bytes", LL(size_of(path)));
         IDM_ASSERT_OK(idm_lease_close(l)); /* the exact final mark: the previous one */
-        m = listed_mark(url, NULL, holder);
+        m = leasetest_listed_mark(url, NULL, holder);
         CHECK(m == T0, "newest in slot %d, after the release: %lld, want %lld", newest, LL(m),
               LL(T0));
         assert_string_equal(holder, "test");
@@ -701,17 +635,15 @@ static void version1_file_is_read_and_converted(void **unused)
 
         /* Cut to 256 bytes (and no marks): damaged, not version 1. */
         assert_int_equal(truncate(path, 256), 0);
-        set_mtime(path, T0);
+        leasetest_set_mtime(path, T0);
         idm_test_rmtree(marks);
-        m = listed_mark(url, NULL, holder);
-        CHECK(m >= T0 + TTL_MAX_MS, "a version 2 file cut to 256 bytes reads %lld", LL(m));
+        m = leasetest_listed_mark(url, NULL, holder);
+        CHECK(m >= T0 + IDM_LEASE_TTL_MAX_MS, "a version 2 file cut to 256 bytes reads %lld",
+              LL(m));
         assert_string_equal(holder, "(damaged record)");
         idm_manual_clock_free(mc);
-        free(path);
         free(marks);
-        idm_test_rmtree(dir);
-        free(dir);
-        free(url);
+        leasetest_end(&t);
     }
 }
 
@@ -722,28 +654,28 @@ static void version1_file_is_read_and_converted(void **unused)
  * ones. */
 static void version1_line_in_a_version2_file_counts(void **unused)
 {
-    char *dir = idm_test_tmpdir(), *url = url_of(dir);
-    char *path = idm_test_path(dir, "worker-0000.lease");
+    leasetest_dir t = leasetest_begin();
+    char *url = t.url;
+    char *path = t.rec;
     idm_manual_clock *mc;
     idm_unix_ms m;
     (void)unused;
     put_slot(path, 0, 2, 10, T0, "new");
     put_slot(path, 4096, 2, 9, T0 - 1000, "new");
-    put_slot(path, 128, 1, 1, T0 + TTL_MAX_MS, "older"); /* the older idmint's claim */
-    m = listed_mark(url, NULL, NULL);
-    CHECK(m == T0 + TTL_MAX_MS, "listed %lld, want %lld", LL(m), LL(T0 + TTL_MAX_MS));
+    put_slot(path, 128, 1, 1, T0 + IDM_LEASE_TTL_MAX_MS, "older"); /* the older idmint's claim */
+    m = leasetest_listed_mark(url, NULL, NULL);
+    CHECK(m == T0 + IDM_LEASE_TTL_MAX_MS, "listed %lld, want %lld", LL(m),
+          LL(T0 + IDM_LEASE_TTL_MAX_MS));
     IDM_ASSERT_OK(idm_manual_clock_new(&mc, T0, false));
     m = claimed_mark(url, mc);
-    CHECK(m == T0 + TTL_MAX_MS, "claimed %lld, want %lld", LL(m), LL(T0 + TTL_MAX_MS));
+    CHECK(m == T0 + IDM_LEASE_TTL_MAX_MS, "claimed %lld, want %lld", LL(m),
+          LL(T0 + IDM_LEASE_TTL_MAX_MS));
     /* The claim and the release rewrote both blocks in version 2. */
     CHECK(!file_contains(path, "idmint-lease 1 "), "a version 1 line is left in %s", path);
-    m = listed_mark(url, NULL, NULL);
-    CHECK(m == T0 + TTL_MAX_MS, "after the release: %lld", LL(m));
+    m = leasetest_listed_mark(url, NULL, NULL);
+    CHECK(m == T0 + IDM_LEASE_TTL_MAX_MS, "after the release: %lld", LL(m));
     idm_manual_clock_free(mc);
-    free(path);
-    idm_test_rmtree(dir);
-    free(dir);
-    free(url);
+    leasetest_end(&t);
 }
 
 /* Fault row H4 analogue: a record file cut short still holds a slot that
@@ -755,15 +687,16 @@ static void version1_line_in_a_version2_file_counts(void **unused)
 static void repaired_record_outranks_a_stale_slot(void **unused)
 {
     for (int version = 1; version <= 2; version++) {
-        char *dir = idm_test_tmpdir(), *url = url_of(dir), *marks = idm_test_path(dir, "marks");
-        char *path = idm_test_path(dir, "worker-0000.lease");
+        leasetest_dir t = leasetest_begin();
+        char *dir = t.dir, *url = t.url, *marks = idm_test_path(dir, "marks");
+        char *path = t.rec;
         idm_manual_clock *mc;
         idm_lease_opts o;
         idm_lease *l;
         idm_unix_ms m, claim;
         put_slot(path, 0, version, 2, 0, "stale");
         assert_int_equal(size_of(path), 128);
-        set_mtime(path, T0 - 2 * TTL_MAX_MS); /* its fallback is long past */
+        leasetest_set_mtime(path, T0 - 2 * IDM_LEASE_TTL_MAX_MS); /* its fallback is long past */
         IDM_ASSERT_OK(idm_manual_clock_new(&mc, T0, false));
         lease_opts(&o, url, idm_manual_clock_clock(mc), 3000);
         IDM_ASSERT_OK(idm_lease_open(&l, &o));
@@ -772,16 +705,13 @@ static void repaired_record_outranks_a_stale_slot(void **unused)
         claim = mark_of(l);
         assert_int_equal(claim, T0 + 3000);
         idm_test_rmtree(marks);
-        m = listed_mark(url, NULL, NULL);
+        m = leasetest_listed_mark(url, NULL, NULL);
         CHECK(m == claim, "version %d: the lock file reads %lld; the claim recorded %lld",
               version, LL(m), LL(claim));
         IDM_ASSERT_OK(idm_lease_close(l));
         idm_manual_clock_free(mc);
-        free(path);
         free(marks);
-        idm_test_rmtree(dir);
-        free(dir);
-        free(url);
+        leasetest_end(&t);
     }
     (void)unused;
 }
@@ -791,8 +721,9 @@ static void repaired_record_outranks_a_stale_slot(void **unused)
  * (it was written past the slot, with its check cut off). */
 static void longest_record_fits_its_slot(void **unused)
 {
-    char *dir = idm_test_tmpdir(), *url = url_of(dir), *marks = idm_test_path(dir, "marks");
-    char *path = idm_test_path(dir, "worker-0000.lease"), holder[64], longest[64];
+    leasetest_dir t = leasetest_begin();
+    char *dir = t.dir, *url = t.url, *marks = idm_test_path(dir, "marks");
+    char *path = t.rec, holder[64], longest[64];
     const long long big = 9000000000000000000LL;
     idm_lease_opts o;
     idm_lease *l;
@@ -807,15 +738,206 @@ static void longest_record_fits_its_slot(void **unused)
     assert_int_equal(idm_lease_mark(l), big);
     IDM_ASSERT_OK(idm_lease_close(l));
     idm_test_rmtree(marks);
-    m = listed_mark(url, NULL, holder);
+    m = leasetest_listed_mark(url, NULL, holder);
     CHECK(m == big, "listed %lld, want %lld (holder '%s')", LL(m), LL(big), holder);
     CHECK(strlen(holder) >= 50 && strncmp(holder, longest, strlen(holder)) == 0,
           "holder '%s'", holder);
-    free(path);
     free(marks);
-    idm_test_rmtree(dir);
-    free(dir);
-    free(url);
+    leasetest_end(&t);
+}
+
+/* ------------------------------------------------------------ fault sites */
+
+/* Every file write and sync of the file backend, by its fault site (the
+ * catalogue is docs/FAULTS.md): the lease directory made, the scope's
+ * temporary file made, written, synced, linked as dir/scope and unlinked,
+ * the directory synced; the lock file opened, dir/marks made, the marks
+ * file opened, written and synced, both directories synced after a new
+ * marks file; the lock file written and synced. */
+static const char *const sites[] = {
+    "lease-file.mkdir",          "lease-file.scope-open",  "lease-file.scope-write",
+    "lease-file.scope-fsync",    "lease-file.link",        "lease-file.unlink",
+    "lease-file.scope-fsyncdir", "lease-file.open",        "lease-file.marks-mkdir",
+    "lease-file.marks-open",     "lease-file.marks-write", "lease-file.marks-fsync",
+    "lease-file.marks-fsyncdir", "lease-file.fsyncdir",    "lease-file.write",
+    "lease-file.fsync",
+};
+#define N_SITES (sizeof sites / sizeof sites[0])
+
+/* What the hook saw, and which hit of which site it fails. */
+static struct {
+    atomic_int hits[N_SITES];
+    atomic_int unknown;  /* calls naming a site not in the list */
+    atomic_bool paused;  /* neither count nor fail */
+    int fail_site;       /* index into sites, -1: none */
+    int fail_at;         /* the hit of it that fails, from 1 */
+    atomic_bool failed;  /* that hit came */
+} fz;
+
+static int fault_hook(const char *site)
+{
+    int i = 0;
+    if (atomic_load(&fz.paused))
+        return 0;
+    while (i < (int)N_SITES && strcmp(sites[i], site) != 0)
+        i++;
+    if (i == (int)N_SITES) {
+        atomic_fetch_add(&fz.unknown, 1);
+        return 0;
+    }
+    if (atomic_fetch_add(&fz.hits[i], 1) + 1 == fz.fail_at && i == fz.fail_site) {
+        atomic_store(&fz.failed, true);
+        return EIO;
+    }
+    return 0;
+}
+
+static void faults_on(int site, int at)
+{
+    for (size_t i = 0; i < N_SITES; i++)
+        atomic_store(&fz.hits[i], 0);
+    atomic_store(&fz.unknown, 0);
+    atomic_store(&fz.paused, false);
+    atomic_store(&fz.failed, false);
+    fz.fail_site = site;
+    fz.fail_at = at;
+    idm__fault_hook = fault_hook;
+}
+
+/* What one holder's term under the hook returned. */
+typedef struct fault_run {
+    int claim_rc, attach_rc, close_rc;
+    idm_unix_ms last; /* the time of the last id minted, 0 if none */
+} fault_run;
+
+/* A holder's term with a scope, as one_term: claim, a second claimant
+ * (unhooked) that must get another id, renew (at attach), mint, close. */
+static fault_run fault_term(const char *url, idm_manual_clock *mc, idm_layout *layout)
+{
+    const idm_clock *clock = idm_manual_clock_clock(mc);
+    fault_run r = {0, 0, 0, 0};
+    idm_lease_opts o;
+    idm_lease *l, *other;
+    idm_snowflake *g;
+    uint64_t id = 0;
+    lease_opts(&o, url, clock, 60000);
+    o.scope = "fault test scope";
+    r.claim_rc = idm_lease_open(&l, &o);
+    if (r.claim_rc != 0)
+        return r;
+    atomic_store(&fz.paused, true);
+    IDM_ASSERT_OK(idm_lease_open(&other, &o));
+    CHECK(idm_lease_worker(other) != idm_lease_worker(l), "two holders of worker id %u",
+          (unsigned)idm_lease_worker(l));
+    IDM_ASSERT_OK(idm_lease_close(other));
+    atomic_store(&fz.paused, false);
+    if (idm_manual_clock_now_ms(mc) <= idm_lease_mark(l))
+        idm_manual_clock_set(mc, idm_lease_mark(l) + 1);
+    idm_manual_clock_advance(mc, 20000); /* past TTL/6: attach renews */
+    g = leasetest_gen(layout, l, clock);
+    r.attach_rc = idm_lease_attach(l, g);
+    for (int i = 0; r.attach_rc == 0 && i < 100; i++)
+        IDM_ASSERT_OK(idm_snowflake_next(g, &id));
+    if (r.attach_rc == 0)
+        r.last = leasetest_time_of(layout, id);
+    r.close_rc = idm_lease_close(l);
+    idm_snowflake_close(g);
+    idm_manual_clock_advance(mc, 1000);
+    return r;
+}
+
+/* Every fault site is reached by a holder's term in a new directory (and
+ * no other site is named). */
+static void every_fault_site_is_reached(void **unused)
+{
+    leasetest_dir t = leasetest_begin();
+    idm_manual_clock *mc;
+    idm_layout *layout;
+    fault_run r;
+    (void)unused;
+    IDM_ASSERT_OK(idm_layout_preset(&layout, "twitter"));
+    IDM_ASSERT_OK(idm_manual_clock_new(&mc, T0, false));
+    faults_on(-1, 0);
+    r = fault_term(t.url, mc, layout);
+    idm__fault_hook = NULL;
+    IDM_ASSERT_OK(r.claim_rc);
+    IDM_ASSERT_OK(r.attach_rc);
+    IDM_ASSERT_OK(r.close_rc);
+    for (size_t i = 0; i < N_SITES; i++)
+        CHECK(atomic_load(&fz.hits[i]) >= 1, "fault site %s is never reached", sites[i]);
+    CHECK(atomic_load(&fz.unknown) == 0, "%d calls name a site not in the list",
+          atomic_load(&fz.unknown));
+    idm_manual_clock_free(mc);
+    idm_layout_free(layout);
+    leasetest_end(&t);
+}
+
+/*
+ * Each hit of each fault site fails in turn, with EIO, in a holder's term
+ * in a new directory and in one after an earlier holder's: the call that
+ * made it fails with IDM_EIO (the claim, the renewal at attach or the
+ * release), but for the scope's temporary file's unlink, whose failure
+ * leaves the file and fails nothing; then, with no fault, the records still
+ * read, worker id 0 is free again and its next claim starts at or above
+ * every id minted before.
+ */
+static void each_fault_site_fails_safely(void **unused)
+{
+    idm_layout *layout;
+    (void)unused;
+    IDM_ASSERT_OK(idm_layout_preset(&layout, "twitter"));
+    for (int after = 0; after < 2; after++) {
+        for (int i = 0; i < (int)N_SITES; i++) {
+            for (int at = 1;; at++) {
+                leasetest_dir t = leasetest_begin();
+                idm_manual_clock *mc;
+                idm_lease_opts o;
+                idm_lease *l;
+                idm_lease_entry *e = NULL;
+                size_t n = 0;
+                idm_unix_ms before = 0;
+                fault_run r;
+                bool failed;
+                IDM_ASSERT_OK(idm_manual_clock_new(&mc, T0, false));
+                if (after)
+                    before = one_term(t.url, mc, layout);
+                faults_on(i, at);
+                r = fault_term(t.url, mc, layout);
+                idm__fault_hook = NULL;
+                failed = atomic_load(&fz.failed);
+                CHECK((r.claim_rc == 0 || r.claim_rc == IDM_EIO) &&
+                          (r.attach_rc == 0 || r.attach_rc == IDM_EIO) &&
+                          (r.close_rc == 0 || r.close_rc == IDM_EIO),
+                      "%s hit %d: claim %d, attach %d, close %d", sites[i], at, r.claim_rc,
+                      r.attach_rc, r.close_rc);
+                if (strcmp(sites[i], "lease-file.unlink") == 0)
+                    CHECK(r.claim_rc == 0 && r.attach_rc == 0 && r.close_rc == 0,
+                          "%s hit %d failed a call", sites[i], at);
+                else
+                    CHECK(!failed || r.claim_rc != 0 || r.attach_rc != 0 || r.close_rc != 0,
+                          "%s hit %d failed and no call said so", sites[i], at);
+                CHECK(failed || r.claim_rc == 0, "%s hit %d: claim %d with no fault", sites[i],
+                      at, r.claim_rc);
+                /* Readable, free, and never lower. */
+                IDM_ASSERT_OK(idm_lease_list(t.url, 4, &e, &n));
+                free(e);
+                lease_opts(&o, t.url, idm_manual_clock_clock(mc), 60000);
+                IDM_ASSERT_OK(idm_lease_open(&l, &o));
+                assert_int_equal(idm_lease_worker(l), 0);
+                CHECK(idm_lease_mark(l) >= r.last && idm_lease_mark(l) >= before,
+                      "%s hit %d (%s an earlier holder): mark %lld, ids minted up to %lld "
+                      "and %lld",
+                      sites[i], at, after ? "after" : "without", LL(idm_lease_mark(l)),
+                      LL(r.last), LL(before));
+                IDM_ASSERT_OK(idm_lease_close(l));
+                idm_manual_clock_free(mc);
+                leasetest_end(&t);
+                if (!failed)
+                    break; /* no such hit: the next site */
+            }
+        }
+    }
+    idm_layout_free(layout);
 }
 
 int main(void)
@@ -831,6 +953,8 @@ int main(void)
         cmocka_unit_test(version1_line_in_a_version2_file_counts),
         cmocka_unit_test(repaired_record_outranks_a_stale_slot),
         cmocka_unit_test(longest_record_fits_its_slot),
+        cmocka_unit_test(every_fault_site_is_reached),
+        cmocka_unit_test(each_fault_site_fails_safely),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
