@@ -1,18 +1,24 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * idmintd's configuration (see config.h): defaults < config file <
- * environment < flags. Every value is checked here, strictly, when it is
- * set; what needs more than one key (a text layout needs an epoch) is checked
- * once all sources are in. Nothing here prints or keeps global state: errors
+ * environment < flags. Every key is one row of cfg_keys (redis's
+ * standardConfig is the model): its name, kind, field, bounds, default and
+ * --help text; its environment variable, its flag, its default, its parsing,
+ * its printing and its --help line are all derived from that row. Every value
+ * is checked, strictly, when it is set; what needs more than one key (a text
+ * layout needs an epoch) is checked once all sources are in. Nothing here
+ * prints, and the only global state is the --help text, built once: errors
  * are one line in the caller's buffer, naming the source, the key and the
  * value.
  */
 #include "config.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,99 +27,18 @@
 #include <unistd.h>
 
 #include <idmint/idmint.h>
+#include <idmint/lease.h>
 #include <idmint/segment.h>
 
-/* The usage text and the documentation say so. */
+#include "common.h"
+
+/* The manual page says so. */
 _Static_assert(IDM_STORE_TIMEOUT_MS == 5000, "store-timeout's default is documented as 5000");
 
 /* Longest config file line, without its newline. */
 #define CFG_LINE_MAX 4096
 /* How much of a bad value an error message quotes. */
 #define CFG_SHOW_MAX 128
-
-enum cfg_key {
-    K_LISTEN,
-    K_ADMIN_LISTEN,
-    K_DATA_DIR,
-    K_LEASE,
-    K_LEASE_TTL,
-    K_STORE,
-    K_LAYOUT,
-    K_EPOCH,
-    K_POLICY,
-    K_EXHAUST,
-    K_NODE,
-    K_LEASE_FIELD,
-    K_COUNT_MAX,
-    K_TOKEN_FILE,
-    K_IDLE_TIMEOUT,
-    K_HEAD_TIMEOUT,
-    K_MAX_REQUEST,
-    K_THREADS,
-    K_MAX_CONNECTIONS,
-    K_MAX_CONNECTIONS_PER_IP,
-    K_CLOCK,
-    K_SEGMENT_WAIT,
-    K_STORE_TIMEOUT,
-    K_OPAQUE_KEY_FILE,
-    K_COUNT
-};
-_Static_assert(K_COUNT <= IDMD_KEYS_MAX, "IDMD_KEYS_MAX is too small for the keys");
-
-/* Key names and their environment variables, in print order. */
-static const char *const cfg_names[K_COUNT] = {
-    "listen", "admin-listen", "data-dir", "lease", "lease-ttl", "store", "layout",
-    "epoch", "policy", "exhaust", "node", "lease-field", "count-max", "token-file",
-    "idle-timeout", "head-timeout", "max-request", "threads", "max-connections",
-    "max-connections-per-ip", "clock", "segment-wait", "store-timeout", "opaque-key-file",
-};
-static const char *const cfg_envs[K_COUNT] = {
-    "IDMINT_LISTEN", "IDMINT_ADMIN_LISTEN", "IDMINT_DATA_DIR", "IDMINT_LEASE",
-    "IDMINT_LEASE_TTL", "IDMINT_STORE", "IDMINT_LAYOUT", "IDMINT_EPOCH",
-    "IDMINT_POLICY", "IDMINT_EXHAUST", "IDMINT_NODE", "IDMINT_LEASE_FIELD",
-    "IDMINT_COUNT_MAX", "IDMINT_TOKEN_FILE", "IDMINT_IDLE_TIMEOUT",
-    "IDMINT_HEAD_TIMEOUT", "IDMINT_MAX_REQUEST", "IDMINT_THREADS",
-    "IDMINT_MAX_CONNECTIONS", "IDMINT_MAX_CONNECTIONS_PER_IP", "IDMINT_CLOCK",
-    "IDMINT_SEGMENT_WAIT", "IDMINT_STORE_TIMEOUT", "IDMINT_OPAQUE_KEY_FILE",
-};
-
-const char idmd_usage[] =
-    "usage: idmintd [--config FILE] [--check-config] [--KEY VALUE]...\n"
-    "\n"
-    "Every key can be set in the config file (key = value), by its environment\n"
-    "variable or by its flag (--key VALUE or --key=VALUE); flags beat the\n"
-    "environment, which beats the file, which beats the defaults.\n"
-    "\n"
-    "  --config FILE           IDMINT_CONFIG      config file of key = value lines (default none)\n"
-    "  --check-config                             check the configuration, print it and exit\n"
-    "  --help, -h                                 print this text and exit\n"
-    "\n"
-    "  --listen HOST:PORT      IDMINT_LISTEN      where to listen: IPv4, localhost or [IPv6] (default 127.0.0.1:7070)\n"
-    "  --admin-listen HOST:PORT  IDMINT_ADMIN_LISTEN  a listener of its own for /healthz, /metrics, /ping (default none)\n"
-    "  --data-dir DIR          IDMINT_DATA_DIR    where state lives (default ./var)\n"
-    "  --lease URL             IDMINT_LEASE       lease backend, file:// or etcd:// (default file://DATA-DIR/leases)\n"
-    "  --lease-ttl MS          IDMINT_LEASE_TTL   lease time to live, 1000..3600000 ms (default 10000)\n"
-    "  --store URL             IDMINT_STORE       segment store (default sqlite://DATA-DIR/segments.db)\n"
-    "  --layout LAYOUT         IDMINT_LAYOUT      preset name or text form time:41@1ms,...,seq:12 (default twitter)\n"
-    "  --epoch TIME            IDMINT_EPOCH       Unix ms or ISO-8601; needed by a text layout (default the preset's)\n"
-    "  --policy POLICY         IDMINT_POLICY      clock step back: logical, refuse or wait (default logical)\n"
-    "  --exhaust MODE          IDMINT_EXHAUST     sequence exhausted: wait or borrow (default wait)\n"
-    "  --node NAME=N,...       IDMINT_NODE        extra node fields, e.g. datacenter=1 (default none)\n"
-    "  --lease-field NAME      IDMINT_LEASE_FIELD the node field the lease fills (default worker, shard or machine,\n"
-    "                                             whichever the layout has, else its only node field)\n"
-    "  --count-max N           IDMINT_COUNT_MAX   most ids one request may ask for, 1..1000000 (default 10000, or\n"
-    "                                             less: what the layout can always mint in one request)\n"
-    "  --token-file FILE       IDMINT_TOKEN_FILE  file holding the bearer token (default none: no authentication)\n"
-    "  --idle-timeout MS       IDMINT_IDLE_TIMEOUT  idle connection timeout, 100..3600000 ms (default 10000)\n"
-    "  --head-timeout MS       IDMINT_HEAD_TIMEOUT  time to send a whole request, 100..3600000 ms (default 5000)\n"
-    "  --max-request BYTES     IDMINT_MAX_REQUEST request line + headers, 1024..1048576 (default 8192)\n"
-    "  --threads N             IDMINT_THREADS     worker threads, 1..64 (default 2)\n"
-    "  --max-connections N     IDMINT_MAX_CONNECTIONS  open connections, 1..100000 (default 1024)\n"
-    "  --max-connections-per-ip N  IDMINT_MAX_CONNECTIONS_PER_IP  from one address, 1..100000 (default 256)\n"
-    "  --clock CLOCK           IDMINT_CLOCK       system or offset-file:/ABS/PATH (default system)\n"
-    "  --segment-wait MS       IDMINT_SEGMENT_WAIT  ms a request waits for a block or an open, 0..60000 (default 1000)\n"
-    "  --store-timeout MS      IDMINT_STORE_TIMEOUT  ms one ticket-store call may take, 1..3600000 (default 5000)\n"
-    "  --opaque-key-file FILE  IDMINT_OPAQUE_KEY_FILE  key (32 hex digits) for ?format=opaque (default none)\n";
 
 /* ---- small helpers ---- */
 
@@ -145,24 +70,6 @@ __attribute__((format(printf, 6, 7))) static int cfg_bad(char *err, size_t errle
     return cfg_fail(err, errlen, "%s: %s '%.*s%s': %s", source, key,
                 (int)(n > CFG_SHOW_MAX ? CFG_SHOW_MAX : n), value,
                 n > CFG_SHOW_MAX ? "..." : "", why);
-}
-
-static int key_index(const char *name, size_t len)
-{
-    for (int k = 0; k < K_COUNT; k++)
-        if (strlen(cfg_names[k]) == len && memcmp(cfg_names[k], name, len) == 0)
-            return k;
-    return -1;
-}
-
-/* Copy s into dst[cap]; false if it does not fit. */
-static bool copy_in(char *dst, size_t cap, const char *s)
-{
-    size_t n = strlen(s);
-    if (n >= cap)
-        return false;
-    memcpy(dst, s, n + 1);
-    return true;
 }
 
 /* Strict decimal: one or more ASCII digits, nothing else, fits in 64 bits. */
@@ -200,24 +107,62 @@ static bool is_preset(const char *name)
     return false;
 }
 
-/* ---- values ---- */
+/* ---- output into a caller's buffer, cut, never overrun ---- */
 
-static int set_number(const char *source, const char *key, const char *value,
-                      uint64_t lo, uint64_t hi, uint64_t *out, char *err,
-                      size_t errlen)
+typedef struct outbuf {
+    char *p;
+    size_t len, used;
+} outbuf;
+
+__attribute__((format(printf, 2, 3))) static void cfg_out(outbuf *o, const char *fmt, ...)
 {
-    uint64_t v = 0;
-    if (!dec_u64(value, &v))
-        return cfg_bad(err, errlen, source, key, value,
-                   "not a decimal number (digits only, %" PRIu64 "..%" PRIu64 ")", lo, hi);
-    if (v < lo || v > hi)
-        return cfg_bad(err, errlen, source, key, value, "out of range %" PRIu64 "..%" PRIu64,
-                   lo, hi);
-    *out = v;
-    return 0;
+    if (o->len == 0 || o->used >= o->len - 1)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int w = vsnprintf(o->p + o->used, o->len - o->used, fmt, ap);
+    va_end(ap);
+    if (w < 0)
+        return;
+    o->used += (size_t)w;
+    if (o->used > o->len - 1)
+        o->used = o->len - 1;
 }
 
-/* listen and admin-listen: HOST:PORT into host[256] and *port_out. */
+/* ---- the keys ---- */
+
+typedef enum cfg_kind {
+    CFG_NUM,    /* a decimal in lo..hi, into an unsigned or int64_t field of 4 or 8 bytes */
+    CFG_STR,    /* text into a char array (valid checks it first) */
+    CFG_CHOICE, /* one of choices, into a char array */
+    CFG_LISTEN, /* HOST:PORT: the host into a char array, the port into the int at off2 */
+    CFG_EPOCH   /* Unix ms or ISO-8601 into an int64_t; the bool at off2 says it is set */
+} cfg_kind;
+
+typedef struct cfg_key cfg_key;
+
+/* A value's syntax, beyond its kind's: 0, or -1 with err (cfg_bad). */
+typedef int (*cfg_valid)(const cfg_key *k, const char *value, const char *source, char *err,
+                         size_t errlen);
+
+struct cfg_key {
+    const char *name;       /* the file's key, --name, IDMINT_NAME (upper case, '_' for '-') */
+    cfg_kind kind;
+    size_t off, size;       /* the field in idmd_config */
+    size_t off2;            /* CFG_LISTEN: the port; CFG_EPOCH: epoch_set */
+    uint64_t lo, hi, dflt;  /* CFG_NUM: bounds and default */
+    const char *def;        /* other kinds: the default, set as any value is (NULL: none) */
+    bool empty_ok;          /* "" is a value (CFG_LISTEN: no listener) */
+    cfg_valid valid;        /* CFG_STR */
+    const char *const *choices; /* CFG_CHOICE: NULL-terminated */
+    const char *arg, *help; /* --help: "--name ARG" and what the key is */
+    const char *def_help;   /* --help: the default told, for a default that is not a plain
+                               value; after CFG_NUM's number. A '\n' continues the line. */
+};
+
+/* ---- values ---- */
+
+/* listen and admin-listen: HOST:PORT into host_out[256] and *port_out. */
 static int set_listen(const char *key, char *host_out, int *port_out, const char *source,
                       const char *value, char *err, size_t errlen)
 {
@@ -266,12 +211,14 @@ static int set_listen(const char *key, char *host_out, int *port_out, const char
     return 0;
 }
 
-static int set_node(idmd_config *c, const char *source, const char *value, char *err,
-                    size_t errlen)
+/* node: name=value pairs, syntax only (idmd_config_check holds them
+ * against the layout). */
+static int valid_node(const cfg_key *k, const char *value, const char *source, char *err,
+                      size_t errlen)
 {
-    const char *key = cfg_names[K_NODE];
-    if (strlen(value) >= sizeof c->node)
-        return cfg_bad(err, errlen, source, key, value, "longer than %zu bytes", sizeof c->node - 1);
+    const char *key = k->name;
+    if (strlen(value) >= k->size)
+        return cfg_bad(err, errlen, source, key, value, "longer than %zu bytes", k->size - 1);
     const char *p = value;
     while (*p != '\0') {
         const char *end = strchr(p, ',');
@@ -309,53 +256,260 @@ static int set_node(idmd_config *c, const char *source, const char *value, char 
             return cfg_bad(err, errlen, source, key, value, "trailing comma");
         p = end + 1;
     }
-    memcpy(c->node, value, strlen(value) + 1);
     return 0;
 }
 
-static int set_layout(idmd_config *c, const char *source, const char *value, char *err,
-                      size_t errlen)
+static int valid_layout(const cfg_key *k, const char *value, const char *source, char *err,
+                        size_t errlen)
 {
-    const char *key = cfg_names[K_LAYOUT];
+    const char *key = k->name;
     if (value[0] == '\0')
         return cfg_bad(err, errlen, source, key, value, "empty");
-    if (strlen(value) >= sizeof c->layout)
-        return cfg_bad(err, errlen, source, key, value, "longer than %zu bytes",
-                   sizeof c->layout - 1);
-    if (!is_preset(value)) {
-        if (strchr(value, ':') == NULL) {
-            char names[128] = "";
-            size_t used = 0;
-            for (const char *const *p = idm_layout_preset_names(); *p != NULL; p++) {
-                int w = snprintf(names + used, sizeof names - used, "%s%s",
-                                 used > 0 ? ", " : "", *p);
-                if (w < 0 || (size_t)w >= sizeof names - used)
-                    break;
-                used += (size_t)w;
-            }
-            return cfg_bad(err, errlen, source, key, value,
-                       "not a preset (%s) nor a text form like time:41@1ms,worker:10,seq:12",
-                       names);
+    if (strlen(value) >= k->size)
+        return cfg_bad(err, errlen, source, key, value, "longer than %zu bytes", k->size - 1);
+    if (is_preset(value))
+        return 0;
+    if (strchr(value, ':') == NULL) {
+        char names[128] = "";
+        size_t used = 0;
+        for (const char *const *p = idm_layout_preset_names(); *p != NULL; p++) {
+            int w = snprintf(names + used, sizeof names - used, "%s%s", used > 0 ? ", " : "",
+                             *p);
+            if (w < 0 || (size_t)w >= sizeof names - used)
+                break;
+            used += (size_t)w;
         }
-        /* The epoch may come later, from another source; only the form is
-         * checked here (build checks that an epoch was given). */
-        idm_layout *l = NULL;
-        if (idm_layout_parse(&l, value, 0) != 0)
-            return cfg_bad(err, errlen, source, key, value, "%s", idm_error_detail());
-        idm_layout_free(l);
+        return cfg_bad(err, errlen, source, key, value,
+                   "not a preset (%s) nor a text form like time:41@1ms,worker:10,seq:12", names);
     }
-    memcpy(c->layout, value, strlen(value) + 1);
+    /* The epoch may come later, from another source; only the form is checked
+     * here (idmd_config_build checks that an epoch was given). */
+    idm_layout *l = NULL;
+    if (idm_layout_parse(&l, value, 0) != 0)
+        return cfg_bad(err, errlen, source, key, value, "%s", idm_error_detail());
+    idm_layout_free(l);
     return 0;
 }
 
-static int set_string(const char *source, const char *key, const char *value, char *dst,
-                      size_t cap, bool allow_empty, char *err, size_t errlen)
+static int valid_url(const cfg_key *k, const char *value, const char *source, char *err,
+                     size_t errlen)
 {
-    if (!allow_empty && value[0] == '\0')
-        return cfg_bad(err, errlen, source, key, value, "empty");
-    if (!copy_in(dst, cap, value))
-        return cfg_bad(err, errlen, source, key, value, "longer than %zu bytes", cap - 1);
+    const char *sep = strstr(value, "://");
+    if (sep == NULL || sep == value)
+        return cfg_bad(err, errlen, source, k->name, value, "not a URL (scheme://...)");
     return 0;
+}
+
+static int valid_field(const cfg_key *k, const char *value, const char *source, char *err,
+                       size_t errlen)
+{
+    if (!is_name(value, strlen(value)))
+        return cfg_bad(err, errlen, source, k->name, value, "a field name is [a-z0-9_]+");
+    return 0;
+}
+
+static int valid_clock(const cfg_key *k, const char *value, const char *source, char *err,
+                       size_t errlen)
+{
+    static const char pre[] = "offset-file:";
+    if (strcmp(value, "system") != 0 &&
+        (strncmp(value, pre, sizeof pre - 1) != 0 || value[sizeof pre - 1] != '/' ||
+         value[sizeof pre] == '\0'))
+        return cfg_bad(err, errlen, source, k->name, value,
+                   "must be system or offset-file:/ABSOLUTE/PATH");
+    return 0;
+}
+
+/* ---- the key table ---- */
+
+#define AT(f) .off = offsetof(idmd_config, f), .size = sizeof(((idmd_config *)0)->f)
+#define NUM(f, l, h, d) .kind = CFG_NUM, AT(f), .lo = (uint64_t)(l), .hi = (uint64_t)(h), \
+                        .dflt = (uint64_t)(d)
+
+static const char *const policies[] = {"logical", "refuse", "wait", NULL};
+static const char *const exhausts[] = {"wait", "borrow", NULL};
+
+/* Every key, in print order (idmd_config.source's). */
+static const cfg_key cfg_keys[] = {
+    {"listen", .kind = CFG_LISTEN, AT(listen_host), .off2 = offsetof(idmd_config, listen_port),
+     .def = "127.0.0.1:7070", .arg = "HOST:PORT",
+     .help = "where to listen: IPv4, localhost or [IPv6]"},
+    {"admin-listen", .kind = CFG_LISTEN, AT(admin_host),
+     .off2 = offsetof(idmd_config, admin_port), .empty_ok = true, .arg = "HOST:PORT",
+     .help = "a listener of its own for /healthz, /metrics, /ping"},
+    {"data-dir", .kind = CFG_STR, AT(data_dir), .def = "./var", .arg = "DIR",
+     .help = "where state lives"},
+    {"lease", .kind = CFG_STR, AT(lease), .valid = valid_url, .arg = "URL",
+     .help = "lease backend, file:// or etcd://", .def_help = "file://DATA-DIR/leases"},
+    {"lease-ttl", NUM(lease_ttl_ms, IDM_LEASE_TTL_MIN_MS, IDM_LEASE_TTL_MAX_MS,
+                      IDM_LEASE_TTL_DEFAULT_MS), .arg = "MS", .help = "lease time to live"},
+    {"store", .kind = CFG_STR, AT(store), .valid = valid_url, .arg = "URL",
+     .help = "segment store", .def_help = "sqlite://DATA-DIR/segments.db"},
+    {"layout", .kind = CFG_STR, AT(layout), .valid = valid_layout, .def = "twitter",
+     .arg = "LAYOUT", .help = "preset name or text form time:41@1ms,...,seq:12"},
+    {"epoch", .kind = CFG_EPOCH, AT(epoch), .off2 = offsetof(idmd_config, epoch_set),
+     .arg = "TIME", .help = "Unix ms or ISO-8601; needed by a text layout",
+     .def_help = "the preset's"},
+    {"policy", .kind = CFG_CHOICE, AT(policy), .choices = policies, .def = "logical",
+     .arg = "POLICY", .help = "clock step back"},
+    {"exhaust", .kind = CFG_CHOICE, AT(exhaust), .choices = exhausts, .def = "wait",
+     .arg = "MODE", .help = "sequence exhausted"},
+    {"node", .kind = CFG_STR, AT(node), .valid = valid_node, .empty_ok = true,
+     .arg = "NAME=N,...", .help = "extra node fields, e.g. datacenter=1"},
+    {"lease-field", .kind = CFG_STR, AT(lease_field), .valid = valid_field, .def = "worker",
+     .arg = "NAME", .help = "the node field the lease fills",
+     .def_help = "worker, shard or machine,\nwhichever the layout has, else its only node field"},
+    {"count-max", NUM(count_max, 1, 1000000, 10000), .arg = "N",
+     .help = "most ids one request may ask for",
+     .def_help = ", or\nless: what the layout can always mint in one request"},
+    /* Empty is refused: a blank variable must not turn authentication off
+     * behind the file's back. Leave the key out for none. */
+    {"token-file", .kind = CFG_STR, AT(token_file), .arg = "FILE",
+     .help = "file holding the bearer token", .def_help = "none: no authentication"},
+    {"idle-timeout", NUM(idle_timeout_ms, 100, 3600000, 10000), .arg = "MS",
+     .help = "idle connection timeout"},
+    {"head-timeout", NUM(head_timeout_ms, 100, 3600000, 5000), .arg = "MS",
+     .help = "time to send a whole request"},
+    {"max-request", NUM(max_request, 1024, 1048576, 8192), .arg = "BYTES",
+     .help = "request line + headers"},
+    {"threads", NUM(threads, 1, 64, 2), .arg = "N", .help = "worker threads"},
+    {"max-connections", NUM(max_connections, 1, 100000, 1024), .arg = "N",
+     .help = "open connections"},
+    {"max-connections-per-ip", NUM(max_connections_per_ip, 1, 100000, 256), .arg = "N",
+     .help = "open connections from one address"},
+    {"clock", .kind = CFG_STR, AT(clock), .valid = valid_clock, .def = "system",
+     .arg = "CLOCK", .help = "system or offset-file:/ABS/PATH"},
+    {"segment-wait", NUM(segment_wait_ms, 0, 60000, 1000), .arg = "MS",
+     .help = "how long a request waits for a block or an open"},
+    {"store-timeout", NUM(store_timeout_ms, 1, 3600000, IDM_STORE_TIMEOUT_MS), .arg = "MS",
+     .help = "how long one ticket-store call may take"},
+    /* Like token-file: empty is refused; leave the key out for none. */
+    {"opaque-key-file", .kind = CFG_STR, AT(opaque_key_file), .arg = "FILE",
+     .help = "key (32 hex digits) for ?format=opaque"},
+};
+#define NKEYS (sizeof cfg_keys / sizeof cfg_keys[0])
+_Static_assert(NKEYS <= IDMD_KEYS_MAX, "IDMD_KEYS_MAX is too small for the keys");
+
+/* The key whose field is at off (its first field for two). */
+static const cfg_key *key_at(size_t off)
+{
+    for (size_t i = 0; i < NKEYS; i++)
+        if (cfg_keys[i].off == off)
+            return &cfg_keys[i];
+    abort(); /* KEY() of a field no row has: a mistake in this file */
+}
+#define KEY(f) key_at(offsetof(idmd_config, f))
+
+static const cfg_key *key_named(const char *name, size_t len)
+{
+    for (size_t i = 0; i < NKEYS; i++)
+        if (strlen(cfg_keys[i].name) == len && memcmp(cfg_keys[i].name, name, len) == 0)
+            return &cfg_keys[i];
+    return NULL;
+}
+
+/* IDMINT_ and the key's name, upper case, '_' for '-'. */
+static void env_name(const cfg_key *k, char *out, size_t cap)
+{
+    int w = snprintf(out, cap, "IDMINT_%s", k->name);
+    for (char *p = out + 7; w > 7 && *p != '\0'; p++)
+        *p = *p == '-' ? '_' : (char)toupper((unsigned char)*p);
+}
+
+/* Where key k's value came from, for a message. */
+static const char *src_of(const idmd_config *c, const cfg_key *k)
+{
+    const char *s = c->source[k - cfg_keys];
+    return s[0] != '\0' ? s : "default";
+}
+
+/* A message about key k of c, whose value is shown as value. */
+#define BAD(k, value, ...) cfg_bad(err, errlen, src_of(c, (k)), (k)->name, (value), __VA_ARGS__)
+
+/* A CFG_NUM field: 4 bytes (unsigned, uint32_t) or 8 (int64_t, size_t), and
+ * never negative. */
+static void num_put(idmd_config *c, const cfg_key *k, uint64_t v)
+{
+    uint32_t v32 = (uint32_t)v;
+    memcpy((char *)c + k->off, k->size == sizeof v32 ? (void *)&v32 : (void *)&v, k->size);
+}
+
+static uint64_t num_get(const idmd_config *c, const cfg_key *k)
+{
+    uint32_t v32 = 0;
+    uint64_t v = 0;
+    memcpy(k->size == sizeof v32 ? (void *)&v32 : (void *)&v, (const char *)c + k->off, k->size);
+    return k->size == sizeof v32 ? v32 : v;
+}
+
+/* "a, b or c": k's choices, into out. */
+static void choice_list(const cfg_key *k, char *out, size_t cap)
+{
+    outbuf o = {out, cap, 0};
+    out[0] = '\0';
+    for (const char *const *p = k->choices; *p != NULL; p++)
+        cfg_out(&o, "%s%s", p == k->choices ? "" : p[1] == NULL ? " or " : ", ", *p);
+}
+
+/* Set key k from value, checked whole before anything is stored (a refused
+ * value leaves c as it was). */
+static int set_value(idmd_config *c, const cfg_key *k, const char *value, const char *source,
+                     char *err, size_t errlen)
+{
+    char *field = (char *)c + k->off;
+    uint64_t v = 0;
+    switch (k->kind) {
+    case CFG_NUM:
+        if (!dec_u64(value, &v))
+            return cfg_bad(err, errlen, source, k->name, value,
+                       "not a decimal number (digits only, %" PRIu64 "..%" PRIu64 ")", k->lo,
+                       k->hi);
+        if (v < k->lo || v > k->hi)
+            return cfg_bad(err, errlen, source, k->name, value,
+                       "out of range %" PRIu64 "..%" PRIu64, k->lo, k->hi);
+        num_put(c, k, v);
+        return 0;
+    case CFG_CHOICE: {
+        char list[128];
+        for (const char *const *p = k->choices; *p != NULL; p++) {
+            if (strcmp(*p, value) == 0) {
+                memcpy(field, value, strlen(value) + 1);
+                return 0;
+            }
+        }
+        choice_list(k, list, sizeof list);
+        return cfg_bad(err, errlen, source, k->name, value, "must be %s", list);
+    }
+    case CFG_STR:
+        if (k->valid != NULL && k->valid(k, value, source, err, errlen) != 0)
+            return -1;
+        if (!k->empty_ok && value[0] == '\0')
+            return cfg_bad(err, errlen, source, k->name, value, "empty");
+        if (strlen(value) >= k->size)
+            return cfg_bad(err, errlen, source, k->name, value, "longer than %zu bytes",
+                       k->size - 1);
+        memcpy(field, value, strlen(value) + 1);
+        return 0;
+    case CFG_LISTEN:
+        if (k->empty_ok && value[0] == '\0') {
+            field[0] = '\0';
+            memset((char *)c + k->off2, 0, sizeof(int));
+            return 0;
+        }
+        return set_listen(k->name, field, (int *)(void *)((char *)c + k->off2), source, value,
+                          err, errlen);
+    case CFG_EPOCH: {
+        idm_unix_ms t = 0;
+        bool set = true;
+        if (value[0] == '\0' || idm_time_parse(value, &t) != 0)
+            return cfg_bad(err, errlen, source, k->name, value,
+                       "not Unix ms nor an ISO-8601 time (2024-01-01, 2024-01-01T00:00:00Z)");
+        memcpy(field, &t, sizeof t);
+        memcpy((char *)c + k->off2, &set, sizeof set);
+        return 0;
+    }
+    }
+    return cfg_fail(err, errlen, "%s: key '%s' of no kind", source, k->name);
 }
 
 /* ---- the interface ---- */
@@ -363,33 +517,19 @@ static int set_string(const char *source, const char *key, const char *value, ch
 void idmd_config_defaults(idmd_config *c)
 {
     memset(c, 0, sizeof *c);
-    strcpy(c->listen_host, "127.0.0.1");
-    c->listen_port = 7070;
-    strcpy(c->data_dir, "./var");
-    c->lease_ttl_ms = 10000;
-    strcpy(c->layout, "twitter");
-    c->epoch = 0;
-    c->epoch_set = false;
-    strcpy(c->policy, "logical");
-    strcpy(c->exhaust, "wait");
-    strcpy(c->lease_field, "worker");
-    c->count_max = 10000;
-    c->idle_timeout_ms = 10000;
-    c->head_timeout_ms = 5000;
-    c->max_request = 8192;
-    c->threads = 2;
-    c->max_connections = 1024;
-    c->max_connections_per_ip = 256;
-    strcpy(c->clock, "system");
-    c->segment_wait_ms = 1000;
-    c->store_timeout_ms = IDM_STORE_TIMEOUT_MS;
+    for (const cfg_key *k = cfg_keys; k < cfg_keys + NKEYS; k++) {
+        if (k->kind == CFG_NUM)
+            num_put(c, k, k->dflt);
+        else if (k->def != NULL)
+            set_value(c, k, k->def, "default", NULL, 0);
+    }
 }
 
 /* Keep where key k's value came from (its last bytes if it is long). */
-static void note_source(idmd_config *c, int k, const char *source)
+static void note_source(idmd_config *c, const cfg_key *k, const char *source)
 {
     size_t n = strlen(source);
-    char *dst = c->source[k];
+    char *dst = c->source[k - cfg_keys];
     if (n < IDMD_SOURCE_MAX) {
         memcpy(dst, source, n + 1);
     } else {
@@ -399,136 +539,6 @@ static void note_source(idmd_config *c, int k, const char *source)
     }
 }
 
-/* Set key k from value; idmd_config_set notes the source when it is set. */
-static int set_key(idmd_config *c, int k, const char *key, const char *value,
-                   const char *source, char *err, size_t errlen)
-{
-    uint64_t v = 0;
-    switch ((enum cfg_key)k) {
-    case K_LISTEN:
-        return set_listen(key, c->listen_host, &c->listen_port, source, value, err, errlen);
-    case K_ADMIN_LISTEN:
-        /* Empty: no admin listener (as when the key is left out). */
-        if (value[0] == '\0') {
-            c->admin_host[0] = '\0';
-            c->admin_port = 0;
-            return 0;
-        }
-        return set_listen(key, c->admin_host, &c->admin_port, source, value, err, errlen);
-    case K_DATA_DIR:
-        return set_string(source, key, value, c->data_dir, sizeof c->data_dir, false, err,
-                          errlen);
-    case K_LEASE:
-    case K_STORE: {
-        char *dst = k == K_LEASE ? c->lease : c->store;
-        const char *sep = strstr(value, "://");
-        if (sep == NULL || sep == value)
-            return cfg_bad(err, errlen, source, key, value, "not a URL (scheme://...)");
-        return set_string(source, key, value, dst, IDMD_PATH_MAX, false, err, errlen);
-    }
-    case K_LEASE_TTL:
-        if (set_number(source, key, value, 1000, 3600000, &v, err, errlen) != 0)
-            return -1;
-        c->lease_ttl_ms = (int64_t)v;
-        return 0;
-    case K_LAYOUT:
-        return set_layout(c, source, value, err, errlen);
-    case K_EPOCH: {
-        idm_unix_ms t = 0;
-        if (value[0] == '\0' || idm_time_parse(value, &t) != 0)
-            return cfg_bad(err, errlen, source, key, value,
-                       "not Unix ms nor an ISO-8601 time (2024-01-01, 2024-01-01T00:00:00Z)");
-        c->epoch = t;
-        c->epoch_set = true;
-        return 0;
-    }
-    case K_POLICY:
-        if (strcmp(value, "logical") != 0 && strcmp(value, "refuse") != 0 &&
-            strcmp(value, "wait") != 0)
-            return cfg_bad(err, errlen, source, key, value, "must be logical, refuse or wait");
-        strcpy(c->policy, value);
-        return 0;
-    case K_EXHAUST:
-        if (strcmp(value, "wait") != 0 && strcmp(value, "borrow") != 0)
-            return cfg_bad(err, errlen, source, key, value, "must be wait or borrow");
-        strcpy(c->exhaust, value);
-        return 0;
-    case K_NODE:
-        return set_node(c, source, value, err, errlen);
-    case K_LEASE_FIELD:
-        if (!is_name(value, strlen(value)))
-            return cfg_bad(err, errlen, source, key, value, "a field name is [a-z0-9_]+");
-        return set_string(source, key, value, c->lease_field, sizeof c->lease_field, false,
-                          err, errlen);
-    case K_COUNT_MAX:
-        if (set_number(source, key, value, 1, 1000000, &v, err, errlen) != 0)
-            return -1;
-        c->count_max = (uint32_t)v;
-        return 0;
-    case K_TOKEN_FILE:
-        /* Empty is refused: a blank variable must not turn authentication
-         * off behind the file's back. Leave the key out for none. */
-        return set_string(source, key, value, c->token_file, sizeof c->token_file, false,
-                          err, errlen);
-    case K_IDLE_TIMEOUT:
-        if (set_number(source, key, value, 100, 3600000, &v, err, errlen) != 0)
-            return -1;
-        c->idle_timeout_ms = (int64_t)v;
-        return 0;
-    case K_HEAD_TIMEOUT:
-        if (set_number(source, key, value, 100, 3600000, &v, err, errlen) != 0)
-            return -1;
-        c->head_timeout_ms = (int64_t)v;
-        return 0;
-    case K_MAX_REQUEST:
-        if (set_number(source, key, value, 1024, 1048576, &v, err, errlen) != 0)
-            return -1;
-        c->max_request = (size_t)v;
-        return 0;
-    case K_THREADS:
-        if (set_number(source, key, value, 1, 64, &v, err, errlen) != 0)
-            return -1;
-        c->threads = (unsigned)v;
-        return 0;
-    case K_MAX_CONNECTIONS:
-        if (set_number(source, key, value, 1, 100000, &v, err, errlen) != 0)
-            return -1;
-        c->max_connections = (unsigned)v;
-        return 0;
-    case K_MAX_CONNECTIONS_PER_IP:
-        if (set_number(source, key, value, 1, 100000, &v, err, errlen) != 0)
-            return -1;
-        c->max_connections_per_ip = (unsigned)v;
-        return 0;
-    case K_CLOCK:
-        if (strcmp(value, "system") != 0) {
-            static const char pre[] = "offset-file:";
-            if (strncmp(value, pre, sizeof pre - 1) != 0 || value[sizeof pre - 1] != '/' ||
-                value[sizeof pre] == '\0')
-                return cfg_bad(err, errlen, source, key, value,
-                           "must be system or offset-file:/ABSOLUTE/PATH");
-        }
-        return set_string(source, key, value, c->clock, sizeof c->clock, false, err, errlen);
-    case K_SEGMENT_WAIT:
-        if (set_number(source, key, value, 0, 60000, &v, err, errlen) != 0)
-            return -1;
-        c->segment_wait_ms = (int64_t)v;
-        return 0;
-    case K_STORE_TIMEOUT:
-        if (set_number(source, key, value, 1, 3600000, &v, err, errlen) != 0)
-            return -1;
-        c->store_timeout_ms = (int64_t)v;
-        return 0;
-    case K_OPAQUE_KEY_FILE:
-        /* Like token-file: empty is refused; leave the key out for none. */
-        return set_string(source, key, value, c->opaque_key_file, sizeof c->opaque_key_file,
-                          false, err, errlen);
-    case K_COUNT:
-        break;
-    }
-    return cfg_fail(err, errlen, "%s: unknown key '%s'", source, key);
-}
-
 int idmd_config_set(idmd_config *c, const char *key, const char *value, const char *source,
                     char *err, size_t errlen)
 {
@@ -536,10 +546,10 @@ int idmd_config_set(idmd_config *c, const char *key, const char *value, const ch
         source = "?";
     if (key == NULL || value == NULL)
         return cfg_fail(err, errlen, "%s: no key or no value", source);
-    int k = key_index(key, strlen(key));
-    if (k < 0)
+    const cfg_key *k = key_named(key, strlen(key));
+    if (k == NULL)
         return cfg_fail(err, errlen, "%s: unknown key '%.*s'", source, CFG_SHOW_MAX, key);
-    if (set_key(c, k, cfg_names[k], value, source, err, errlen) != 0)
+    if (set_value(c, k, value, source, err, errlen) != 0)
         return -1;
     note_source(c, k, source);
     return 0;
@@ -578,50 +588,39 @@ static int file_line(idmd_config *c, const char *path, unsigned lineno, char *li
     char *value = cfg_trim(eq + 1);
     if (*key == '\0')
         return cfg_fail(err, errlen, "%s:%u: no key before '='", path, lineno);
-    int k = key_index(key, strlen(key));
-    if (k < 0)
+    const cfg_key *k = key_named(key, strlen(key));
+    if (k == NULL)
         return cfg_fail(err, errlen, "%s:%u: unknown key '%.*s'", path, lineno, CFG_SHOW_MAX, key);
-    if (seen_at[k] != 0)
+    if (seen_at[k - cfg_keys] != 0)
         return cfg_fail(err, errlen, "%s:%u: key '%s' given twice (first on line %u)", path,
-                    lineno, cfg_names[k], seen_at[k]);
-    seen_at[k] = lineno;
+                    lineno, k->name, seen_at[k - cfg_keys]);
+    seen_at[k - cfg_keys] = lineno;
     if (*value == '"') {
         size_t n = strlen(value);
         if (n < 2 || value[n - 1] != '"')
             return cfg_fail(err, errlen, "%s:%u: %s: unterminated quote (or text after it)", path,
-                        lineno, cfg_names[k]);
+                        lineno, k->name);
         value[n - 1] = '\0';
         value++;
     }
     char source[IDMD_PATH_MAX + 32];
     snprintf(source, sizeof source, "%s:%u", path, lineno);
-    return idmd_config_set(c, cfg_names[k], value, source, err, errlen);
+    return idmd_config_set(c, k->name, value, source, err, errlen);
 }
 
 static int load_file(idmd_config *c, const char *path, const char *named_by, char *err,
                      size_t errlen)
 {
+    const char *kind;
     if (path[0] == '\0')
         return cfg_fail(err, errlen, "%s: empty config file name", named_by);
-    /* O_NONBLOCK so that a FIFO does not hang us before the type check */
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    int fd = idm__open_regular(path, O_RDONLY, 0, &kind);
+    if (fd < 0 && kind != NULL)
+        return cfg_fail(err, errlen, "%s: config file %s is not a regular file (it is %s)",
+                    named_by, path, kind);
     if (fd < 0)
         return cfg_fail(err, errlen, "%s: cannot open config file %s: %s", named_by, path,
                     strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        int e = errno;
-        close(fd);
-        return cfg_fail(err, errlen, "%s: cannot stat config file %s: %s", named_by, path,
-                    strerror(e));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
-        return cfg_fail(err, errlen, "%s: config file %s is not a regular file", named_by, path);
-    }
-    int fl = fcntl(fd, F_GETFL);
-    if (fl >= 0)
-        (void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
     FILE *f = fdopen(fd, "r");
     if (f == NULL) {
         int e = errno;
@@ -629,7 +628,7 @@ static int load_file(idmd_config *c, const char *path, const char *named_by, cha
         return cfg_fail(err, errlen, "%s: cannot read config file %s: %s", named_by, path,
                     strerror(e));
     }
-    unsigned seen_at[K_COUNT] = {0};
+    unsigned seen_at[NKEYS] = {0};
     char line[CFG_LINE_MAX + 1];
     size_t n = 0;
     unsigned lineno = 1;
@@ -677,10 +676,10 @@ enum flag_kind { F_ERROR = -1, F_HELP, F_CHECK, F_CONFIG, F_KEY };
 
 /*
  * Parse the flag at argv[*i] (advancing *i past a separate value). For
- * F_KEY, *key is the key's index; for F_KEY and F_CONFIG, *value its value.
+ * F_KEY, *key is the key; for F_KEY and F_CONFIG, *value its value.
  */
-static enum flag_kind next_flag(int argc, char **argv, int *i, int *key, const char **value,
-                                char *err, size_t errlen)
+static enum flag_kind next_flag(int argc, char **argv, int *i, const cfg_key **key,
+                                const char **value, char *err, size_t errlen)
 {
     const char *arg = argv[*i];
     if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0)
@@ -706,9 +705,10 @@ static enum flag_kind next_flag(int argc, char **argv, int *i, int *key, const c
         return F_ERROR;
     } else {
         kind = F_KEY;
-        *key = key_index(name, nlen);
-        if (*key < 0) {
-            cfg_fail(err, errlen, "unknown flag '--%.*s' (see --help)", (int)(nlen > CFG_SHOW_MAX ? CFG_SHOW_MAX : nlen), name);
+        *key = key_named(name, nlen);
+        if (*key == NULL) {
+            cfg_fail(err, errlen, "unknown flag '--%.*s' (see --help)",
+                     (int)(nlen > CFG_SHOW_MAX ? CFG_SHOW_MAX : nlen), name);
             return F_ERROR;
         }
     }
@@ -733,33 +733,69 @@ static const char *env_get(char **envp, const char *name)
     return NULL;
 }
 
+/* Every IDMINT_ variable but IDMINT_CONFIG and IDMINT_STATE_DIR (which the
+ * tests' helpers set) must be a key's. */
 static int apply_env(idmd_config *c, char **envp, char *err, size_t errlen)
 {
     static const char prefix[] = "IDMINT_";
-    bool seen[K_COUNT] = {false};
+    bool seen[NKEYS] = {false};
+    char name[64];
     for (char **e = envp; e != NULL && *e != NULL; e++) {
         const char *var = *e;
-        if (strncmp(var, prefix, sizeof prefix - 1) != 0)
-            continue;
         const char *eq = strchr(var, '=');
-        if (eq == NULL)
+        if (strncmp(var, prefix, sizeof prefix - 1) != 0 || eq == NULL)
             continue;
         size_t nlen = (size_t)(eq - var);
         if ((nlen == 13 && memcmp(var, "IDMINT_CONFIG", 13) == 0) ||
             (nlen == 16 && memcmp(var, "IDMINT_STATE_DIR", 16) == 0))
             continue;
-        int k = -1;
-        for (int j = 0; j < K_COUNT; j++)
-            if (strlen(cfg_envs[j]) == nlen && memcmp(cfg_envs[j], var, nlen) == 0)
-                k = j;
-        if (k < 0)
+        const cfg_key *k = NULL;
+        for (size_t j = 0; j < NKEYS && k == NULL; j++) {
+            env_name(&cfg_keys[j], name, sizeof name);
+            if (strlen(name) == nlen && memcmp(name, var, nlen) == 0)
+                k = &cfg_keys[j];
+        }
+        if (k == NULL)
             return cfg_fail(err, errlen, "%.*s: unknown environment variable (not an idmintd key)",
                         (int)(nlen > CFG_SHOW_MAX ? CFG_SHOW_MAX : nlen), var);
-        if (seen[k])
-            return cfg_fail(err, errlen, "%s: given twice in the environment", cfg_envs[k]);
-        seen[k] = true;
-        if (idmd_config_set(c, cfg_names[k], eq + 1, cfg_envs[k], err, errlen) != 0)
+        if (seen[k - cfg_keys])
+            return cfg_fail(err, errlen, "%s: given twice in the environment", name);
+        seen[k - cfg_keys] = true;
+        if (idmd_config_set(c, k->name, eq + 1, name, err, errlen) != 0)
             return -1;
+    }
+    return 0;
+}
+
+/* The first pass over the flags: their shape, each key at most once,
+ * --config, --check-config and --help. 0 or -1. */
+static int scan_flags(int argc, char **argv, const char **config, bool *check, bool *help,
+                      char *err, size_t errlen)
+{
+    bool seen[NKEYS] = {false};
+    for (int i = 1; i < argc && !*help; i++) {
+        const cfg_key *key = NULL;
+        const char *value = NULL;
+        switch (next_flag(argc, argv, &i, &key, &value, err, errlen)) {
+        case F_ERROR:
+            return -1;
+        case F_HELP:
+            *help = true; /* help needs nothing else to be right */
+            break;
+        case F_CHECK:
+            *check = true;
+            break;
+        case F_CONFIG:
+            if (*config != NULL)
+                return cfg_fail(err, errlen, "--config given twice");
+            *config = value;
+            break;
+        case F_KEY:
+            if (seen[key - cfg_keys])
+                return cfg_fail(err, errlen, "--%s given twice", key->name);
+            seen[key - cfg_keys] = true;
+            break;
+        }
     }
     return 0;
 }
@@ -767,8 +803,8 @@ static int apply_env(idmd_config *c, char **envp, char *err, size_t errlen)
 int idmd_config_build(idmd_config *c, int argc, char **argv, char **envp, bool *check_only,
                       bool *help, char *err, size_t errlen)
 {
-    bool check = false;
-    bool want_help = false;
+    bool check = false, want_help = false;
+    const char *config = NULL;
     idmd_config_defaults(c);
     if (check_only != NULL)
         *check_only = false;
@@ -776,45 +812,15 @@ int idmd_config_build(idmd_config *c, int argc, char **argv, char **envp, bool *
         *help = false;
     if (err != NULL && errlen > 0)
         err[0] = '\0';
-
-    /* First pass: the flags' shape, --config, --check-config, --help. */
-    const char *config = NULL;
-    bool seen[K_COUNT] = {false};
-    for (int i = 1; i < argc; i++) {
-        int key = -1;
-        const char *value = NULL;
-        enum flag_kind kind = next_flag(argc, argv, &i, &key, &value, err, errlen);
-        switch (kind) {
-        case F_ERROR:
-            return -1;
-        case F_HELP:
-            want_help = true;
-            break;
-        case F_CHECK:
-            check = true;
-            break;
-        case F_CONFIG:
-            if (config != NULL)
-                return cfg_fail(err, errlen, "--config given twice");
-            config = value;
-            break;
-        case F_KEY:
-            if (seen[key])
-                return cfg_fail(err, errlen, "--%s given twice", cfg_names[key]);
-            seen[key] = true;
-            break;
-        }
-        if (want_help) {
-            /* help needs nothing else to be right */
-            if (help != NULL)
-                *help = true;
-            if (check_only != NULL)
-                *check_only = check;
-            return 0;
-        }
-    }
+    if (scan_flags(argc, argv, &config, &check, &want_help, err, errlen) != 0)
+        return -1;
     if (check_only != NULL)
         *check_only = check;
+    if (want_help) {
+        if (help != NULL)
+            *help = true;
+        return 0;
+    }
 
     if (config != NULL) {
         if (load_file(c, config, "--config", err, errlen) != 0)
@@ -824,21 +830,16 @@ int idmd_config_build(idmd_config *c, int argc, char **argv, char **envp, bool *
         if (ec != NULL && load_file(c, ec, "IDMINT_CONFIG", err, errlen) != 0)
             return -1;
     }
-
     if (apply_env(c, envp, err, errlen) != 0)
         return -1;
-
     for (int i = 1; i < argc; i++) {
-        int key = -1;
+        const cfg_key *key = NULL;
         const char *value = NULL;
-        enum flag_kind kind = next_flag(argc, argv, &i, &key, &value, err, errlen);
-        if (kind == F_ERROR)
-            return -1;
-        if (kind != F_KEY)
-            continue;
         char source[48];
-        snprintf(source, sizeof source, "--%s", cfg_names[key]);
-        if (idmd_config_set(c, cfg_names[key], value, source, err, errlen) != 0)
+        if (next_flag(argc, argv, &i, &key, &value, err, errlen) != F_KEY)
+            continue; /* scan_flags saw them all well-formed */
+        snprintf(source, sizeof source, "--%s", key->name);
+        if (idmd_config_set(c, key->name, value, source, err, errlen) != 0)
             return -1;
     }
 
@@ -852,26 +853,6 @@ int idmd_config_build(idmd_config *c, int argc, char **argv, char **envp, bool *
 
 /* ---- printing ---- */
 
-typedef struct outbuf {
-    char *p;
-    size_t len, used;
-} outbuf;
-
-__attribute__((format(printf, 2, 3))) static void cfg_out(outbuf *o, const char *fmt, ...)
-{
-    if (o->len == 0 || o->used >= o->len - 1)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    int w = vsnprintf(o->p + o->used, o->len - o->used, fmt, ap);
-    va_end(ap);
-    if (w < 0)
-        return;
-    o->used += (size_t)w;
-    if (o->used > o->len - 1)
-        o->used = o->len - 1;
-}
-
 /* key = value, quoting a value the file syntax would otherwise change. */
 static void cfg_out_str(outbuf *o, const char *key, const char *value)
 {
@@ -880,16 +861,125 @@ static void cfg_out_str(outbuf *o, const char *key, const char *value)
     cfg_out(o, quote ? "%s = \"%s\"\n" : "%s = %s\n", key, value);
 }
 
-/* ---- the checks that need more than one value, or a file ---- */
-
-/* Where key k's value came from, for a message. */
-static const char *src_of(const idmd_config *c, int k)
+static void print_value(const idmd_config *c, const cfg_key *k, outbuf *o)
 {
-    return c->source[k][0] != '\0' ? c->source[k] : "default";
+    const char *field = (const char *)c + k->off;
+    int port;
+    int64_t epoch;
+    bool set;
+    switch (k->kind) {
+    case CFG_NUM:
+        cfg_out(o, "%s = %" PRIu64 "\n", k->name, num_get(c, k));
+        break;
+    case CFG_STR:
+    case CFG_CHOICE:
+        cfg_out_str(o, k->name, field);
+        break;
+    case CFG_LISTEN:
+        memcpy(&port, (const char *)c + k->off2, sizeof port);
+        if (field[0] == '\0')
+            cfg_out_str(o, k->name, "");
+        else
+            cfg_out(o, strchr(field, ':') != NULL ? "%s = [%s]:%d\n" : "%s = %s:%d\n", k->name,
+                    field, port);
+        break;
+    case CFG_EPOCH:
+        memcpy(&epoch, field, sizeof epoch);
+        memcpy(&set, (const char *)c + k->off2, sizeof set);
+        if (set)
+            cfg_out(o, "%s = %" PRId64 "\n", k->name, epoch);
+        else
+            cfg_out_str(o, k->name, "");
+        break;
+    }
 }
 
-/* The value of key k as text, for a message about a number. */
-#define BAD(k, value, ...) cfg_bad(err, errlen, src_of(c, (k)), cfg_names[(k)], (value), __VA_ARGS__)
+void idmd_config_print(const idmd_config *c, char *buf, size_t len)
+{
+    outbuf o = {buf, len, 0};
+    if (len > 0)
+        buf[0] = '\0';
+    for (const cfg_key *k = cfg_keys; k < cfg_keys + NKEYS; k++)
+        print_value(c, k, &o);
+    /* What idmd_config_check changed, as comment lines (the output stays a
+     * config file). */
+    for (const char *p = c->note; *p != '\0';) {
+        size_t n = strcspn(p, "\n");
+        cfg_out(&o, "# %.*s\n", (int)n, p);
+        p += n;
+        if (*p == '\n')
+            p++;
+    }
+}
+
+/* ---- --help ---- */
+
+/* Columns of the usage text: "  --flag ARG", the variable, then the meaning. */
+enum { USAGE_FLAG = 24, USAGE_ENV = 19, USAGE_TEXT = 2 + USAGE_FLAG + USAGE_ENV };
+
+/* One line of the usage text: the meaning's '\n' go on at its column. */
+static void usage_line(outbuf *o, const char *flag, const char *env, const char *text)
+{
+    size_t fl = strlen(flag), el = strlen(env);
+    cfg_out(o, "  %s%*s%s%*s", flag, fl < USAGE_FLAG ? (int)(USAGE_FLAG - fl) : 2, "", env,
+            el < USAGE_ENV ? (int)(USAGE_ENV - el) : 2, "");
+    for (const char *p = text; *p != '\0';) {
+        size_t n = strcspn(p, "\n");
+        cfg_out(o, "%.*s\n", (int)n, p);
+        p += n;
+        if (*p == '\n' && *++p != '\0')
+            cfg_out(o, "%*s", USAGE_TEXT, "");
+    }
+}
+
+/* Key k's line: its flag, its variable, its meaning, bounds and default. */
+static void usage_key(outbuf *o, const cfg_key *k)
+{
+    char flag[64], env[64], text[256], list[128];
+    snprintf(flag, sizeof flag, "--%s %s", k->name, k->arg);
+    env_name(k, env, sizeof env);
+    if (k->kind == CFG_NUM) {
+        snprintf(text, sizeof text, "%s, %" PRIu64 "..%" PRIu64 "%s (default %" PRIu64 "%s)",
+                 k->help, k->lo, k->hi, strcmp(k->arg, "MS") == 0 ? " ms" : "", k->dflt,
+                 k->def_help != NULL ? k->def_help : "");
+    } else if (k->kind == CFG_CHOICE) {
+        choice_list(k, list, sizeof list);
+        snprintf(text, sizeof text, "%s: %s (default %s)", k->help, list, k->def);
+    } else {
+        snprintf(text, sizeof text, "%s (default %s)", k->help,
+                 k->def_help != NULL ? k->def_help : k->def != NULL ? k->def : "none");
+    }
+    usage_line(o, flag, env, text);
+}
+
+static char usage_text[8192];
+static pthread_once_t usage_once = PTHREAD_ONCE_INIT;
+
+static void usage_build(void)
+{
+    outbuf o = {usage_text, sizeof usage_text, 0};
+    cfg_out(&o, "usage: idmintd [--config FILE] [--check-config] [--KEY VALUE]...\n"
+                "\n"
+                "Every key can be set in the config file (key = value), by its environment\n"
+                "variable or by its flag (--key VALUE or --key=VALUE); flags beat the\n"
+                "environment, which beats the file, which beats the defaults.\n"
+                "\n");
+    usage_line(&o, "--config FILE", "IDMINT_CONFIG",
+               "config file of key = value lines (default none)");
+    usage_line(&o, "--check-config", "", "check the configuration, print it and exit");
+    usage_line(&o, "--help, -h", "", "print this text and exit");
+    cfg_out(&o, "\n");
+    for (const cfg_key *k = cfg_keys; k < cfg_keys + NKEYS; k++)
+        usage_key(&o, k);
+}
+
+const char *idmd_config_usage(void)
+{
+    pthread_once(&usage_once, usage_build);
+    return usage_text;
+}
+
+/* ---- the checks that need more than one value, or a file ---- */
 
 /* Clear a buffer that held a secret (a plain memset may be optimised away). */
 static void wipe(void *p, size_t n)
@@ -900,49 +990,37 @@ static void wipe(void *p, size_t n)
 }
 
 /*
- * Open path for reading. O_NONBLOCK, so that a FIFO does not hang us before
- * the type check; it must be a regular file. 0 with *out (blocking again),
- * or -1 with why.
+ * Read up to cap bytes of the regular file path (all of a shorter one),
+ * opened without blocking (a FIFO is refused, not waited on): the count, or
+ * -1 with why ("cannot open it: ...", "not a regular file (it is a FIFO)",
+ * "cannot read it: ...").
  */
-static int open_regular(const char *path, int *out, char *why, size_t whylen)
+static ssize_t read_file(const char *path, char *buf, size_t cap, char *why, size_t whylen)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-    if (fd < 0) {
-        snprintf(why, whylen, "cannot open it: %s", strerror(errno));
-        return -1;
-    }
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        snprintf(why, whylen, "cannot stat it: %s", strerror(errno));
-        close(fd);
-        return -1;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        snprintf(why, whylen, "not a regular file");
-        close(fd);
-        return -1;
-    }
-    int fl = fcntl(fd, F_GETFL);
-    if (fl >= 0)
-        (void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
-    *out = fd;
-    return 0;
-}
-
-/* Read up to cap bytes (all of a shorter file); the count, or -1. */
-static ssize_t read_upto(int fd, char *buf, size_t cap)
-{
+    const char *kind;
     size_t n = 0;
+    int fd = idm__open_regular(path, O_RDONLY, 0, &kind);
+    if (fd < 0) {
+        if (kind != NULL)
+            snprintf(why, whylen, "not a regular file (it is %s)", kind);
+        else
+            snprintf(why, whylen, "cannot open it: %s", strerror(errno));
+        return -1;
+    }
     while (n < cap) {
         ssize_t r = read(fd, buf + n, cap - n);
         if (r < 0 && errno == EINTR)
             continue;
-        if (r < 0)
+        if (r < 0) {
+            snprintf(why, whylen, "cannot read it: %s", strerror(errno));
+            close(fd);
             return -1;
+        }
         if (r == 0)
             break;
         n += (size_t)r;
     }
+    close(fd);
     return (ssize_t)n;
 }
 
@@ -954,33 +1032,29 @@ static int check_token_file(const idmd_config *c, char *err, size_t errlen)
     /* room for the longest token, its line ends and a byte that says more
      * (as main.c reads it: a file that fills this is too long) */
     enum { MIN_TOKEN = 16, CAP = IDMD_TOKEN_MAX + 64 };
+    const cfg_key *k = KEY(token_file);
     char why[256];
     char buf[CAP];
-    int fd;
     int rc = 0;
-    if (open_regular(c->token_file, &fd, why, sizeof why) != 0)
-        return BAD(K_TOKEN_FILE, c->token_file, "%s", why);
-    ssize_t got = read_upto(fd, buf, sizeof buf);
-    int e = errno;
-    close(fd);
-    if (got < 0)
-        return BAD(K_TOKEN_FILE, c->token_file, "cannot read it: %s", strerror(e));
+    ssize_t got = read_file(c->token_file, buf, sizeof buf, why, sizeof why);
+    if (got < 0) {
+        wipe(buf, sizeof buf);
+        return BAD(k, c->token_file, "%s", why);
+    }
     size_t n = (size_t)got;
     bool more = n == sizeof buf;
     while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
         n--;
     if (more || n > IDMD_TOKEN_MAX) {
-        rc = BAD(K_TOKEN_FILE, c->token_file, "the token is longer than %d bytes",
-                 IDMD_TOKEN_MAX);
+        rc = BAD(k, c->token_file, "the token is longer than %d bytes", IDMD_TOKEN_MAX);
     } else if (n == 0) {
-        rc = BAD(K_TOKEN_FILE, c->token_file, "empty: it holds no token");
+        rc = BAD(k, c->token_file, "empty: it holds no token");
     } else if (n < MIN_TOKEN) {
-        rc = BAD(K_TOKEN_FILE, c->token_file, "the token is %zu bytes; at least %d", n,
-                 MIN_TOKEN);
+        rc = BAD(k, c->token_file, "the token is %zu bytes; at least %d", n, MIN_TOKEN);
     } else {
         for (size_t i = 0; i < n; i++) {
             if (buf[i] <= ' ' || buf[i] > '~') {
-                rc = BAD(K_TOKEN_FILE, c->token_file,
+                rc = BAD(k, c->token_file,
                          "byte %zu of the token is not printable ASCII (a token is one line "
                          "without spaces)",
                          i + 1);
@@ -992,28 +1066,22 @@ static int check_token_file(const idmd_config *c, char *err, size_t errlen)
     return rc;
 }
 
-/* opaque-key-file: read as idmintd reads it at start (its first 79 bytes)
- * and parsed. */
+/* opaque-key-file: loaded as idmintd loads it at start. */
 static int check_opaque_key_file(const idmd_config *c, char *err, size_t errlen)
 {
-    char why[256];
-    char hex[80];
-    int fd;
-    if (open_regular(c->opaque_key_file, &fd, why, sizeof why) != 0)
-        return BAD(K_OPAQUE_KEY_FILE, c->opaque_key_file, "%s", why);
-    ssize_t n = read_upto(fd, hex, sizeof hex - 1);
-    int e = errno;
-    close(fd);
-    if (n < 0)
-        return BAD(K_OPAQUE_KEY_FILE, c->opaque_key_file, "cannot read it: %s", strerror(e));
-    hex[n] = '\0';
     idm_opaque_key key;
-    int rc = idm_opaque_key_parse(hex, &key);
-    wipe(hex, sizeof hex);
-    wipe(&key, sizeof key);
-    if (rc != 0)
-        return BAD(K_OPAQUE_KEY_FILE, c->opaque_key_file, "%s", idm_error_detail());
-    return 0;
+    char prefix[256];
+    if (idm_opaque_key_load(c->opaque_key_file, &key) == 0) {
+        wipe(&key, sizeof key);
+        return 0;
+    }
+    /* The detail names the file ("key file 'PATH': why"), as the message
+     * does already: it is said once. */
+    const char *why = idm_error_detail();
+    snprintf(prefix, sizeof prefix, "key file '%.160s': ", c->opaque_key_file);
+    if (strncmp(why, prefix, strlen(prefix)) == 0)
+        why += strlen(prefix);
+    return BAD(KEY(opaque_key_file), c->opaque_key_file, "%s", why);
 }
 
 /* clock offset-file:PATH: a signed ms offset, read as idmintd reads it (its
@@ -1024,14 +1092,9 @@ static int check_offset_file(const idmd_config *c, int64_t *offset_ms, char *err
     const char *path = c->clock + strlen("offset-file:");
     char why[256];
     char buf[64];
-    int fd;
-    if (open_regular(path, &fd, why, sizeof why) != 0)
-        return BAD(K_CLOCK, c->clock, "the offset file: %s", why);
-    ssize_t n = read_upto(fd, buf, sizeof buf - 1);
-    int e = errno;
-    close(fd);
+    ssize_t n = read_file(path, buf, sizeof buf - 1, why, sizeof why);
     if (n < 0)
-        return BAD(K_CLOCK, c->clock, "cannot read the offset file: %s", strerror(e));
+        return BAD(KEY(clock), c->clock, "the offset file: %s", why);
     buf[n] = '\0';
     char *end = buf;
     errno = 0;
@@ -1040,39 +1103,33 @@ static int check_offset_file(const idmd_config *c, int64_t *offset_ms, char *err
         end++;
     if (n == 0 || errno != 0 || end == buf || *end != '\0' || ms < -86400000000LL ||
         ms > 86400000000LL)
-        return BAD(K_CLOCK, c->clock,
+        return BAD(KEY(clock), c->clock,
                    "the offset file must hold a signed ms offset within a thousand days");
     *offset_ms = ms;
     return 0;
 }
 
-/* A lease or store URL: a known scheme; file:// and sqlite:// take an
- * absolute path (as the backends do at start). k names the key blamed, what
- * says which URL when it is made from data-dir. */
-static int check_url(const idmd_config *c, int k, const char *url, bool is_lease,
+/* A lease or store URL: a scheme of this build (the libraries say which);
+ * file:// and sqlite:// take an absolute path (as the backends do at
+ * start). k names the key blamed, what says which URL when it is made from
+ * data-dir. */
+static int check_url(const idmd_config *c, const cfg_key *k, const char *url, bool is_lease,
                      const char *what, char *err, size_t errlen)
 {
-    const char *value = k == K_DATA_DIR ? c->data_dir : url;
-    const char *sep = strstr(url, "://");
-    size_t slen = sep != NULL ? (size_t)(sep - url) : 0;
-    const char *path = sep != NULL ? sep + 3 : url;
-    bool file = is_lease && slen == 4 && memcmp(url, "file", 4) == 0;
-    bool sqlite = !is_lease && slen == 6 && memcmp(url, "sqlite", 6) == 0;
-    bool known = file || sqlite ||
-                 (is_lease && slen == 4 && memcmp(url, "etcd", 4) == 0) ||
-                 (!is_lease && slen == 8 && memcmp(url, "postgres", 8) == 0) ||
-                 (!is_lease && slen == 10 && memcmp(url, "postgresql", 10) == 0);
-    if (!known)
-        return BAD(k, value, "%sunknown scheme (known: %s)", what,
-                   is_lease ? "file://, etcd://" : "sqlite://, postgres://, postgresql://");
+    const char *value = k == KEY(data_dir) ? c->data_dir : url;
+    if ((is_lease ? idm_lease_url_check(url) : idm_store_url_check(url)) != 0) {
+        const char *d = idm_error_detail(), *colon = strstr(d, ": ");
+        return BAD(k, value, "%s%s", what, colon != NULL ? colon + 2 : d);
+    }
+    bool file = strncmp(url, "file://", 7) == 0, sqlite = strncmp(url, "sqlite://", 9) == 0;
+    const char *path = strstr(url, "://") + 3;
     if (!file && !sqlite)
         return 0;
     if (path[0] != '/')
         return BAD(k, value, "%sneeds an absolute path, as %s:///%s (three slashes)", what,
                    file ? "file" : "sqlite", file ? "dir" : "path/file.db");
     if (sqlite) {
-        size_t n = strlen(path);
-        if (path[n - 1] == '/')
+        if (path[strlen(path) - 1] == '/')
             return BAD(k, value, "%snames a directory, not a file", what);
         for (const char *p = path; *p != '\0'; p++) {
             unsigned char u = (unsigned char)*p;
@@ -1086,15 +1143,35 @@ static int check_url(const idmd_config *c, int k, const char *url, bool is_lease
     return 0;
 }
 
+/* The lease and store URLs, given or made from data-dir. */
+static int check_urls(const idmd_config *c, char *err, size_t errlen)
+{
+    char url[IDMD_PATH_MAX + 32];
+    if (c->lease[0] != '\0') {
+        if (check_url(c, KEY(lease), c->lease, true, "", err, errlen) != 0)
+            return -1;
+    } else {
+        snprintf(url, sizeof url, "file://%s/leases", c->data_dir);
+        if (check_url(c, KEY(data_dir), url, true, "the lease URL made from it: ", err,
+                      errlen) != 0)
+            return -1;
+    }
+    if (c->store[0] != '\0')
+        return check_url(c, KEY(store), c->store, false, "", err, errlen);
+    snprintf(url, sizeof url, "sqlite://%s/segments.db", c->data_dir);
+    return check_url(c, KEY(data_dir), url, false, "the store URL made from it: ", err, errlen);
+}
+
 /* data-dir made absolute (the URLs made from it must be), and a directory if
  * it exists. */
 static int check_data_dir(idmd_config *c, char *err, size_t errlen)
 {
+    const cfg_key *k = KEY(data_dir);
     if (c->data_dir[0] != '/') {
         char cwd[IDMD_PATH_MAX];
         const char *rel = c->data_dir;
         if (getcwd(cwd, sizeof cwd) == NULL)
-            return BAD(K_DATA_DIR, c->data_dir,
+            return BAD(k, c->data_dir,
                        "a relative directory, and the current one is unknown: %s",
                        strerror(errno));
         while (rel[0] == '.' && rel[1] == '/')
@@ -1106,13 +1183,13 @@ static int check_data_dir(idmd_config *c, char *err, size_t errlen)
         else
             snprintf(abs, sizeof abs, "%s%s%s", cwd, strcmp(cwd, "/") == 0 ? "" : "/", rel);
         if (strlen(abs) >= sizeof c->data_dir)
-            return BAD(K_DATA_DIR, c->data_dir, "made absolute, %.60s..., it is longer than %zu bytes",
+            return BAD(k, c->data_dir, "made absolute, %.60s..., it is longer than %zu bytes",
                        abs, sizeof c->data_dir - 1);
         memcpy(c->data_dir, abs, strlen(abs) + 1);
     }
     struct stat st;
     if (stat(c->data_dir, &st) == 0 && !S_ISDIR(st.st_mode))
-        return BAD(K_DATA_DIR, c->data_dir, "exists and is not a directory");
+        return BAD(k, c->data_dir, "exists and is not a directory");
     return 0;
 }
 
@@ -1141,15 +1218,16 @@ static void node_names(const idm_layout *l, char *out, size_t len)
 static int check_lease_field(idmd_config *c, const idm_layout *l, int *index, char *err,
                              size_t errlen)
 {
+    const cfg_key *k = KEY(lease_field);
     size_t count = idm_layout_field_count(l);
     idm_field_info f;
     char nodes[256];
     node_names(l, nodes, sizeof nodes);
-    if (c->source[K_LEASE_FIELD][0] != '\0') {
+    if (c->source[k - cfg_keys][0] != '\0') {
         for (size_t i = 0; i < count; i++) {
             if (idm_layout_field(l, i, &f) == 0 && strcmp(f.name, c->lease_field) == 0) {
                 if (f.kind != IDM_FIELD_NODE)
-                    return BAD(K_LEASE_FIELD, c->lease_field,
+                    return BAD(k, c->lease_field,
                                "it is layout %s's %s field, not a node field (node fields: %s)",
                                c->layout, f.kind == IDM_FIELD_TIME ? "time" : "sequence",
                                nodes[0] != '\0' ? nodes : "none");
@@ -1157,7 +1235,7 @@ static int check_lease_field(idmd_config *c, const idm_layout *l, int *index, ch
                 return 0;
             }
         }
-        return BAD(K_LEASE_FIELD, c->lease_field, "layout %s has no such field (node fields: %s)",
+        return BAD(k, c->lease_field, "layout %s has no such field (node fields: %s)",
                    c->layout, nodes[0] != '\0' ? nodes : "none");
     }
     static const char *const names[] = {"worker", "shard", "machine"};
@@ -1185,8 +1263,8 @@ static int check_lease_field(idmd_config *c, const idm_layout *l, int *index, ch
         return 0;
     }
     if (nnodes == 0)
-        return BAD(K_LAYOUT, c->layout, "no node field for the lease to fill");
-    return BAD(K_LEASE_FIELD, c->lease_field,
+        return BAD(KEY(layout), c->layout, "no node field for the lease to fill");
+    return BAD(k, c->lease_field,
                "layout %s has no worker, shard or machine field: name the node field the lease "
                "fills, one of %s",
                c->layout, nodes);
@@ -1205,261 +1283,127 @@ static int check_node(const idmd_config *c, const idm_layout *l, int lease_index
         if (idm_layout_parse_node(l, tok, node, &set) != 0) {
             char nodes[256];
             node_names(l, nodes, sizeof nodes);
-            return BAD(K_NODE, c->node, "%s (layout %s; node fields: %s)", idm_error_detail(),
+            return BAD(KEY(node), c->node, "%s (layout %s; node fields: %s)", idm_error_detail(),
                        c->layout, nodes[0] != '\0' ? nodes : "none");
         }
     }
     if (set & (UINT32_C(1) << lease_index))
-        return BAD(K_NODE, c->node,
+        return BAD(KEY(node), c->node,
                    "gives %s, the node field the lease fills (lease-field %s, from %s): leave it "
                    "out, or name another lease-field",
-                   c->lease_field, c->lease_field, src_of(c, K_LEASE_FIELD));
+                   c->lease_field, c->lease_field, src_of(c, KEY(lease_field)));
+    return 0;
+}
+
+/* The epoch and the time field against the clock idmintd will use: the
+ * epoch not in the future, the time field not run out. */
+static int check_time(const idmd_config *c, const idm_layout *l, char *err, size_t errlen)
+{
+    int64_t offset_ms = 0;
+    char e[32];
+    if (strcmp(c->clock, "system") != 0 && check_offset_file(c, &offset_ms, err, errlen) != 0)
+        return -1;
+    const idm_clock *sys = idm_clock_system();
+    int64_t now_ms = sys->wall_ns(sys->ctx) / 1000000 + offset_ms;
+    idm_unix_ms epoch = idm_layout_epoch(l);
+    idm_unix_ms end = idm_layout_time_end(l);
+    const cfg_key *k = c->epoch_set ? KEY(epoch) : KEY(layout);
+    snprintf(e, sizeof e, "%" PRId64, c->epoch);
+    const char *value = c->epoch_set ? e : c->layout;
+    if (epoch > now_ms)
+        return BAD(k, value, "the epoch %" PRId64 " is in the future (the clock reads %" PRId64 ")",
+                   (int64_t)epoch, now_ms);
+    if (now_ms >= end)
+        return BAD(k, value, "the time field ran out at %" PRId64 " (the clock reads %" PRId64 ")",
+                   (int64_t)end, now_ms);
     return 0;
 }
 
 /*
- * The most ids one request can always get from the layout, within the
- * generator's default wait bound (5 ms + one tick; idmintd sets no other).
- * A batch is all or nothing: n ids that would run more than the bound ahead
- * of the clock are refused however long the caller retries. At worst the
- * batch starts on the last sequence value of the current tick, at the
- * tick's very start, so it may fill k = floor(bound / tick) whole ticks
+ * count-max against what one request can always get from the layout,
+ * within the generator's default wait bound (5 ms + one tick; idmintd sets
+ * no other). A batch is all or nothing: n ids that would run more than the
+ * bound ahead of the clock are refused however long the caller retries. At
+ * worst the batch starts on the last sequence value of the current tick, at
+ * the tick's very start, so it may fill k = floor(bound / tick) whole ticks
  * after it: k * 2^seq_bits ids always fit (one more would, too, but a
- * request racing another may find less of the current tick left).
+ * request racing another may find less of the current tick left). A default
+ * above that is lowered (said in note), a value set is refused.
  */
-static uint64_t layout_count_max(const idm_layout *l)
+static int check_count_max(idmd_config *c, const idm_layout *l, char *err, size_t errlen)
 {
+    const cfg_key *k = KEY(count_max);
     int64_t tick = idm_layout_tick_ms(l);
-    uint64_t k = (uint64_t)((5 + tick) / tick);
     unsigned sb = idm_layout_seq_bits(l);
-    if (sb >= 32)
-        return UINT64_MAX;
-    return k << sb;
+    uint64_t most = sb >= 32 ? UINT64_MAX : (uint64_t)((5 + tick) / tick) << sb;
+    char v[32];
+    if (most > k->hi)
+        most = k->hi;
+    c->count_max_layout = (uint32_t)most;
+    if (c->count_max <= most)
+        return 0;
+    if (c->source[k - cfg_keys][0] != '\0') {
+        snprintf(v, sizeof v, "%" PRIu32, c->count_max);
+        return BAD(k, v,
+                   "layout %s can always mint at most %" PRIu64 " ids in one request (%" PRIu64
+                   " a %" PRId64 " ms tick, within the generator's %" PRId64
+                   " ms wait): at most %" PRIu64,
+                   c->layout, most, (uint64_t)1 << sb, tick, 5 + tick, most);
+    }
+    snprintf(c->note, sizeof c->note,
+             "count-max: the default %" PRIu32 " lowered to %" PRIu64
+             ", the most ids layout %s can always mint in one request",
+             c->count_max, most, c->layout);
+    c->count_max = (uint32_t)most;
+    return 0;
+}
+
+/* admin-listen must not take listen's address (a wildcard host overlaps
+ * every host). Port 0 picks a free port each time. */
+static int check_admin_listen(const idmd_config *c, char *err, size_t errlen)
+{
+    if (c->admin_host[0] == '\0' || c->admin_port == 0 || c->admin_port != c->listen_port)
+        return 0;
+    const char *a = strcmp(c->admin_host, "localhost") == 0 ? "127.0.0.1" : c->admin_host;
+    const char *m = strcmp(c->listen_host, "localhost") == 0 ? "127.0.0.1" : c->listen_host;
+    bool v6a = strchr(a, ':') != NULL, v6m = strchr(m, ':') != NULL;
+    bool wild = strcmp(a, "0.0.0.0") == 0 || strcmp(m, "0.0.0.0") == 0 || strcmp(a, "::") == 0 ||
+                strcmp(m, "::") == 0;
+    if (strcmp(a, m) != 0 &&
+        !(wild && (v6a == v6m || strcmp(a, "::") == 0 || strcmp(m, "::") == 0)))
+        return 0;
+    char shown[300];
+    snprintf(shown, sizeof shown, v6a ? "[%s]:%d" : "%s:%d", c->admin_host, c->admin_port);
+    return BAD(KEY(admin_host), shown,
+               "the same address as listen (from %s); give it a port of its own",
+               src_of(c, KEY(listen_host)));
 }
 
 int idmd_config_check(idmd_config *c, char *err, size_t errlen)
 {
     idm_layout *l = NULL;
     char e[32];
-    char v[32];
-    int rc = -1;
     int lease_index = -1;
-    int64_t offset_ms = 0;
+    int rc = 0;
 
     if (err != NULL && errlen > 0)
         err[0] = '\0';
     snprintf(e, sizeof e, "%" PRId64, c->epoch);
     if (idm_layout_from_spec(&l, c->layout, c->epoch_set ? e : NULL) != 0) {
         if (c->epoch_set)
-            return BAD(K_LAYOUT, c->layout, "with epoch %s (from %s): %s", e, src_of(c, K_EPOCH),
-                       idm_error_detail());
-        return BAD(K_LAYOUT, c->layout, "%s", idm_error_detail());
+            return BAD(KEY(layout), c->layout, "with epoch %s (from %s): %s", e,
+                       src_of(c, KEY(epoch)), idm_error_detail());
+        return BAD(KEY(layout), c->layout, "%s", idm_error_detail());
     }
-
-    /* The epoch and the time field against the clock idmintd will use. */
-    if (strcmp(c->clock, "system") != 0 && check_offset_file(c, &offset_ms, err, errlen) != 0)
-        goto out;
-    {
-        const idm_clock *sys = idm_clock_system();
-        int64_t now_ms = sys->wall_ns(sys->ctx) / 1000000 + offset_ms;
-        idm_unix_ms epoch = idm_layout_epoch(l);
-        idm_unix_ms end = idm_layout_time_end(l);
-        int k = c->epoch_set ? K_EPOCH : K_LAYOUT;
-        const char *value = c->epoch_set ? e : c->layout;
-        if (epoch > now_ms) {
-            BAD(k, value, "the epoch %" PRId64 " is in the future (the clock reads %" PRId64 ")",
-                (int64_t)epoch, now_ms);
-            goto out;
-        }
-        if (now_ms >= end) {
-            BAD(k, value, "the time field ran out at %" PRId64 " (the clock reads %" PRId64 ")",
-                (int64_t)end, now_ms);
-            goto out;
-        }
-    }
-
-    if (check_lease_field(c, l, &lease_index, err, errlen) != 0 ||
-        check_node(c, l, lease_index, err, errlen) != 0)
-        goto out;
-
-    /* count-max against what one request can get. */
-    {
-        uint64_t most = layout_count_max(l);
-        if (most > 1000000)
-            most = 1000000;
-        c->count_max_layout = (uint32_t)most;
-        if (c->count_max > most) {
-            snprintf(v, sizeof v, "%" PRIu32, c->count_max);
-            if (c->source[K_COUNT_MAX][0] != '\0') {
-                BAD(K_COUNT_MAX, v,
-                    "layout %s can always mint at most %" PRIu64 " ids in one request (%" PRIu64
-                    " a %" PRId64 " ms tick, within the generator's %" PRId64
-                    " ms wait): at most %" PRIu64,
-                    c->layout, most, (uint64_t)1 << idm_layout_seq_bits(l),
-                    idm_layout_tick_ms(l), 5 + idm_layout_tick_ms(l), most);
-                goto out;
-            }
-            snprintf(c->note, sizeof c->note,
-                     "count-max: the default %" PRIu32 " lowered to %" PRIu64
-                     ", the most ids layout %s can always mint in one request",
-                     c->count_max, most, c->layout);
-            c->count_max = (uint32_t)most;
-        }
-    }
-
-    if (check_data_dir(c, err, errlen) != 0)
-        goto out;
-    {
-        char url[IDMD_PATH_MAX + 32];
-        if (c->lease[0] != '\0') {
-            if (check_url(c, K_LEASE, c->lease, true, "", err, errlen) != 0)
-                goto out;
-        } else {
-            snprintf(url, sizeof url, "file://%s/leases", c->data_dir);
-            if (check_url(c, K_DATA_DIR, url, true, "the lease URL made from it: ", err,
-                          errlen) != 0)
-                goto out;
-        }
-        if (c->store[0] != '\0') {
-            if (check_url(c, K_STORE, c->store, false, "", err, errlen) != 0)
-                goto out;
-        } else {
-            snprintf(url, sizeof url, "sqlite://%s/segments.db", c->data_dir);
-            if (check_url(c, K_DATA_DIR, url, false, "the store URL made from it: ", err,
-                          errlen) != 0)
-                goto out;
-        }
-    }
-
-    if (c->token_file[0] != '\0' && check_token_file(c, err, errlen) != 0)
-        goto out;
-    if (c->opaque_key_file[0] != '\0' && check_opaque_key_file(c, err, errlen) != 0)
-        goto out;
-
-    /* admin-listen must not take listen's address (a wildcard host overlaps
-     * every host). Port 0 picks a free port each time. */
-    if (c->admin_host[0] != '\0' && c->admin_port != 0 && c->admin_port == c->listen_port) {
-        const char *a = strcmp(c->admin_host, "localhost") == 0 ? "127.0.0.1" : c->admin_host;
-        const char *m = strcmp(c->listen_host, "localhost") == 0 ? "127.0.0.1" : c->listen_host;
-        bool v6a = strchr(a, ':') != NULL, v6m = strchr(m, ':') != NULL;
-        bool wild = strcmp(a, "0.0.0.0") == 0 || strcmp(m, "0.0.0.0") == 0 ||
-                    strcmp(a, "::") == 0 || strcmp(m, "::") == 0;
-        if (strcmp(a, m) == 0 || (wild && (v6a == v6m || strcmp(a, "::") == 0 ||
-                                           strcmp(m, "::") == 0))) {
-            char shown[300];
-            snprintf(shown, sizeof shown, v6a ? "[%s]:%d" : "%s:%d", c->admin_host,
-                     c->admin_port);
-            BAD(K_ADMIN_LISTEN, shown, "the same address as listen (from %s); give it a port of "
-                                       "its own",
-                src_of(c, K_LISTEN));
-            goto out;
-        }
-    }
-    rc = 0;
-out:
+    if (check_time(c, l, err, errlen) != 0 ||
+        check_lease_field(c, l, &lease_index, err, errlen) != 0 ||
+        check_node(c, l, lease_index, err, errlen) != 0 ||
+        check_count_max(c, l, err, errlen) != 0 || check_data_dir(c, err, errlen) != 0 ||
+        check_urls(c, err, errlen) != 0 ||
+        (c->token_file[0] != '\0' && check_token_file(c, err, errlen) != 0) ||
+        (c->opaque_key_file[0] != '\0' && check_opaque_key_file(c, err, errlen) != 0) ||
+        check_admin_listen(c, err, errlen) != 0)
+        rc = -1;
     idm_layout_free(l);
     return rc;
-}
-
-void idmd_config_print(const idmd_config *c, char *buf, size_t len)
-{
-    outbuf o = {buf, len, 0};
-    if (len > 0)
-        buf[0] = '\0';
-    for (int k = 0; k < K_COUNT; k++) {
-        const char *key = cfg_names[k];
-        switch ((enum cfg_key)k) {
-        case K_LISTEN:
-            cfg_out(&o, strchr(c->listen_host, ':') != NULL ? "%s = [%s]:%d\n" : "%s = %s:%d\n",
-                key, c->listen_host, c->listen_port);
-            break;
-        case K_ADMIN_LISTEN:
-            if (c->admin_host[0] == '\0')
-                cfg_out_str(&o, key, "");
-            else
-                cfg_out(&o, strchr(c->admin_host, ':') != NULL ? "%s = [%s]:%d\n" : "%s = %s:%d\n",
-                    key, c->admin_host, c->admin_port);
-            break;
-        case K_DATA_DIR:
-            cfg_out_str(&o, key, c->data_dir);
-            break;
-        case K_LEASE:
-            cfg_out_str(&o, key, c->lease);
-            break;
-        case K_LEASE_TTL:
-            cfg_out(&o, "%s = %" PRId64 "\n", key, c->lease_ttl_ms);
-            break;
-        case K_STORE:
-            cfg_out_str(&o, key, c->store);
-            break;
-        case K_LAYOUT:
-            cfg_out_str(&o, key, c->layout);
-            break;
-        case K_EPOCH:
-            if (c->epoch_set)
-                cfg_out(&o, "%s = %" PRId64 "\n", key, c->epoch);
-            else
-                cfg_out_str(&o, key, "");
-            break;
-        case K_POLICY:
-            cfg_out_str(&o, key, c->policy);
-            break;
-        case K_EXHAUST:
-            cfg_out_str(&o, key, c->exhaust);
-            break;
-        case K_NODE:
-            cfg_out_str(&o, key, c->node);
-            break;
-        case K_LEASE_FIELD:
-            cfg_out_str(&o, key, c->lease_field);
-            break;
-        case K_COUNT_MAX:
-            cfg_out(&o, "%s = %" PRIu32 "\n", key, c->count_max);
-            break;
-        case K_TOKEN_FILE:
-            cfg_out_str(&o, key, c->token_file);
-            break;
-        case K_IDLE_TIMEOUT:
-            cfg_out(&o, "%s = %" PRId64 "\n", key, c->idle_timeout_ms);
-            break;
-        case K_HEAD_TIMEOUT:
-            cfg_out(&o, "%s = %" PRId64 "\n", key, c->head_timeout_ms);
-            break;
-        case K_MAX_REQUEST:
-            cfg_out(&o, "%s = %zu\n", key, c->max_request);
-            break;
-        case K_THREADS:
-            cfg_out(&o, "%s = %u\n", key, c->threads);
-            break;
-        case K_MAX_CONNECTIONS:
-            cfg_out(&o, "%s = %u\n", key, c->max_connections);
-            break;
-        case K_MAX_CONNECTIONS_PER_IP:
-            cfg_out(&o, "%s = %u\n", key, c->max_connections_per_ip);
-            break;
-        case K_CLOCK:
-            cfg_out_str(&o, key, c->clock);
-            break;
-        case K_SEGMENT_WAIT:
-            cfg_out(&o, "%s = %" PRId64 "\n", key, c->segment_wait_ms);
-            break;
-        case K_STORE_TIMEOUT:
-            cfg_out(&o, "%s = %" PRId64 "\n", key, c->store_timeout_ms);
-            break;
-        case K_OPAQUE_KEY_FILE:
-            cfg_out_str(&o, key, c->opaque_key_file);
-            break;
-        case K_COUNT:
-            break;
-        }
-    }
-    /* What idmd_config_check changed, as comment lines (the output stays a
-     * config file). */
-    for (const char *p = c->note; *p != '\0';) {
-        size_t n = strcspn(p, "\n");
-        cfg_out(&o, "# %.*s\n", (int)n, p);
-        p += n;
-        if (*p == '\n')
-            p++;
-    }
 }

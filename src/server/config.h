@@ -22,31 +22,29 @@
 #define IDMD_KEYS_MAX 32
 #define IDMD_SOURCE_MAX 80
 
+/* Each field holds the key its comment names; the bounds, defaults and
+ * syntax of every key are in one table, config.c's cfg_keys (idmintd
+ * --help prints them). */
 typedef struct idmd_config {
-    char listen_host[256];      /* listen: HOST:PORT, default 127.0.0.1:7070; the
-                                   host without IPv6 brackets */
+    char listen_host[256];      /* listen: the host without IPv6 brackets */
     int listen_port;            /*   (port 0: any free port, for tests) */
-    char admin_host[256];       /* admin-listen: HOST:PORT of a second listener
-                                   serving only /healthz, /metrics and /ping,
-                                   with connections of its own (a flood on
-                                   listen cannot starve it); default none:
-                                   admin_host is "" */
+    char admin_host[256];       /* admin-listen: a second listener serving only
+                                   /healthz, /metrics and /ping, with
+                                   connections of its own (a flood on listen
+                                   cannot starve it); "" = none */
     int admin_port;
-    char data_dir[IDMD_PATH_MAX]; /* data-dir: default ./var */
+    char data_dir[IDMD_PATH_MAX]; /* data-dir */
     char lease[IDMD_PATH_MAX];  /* lease: URL; "" = file://<data-dir>/leases */
-    int64_t lease_ttl_ms;       /* lease-ttl: ms, 1000..3600000, default 10000 */
+    int64_t lease_ttl_ms;       /* lease-ttl */
     char store[IDMD_PATH_MAX];  /* store: URL; "" = sqlite://<data-dir>/segments.db */
-    char layout[256];           /* layout: preset or text form, default twitter */
-    int64_t epoch;              /* epoch: Unix ms or ISO-8601; needed for a text layout */
+    char layout[256];           /* layout: preset or text form */
+    int64_t epoch;              /* epoch: Unix ms; needed for a text layout */
     bool epoch_set;
-    char policy[16];            /* policy: logical | refuse | wait (default logical) */
-    char exhaust[16];           /* exhaust: wait | borrow (default wait) */
-    char node[256];             /* node: extra node fields, "datacenter=1,..." (the
-                                   lease gives the worker field) */
-    char lease_field[64];       /* lease-field: the node field the lease fills,
-                                   default "worker" */
-    uint32_t count_max;         /* count-max: 1..1000000, default 10000; at
-                                   most count_max_layout after
+    char policy[16];            /* policy: logical | refuse | wait */
+    char exhaust[16];           /* exhaust: wait | borrow */
+    char node[256];             /* node: extra node fields, "datacenter=1,..." */
+    char lease_field[64];       /* lease-field: the node field the lease fills */
+    uint32_t count_max;         /* count-max: at most count_max_layout after
                                    idmd_config_check (it lowers the default,
                                    and refuses a larger value set) */
     uint32_t count_max_layout;  /* set by idmd_config_check: the most ids one
@@ -57,30 +55,26 @@ typedef struct idmd_config {
     char token_file[IDMD_PATH_MAX]; /* token-file: a file holding the bearer
                                        token; unset = no authentication (an
                                        empty value is refused from any source) */
-    int64_t idle_timeout_ms;    /* idle-timeout: ms, 100..3600000, default 10000 */
+    int64_t idle_timeout_ms;    /* idle-timeout */
     int64_t head_timeout_ms;    /* head-timeout: ms a connection has, from its
                                    start or the end of its previous answer, to
                                    send a whole request (head, and a body if
-                                   any), 100..3600000, default 5000; a client
-                                   trickling bytes resets the idle timeout, not
-                                   this one */
-    size_t max_request;         /* max-request: bytes of request line + headers,
-                                   1024..1048576, default 8192 */
-    unsigned threads;           /* threads: 1..64, default 2 */
-    unsigned max_connections;   /* max-connections: 1..100000, default 1024 */
+                                   any); a client trickling bytes resets the
+                                   idle timeout, not this one */
+    size_t max_request;         /* max-request: bytes of request line + headers */
+    unsigned threads;           /* threads */
+    unsigned max_connections;   /* max-connections */
     unsigned max_connections_per_ip; /* max-connections-per-ip: open connections
-                                        from one client address, 1..100000,
-                                        default 256; more are closed at once */
-    char clock[IDMD_PATH_MAX];  /* clock: "system" (default) or "offset-file:PATH",
-                                   a file holding a signed ms offset added to the
+                                        from one client address; more are
+                                        closed at once */
+    char clock[IDMD_PATH_MAX];  /* clock: "system" or "offset-file:PATH", a file
+                                   holding a signed ms offset added to the
                                    system's wall clock (tests step the clock) */
     int64_t segment_wait_ms;    /* segment-wait: ms a request waits for a block
-                                   (or for its sequence to open), 0..60000,
-                                   default 1000 */
+                                   (or for its sequence to open) */
     int64_t store_timeout_ms;   /* store-timeout: ms one ticket-store call may
                                    take, a reconnect included
-                                   (idm_store_set_timeout), 1..3600000,
-                                   default 5000 */
+                                   (idm_store_set_timeout) */
     char opaque_key_file[IDMD_PATH_MAX]; /* opaque-key-file: a file holding the
                                            key (32 hex digits) of ?format=opaque;
                                            unset = that format is refused */
@@ -147,7 +141,8 @@ int idmd_config_check(idmd_config *c, char *err, size_t errlen);
  * the longest configuration; less is cut. */
 void idmd_config_print(const idmd_config *c, char *out, size_t len);
 
-/* The usage text (--help). */
-extern const char idmd_usage[];
+/* The usage text (--help): every key's flag, variable, meaning, bounds and
+ * default, made from the key table the first time it is asked for. */
+const char *idmd_config_usage(void);
 
 #endif /* IDMD_CONFIG_H */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * idmintd's configuration (src/server/config.c, compiled into this file):
+ * idmintd's configuration (src/server/config.c, through config.h alone):
+ * the key table (every key, its variable, its place in the printed order);
  * the defaults; every key from the config file, the environment and a flag,
  * and their precedence (flag > environment > file > default); --config from
  * the flag and from IDMINT_CONFIG; the file syntax (comments, blank lines,
@@ -15,6 +16,8 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,9 +25,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "testutil.h"
+#include <idmint/lease.h>
+#include <idmint/segment.h>
 
-#include "../../src/server/config.c"
+#include "config.h"
+#include "testutil.h"
 
 static char *g_dir;
 
@@ -165,6 +170,7 @@ static void test_defaults(void **state)
     assert_string_equal(d.data_dir, "./var");
     assert_string_equal(d.lease, "");
     assert_int_equal(d.lease_ttl_ms, 10000);
+    assert_int_equal(d.lease_ttl_ms, IDM_LEASE_TTL_DEFAULT_MS);
     assert_string_equal(d.store, "");
     assert_string_equal(d.layout, "twitter");
     assert_false(d.epoch_set);
@@ -184,7 +190,7 @@ static void test_defaults(void **state)
     assert_int_equal(d.admin_port, 0);
     assert_int_equal(d.count_max_layout, 0);
     assert_string_equal(d.note, "");
-    for (int k = 0; k < K_COUNT; k++)
+    for (int k = 0; k < IDMD_KEYS_MAX; k++)
         assert_string_equal(d.source[k], "");
     assert_string_equal(d.clock, "system");
     assert_int_equal(d.segment_wait_ms, 1000);
@@ -256,14 +262,50 @@ static const keycase keycases[] = {
 };
 #define NKEYCASES (sizeof keycases / sizeof keycases[0])
 
+/* The index of a key in keycases: in idmd_config.source too (the
+ * test below holds keycases to the printed order, which source follows). */
+static int key_index(const char *key)
+{
+    for (size_t i = 0; i < NKEYCASES; i++)
+        if (strcmp(keycases[i].key, key) == 0)
+            return (int)i;
+    fail_msg("no key '%s' in keycases", key);
+    return -1;
+}
+
+/* keycases is the whole key table, in its order: idmd_config_print prints
+ * exactly these keys, in this order; each key's variable is IDMINT_ and its
+ * name upper case with '_' for '-', and a value from it is noted as coming
+ * from that variable at the key's index of idmd_config.source. */
 static void test_key_table_complete(void **state)
 {
     (void)state;
-    assert_int_equal(NKEYCASES, K_COUNT);
+    idmd_config c;
+    char dump[8192];
+    assert_true(NKEYCASES <= IDMD_KEYS_MAX);
+    idmd_config_defaults(&c);
+    idmd_config_print(&c, dump, sizeof dump);
+    const char *p = dump;
     for (size_t i = 0; i < NKEYCASES; i++) {
-        assert_string_equal(keycases[i].key, cfg_names[i]);
-        assert_string_equal(keycases[i].env, cfg_envs[i]);
+        size_t n = strlen(keycases[i].key);
+        CHECK(strncmp(p, keycases[i].key, n) == 0 && strncmp(p + n, " = ", 3) == 0,
+              "key %zu: expected '%s = ' at:\n%s", i, keycases[i].key, p);
+        p = strchr(p, '\n');
+        assert_non_null(p);
+        p++;
+
+        char env[64], var[600];
+        snprintf(env, sizeof env, "IDMINT_%s", keycases[i].key);
+        for (char *q = env; *q != '\0'; q++)
+            *q = *q == '-' ? '_' : (char)(*q >= 'a' && *q <= 'z' ? *q - 'a' + 'A' : *q);
+        assert_string_equal(keycases[i].env, env);
+        snprintf(var, sizeof var, "%s=%s", env, keycases[i].v[1]);
+        const char *e[] = {var, NULL};
+        expect_ok(&c, NULL, e);
+        for (size_t j = 0; j < IDMD_KEYS_MAX; j++)
+            assert_string_equal(c.source[j], j == i ? env : "");
     }
+    assert_string_equal(p, "");
 }
 
 /* One source combination: bit 0 file, bit 1 environment, bit 2 flag
@@ -422,12 +464,12 @@ static void test_config_flag_and_env(void **state)
     const char *e4[] = {"IDMINT_CONFIG=", NULL};
     expect_fail(NULL, e4, "IDMINT_CONFIG", NULL);
     const char *a6[] = {"--config", g_dir, NULL};
-    expect_fail(a6, NULL, g_dir, "not a regular file", NULL);
+    expect_fail(a6, NULL, g_dir, "not a regular file (it is a directory)", NULL);
     char fifo[1200];
     snprintf(fifo, sizeof fifo, "%s/fifo.conf", g_dir);
     assert_int_equal(mkfifo(fifo, 0600), 0);
     const char *a7[] = {"--config", fifo, NULL};
-    expect_fail(a7, NULL, fifo, "not a regular file", NULL);
+    expect_fail(a7, NULL, fifo, "not a regular file (it is a FIFO)", NULL);
 
     /* --config twice, or without its value */
     const char *a8[] = {"--config", good, "--config", other, NULL};
@@ -716,7 +758,8 @@ static void test_values(void **state)
         idmd_config a;
         char e[256];
         idmd_config_defaults(&a);
-        assert_int_equal(idmd_config_set(&a, "admin-listen", "127.0.0.1:8081", "S", e, sizeof e), 0);
+        assert_int_equal(
+            idmd_config_set(&a, "admin-listen", "127.0.0.1:8081", "S", e, sizeof e), 0);
         assert_string_equal(a.admin_host, "127.0.0.1");
         assert_int_equal(a.admin_port, 8081);
         assert_int_equal(a.listen_port, 7070); /* listen is apart */
@@ -922,9 +965,9 @@ static void test_print(void **state)
 
     /* every key, once, in the fixed order, one line each */
     const char *p = dump;
-    for (int k = 0; k < K_COUNT; k++) {
+    for (size_t k = 0; k < NKEYCASES; k++) {
         char head[64];
-        snprintf(head, sizeof head, "%s = ", cfg_names[k]);
+        snprintf(head, sizeof head, "%s = ", keycases[k].key);
         CHECK(strncmp(p, head, strlen(head)) == 0, "expected '%s' at:\n%s", head, p);
         p = strchr(p, '\n');
         assert_non_null(p);
@@ -975,8 +1018,9 @@ static void test_print(void **state)
     const char *reread[] = {"--config", path, NULL};
     expect_ok(&b, reread, NULL);
     /* the same values; the sources differ (flags, then the file) */
-    assert_string_equal(a.source[K_NODE], "--node");
-    CHECK(strstr(b.source[K_NODE], "printed.conf:") != NULL, "source '%s'", b.source[K_NODE]);
+    int node = key_index("node");
+    assert_string_equal(a.source[node], "--node");
+    CHECK(strstr(b.source[node], "printed.conf:") != NULL, "source '%s'", b.source[node]);
     memset(a.source, 0, sizeof a.source);
     memset(b.source, 0, sizeof b.source);
     assert_memory_equal(&a, &b, sizeof a);
@@ -1140,7 +1184,7 @@ static void test_check_epoch_and_clock(void **state)
     snprintf(fifo, sizeof fifo, "%s/offset.fifo", g_dir);
     assert_int_equal(mkfifo(fifo, 0600), 0);
     snprintf(clock, sizeof clock, "offset-file:%s", fifo);
-    expect_check_fail(a5, NULL, "not a regular file", NULL);
+    expect_check_fail(a5, NULL, "the offset file: not a regular file (it is a FIFO)", NULL);
     write_file("offset-bad", "soon\n", off, sizeof off);
     snprintf(clock, sizeof clock, "offset-file:%s", off);
     expect_check_fail(a5, NULL, "signed ms offset", NULL);
@@ -1245,12 +1289,12 @@ static void test_store_timeout(void **state)
     const char *a4[] = {"--config", path, "--store-timeout", "1", NULL};
     expect_ok(&c, a4, e2);
     assert_int_equal(c.store_timeout_ms, 1);
-    assert_string_equal(c.source[K_STORE_TIMEOUT], "--store-timeout");
+    assert_string_equal(c.source[key_index("store-timeout")], "--store-timeout");
     /* the same after the checks (--check-config prints that) */
     const char *a5[] = {"--data-dir", data_dir(), "--store-timeout", "60000", NULL};
     expect_check_ok(&c, a5, NULL);
     EXPECT_LINE(&c, "store-timeout = 60000");
-    assert_non_null(strstr(idmd_usage, "  --store-timeout MS "));
+    assert_non_null(strstr(idmd_config_usage(), "  --store-timeout MS "));
 }
 
 static void test_check_urls(void **state)
@@ -1323,11 +1367,11 @@ static void test_check_token_file(void **state)
     snprintf(flag, sizeof flag, "--token-file=%s/missing", g_dir);
     expect_check_fail(a, NULL, "--token-file: token-file '", "missing'", "No such file", NULL);
     snprintf(flag, sizeof flag, "--token-file=%s", g_dir);
-    expect_check_fail(a, NULL, "not a regular file", NULL);
+    expect_check_fail(a, NULL, "not a regular file (it is a directory)", NULL);
     snprintf(path, sizeof path, "%s/token.fifo", g_dir);
     assert_int_equal(mkfifo(path, 0600), 0);
     snprintf(flag, sizeof flag, "--token-file=%s", path);
-    expect_check_fail(a, NULL, "token.fifo'", "not a regular file", NULL);
+    expect_check_fail(a, NULL, "token.fifo': not a regular file (it is a FIFO)", NULL);
 
     /* IDMD_TOKEN_MAX bytes pass, with or without a final LF or CRLF; one
      * more does not; nor does an empty file, a short token, a space, a
@@ -1403,7 +1447,14 @@ static void test_check_opaque_key_file(void **state)
     snprintf(path, sizeof path, "%s/key.fifo", g_dir);
     assert_int_equal(mkfifo(path, 0600), 0);
     snprintf(flag, sizeof flag, "--opaque-key-file=%s", path);
-    expect_check_fail(a, NULL, "not a regular file", NULL);
+    expect_check_fail(a, NULL, "--opaque-key-file: opaque-key-file '",
+                      "key.fifo': not a regular file (it is a FIFO)", NULL);
+    /* the message names the file once (the key loader's detail names it too) */
+    char err[1024];
+    assert_int_equal(build_check(&c, a, NULL, err, sizeof err), -1);
+    const char *first = strstr(err, "key.fifo");
+    CHECK(first != NULL && strstr(first + 1, "key.fifo") == NULL, "'%s' names the file twice",
+          err);
     write_file("key", "00112233445566778899aabbccddeeff\n", path, sizeof path);
     snprintf(flag, sizeof flag, "--opaque-key-file=%s", path);
     expect_check_ok(&c, a, NULL);
@@ -1444,17 +1495,18 @@ static void test_sources(void **state)
     idmd_config c;
     char err[256];
     char longsrc[300];
+    int threads = key_index("threads");
     idmd_config_defaults(&c);
     memset(longsrc, 'p', sizeof longsrc);
     strcpy(longsrc + 200, "/idmintd.conf:12");
     assert_int_equal(idmd_config_set(&c, "threads", "3", longsrc, err, sizeof err), 0);
-    assert_int_equal(strlen(c.source[K_THREADS]), IDMD_SOURCE_MAX - 1);
-    assert_int_equal(strncmp(c.source[K_THREADS], "...", 3), 0);
-    assert_non_null(strstr(c.source[K_THREADS], "pp/idmintd.conf:12"));
+    assert_int_equal(strlen(c.source[threads]), IDMD_SOURCE_MAX - 1);
+    assert_int_equal(strncmp(c.source[threads], "...", 3), 0);
+    assert_non_null(strstr(c.source[threads], "pp/idmintd.conf:12"));
     assert_int_equal(idmd_config_set(&c, "threads", "99", "S", err, sizeof err), -1);
-    assert_non_null(strstr(c.source[K_THREADS], "idmintd.conf:12"));
+    assert_non_null(strstr(c.source[threads], "idmintd.conf:12"));
     assert_int_equal(idmd_config_set(&c, "threads", "4", "--threads", err, sizeof err), 0);
-    assert_string_equal(c.source[K_THREADS], "--threads");
+    assert_string_equal(c.source[threads], "--threads");
 }
 
 /* ---- usage ---- */
@@ -1463,20 +1515,54 @@ static void test_usage(void **state)
 {
     (void)state;
     const char *head = "usage: idmintd [--config FILE] [--check-config] [--KEY VALUE]...\n";
-    assert_int_equal(strncmp(idmd_usage, head, strlen(head)), 0);
-    for (int k = 0; k < K_COUNT; k++) {
+    assert_int_equal(strncmp(idmd_config_usage(), head, strlen(head)), 0);
+    for (size_t k = 0; k < NKEYCASES; k++) {
         char flag[64];
-        snprintf(flag, sizeof flag, "  --%s ", cfg_names[k]);
-        CHECK(strstr(idmd_usage, flag) != NULL, "usage lacks %s", flag);
-        CHECK(strstr(idmd_usage, cfg_envs[k]) != NULL, "usage lacks %s", cfg_envs[k]);
+        snprintf(flag, sizeof flag, "  --%s ", keycases[k].key);
+        CHECK(strstr(idmd_config_usage(), flag) != NULL, "usage lacks %s", flag);
+        CHECK(strstr(idmd_config_usage(), keycases[k].env) != NULL, "usage lacks %s",
+              keycases[k].env);
     }
-    assert_non_null(strstr(idmd_usage, "--config FILE"));
-    assert_non_null(strstr(idmd_usage, "IDMINT_CONFIG"));
-    assert_non_null(strstr(idmd_usage, "--check-config"));
-    assert_non_null(strstr(idmd_usage, "--help"));
-    assert_non_null(strstr(idmd_usage, "(default 127.0.0.1:7070)"));
+    assert_non_null(strstr(idmd_config_usage(), "--config FILE"));
+    assert_non_null(strstr(idmd_config_usage(), "IDMINT_CONFIG"));
+    assert_non_null(strstr(idmd_config_usage(), "--check-config"));
+    assert_non_null(strstr(idmd_config_usage(), "--help"));
+    assert_non_null(strstr(idmd_config_usage(), "(default 127.0.0.1:7070)"));
+    assert_non_null(strstr(idmd_config_usage(), "logical, refuse or wait (default logical)"));
+    assert_non_null(strstr(idmd_config_usage(), "wait or borrow (default wait)"));
+    /* a number's line states its bounds and the default it has: lease-ttl's
+     * are the lease library's */
+    idmd_config defaults;
+    char dump[8192];
+    idmd_config_defaults(&defaults);
+    idmd_config_print(&defaults, dump, sizeof dump);
+    for (size_t i = 0; i < sizeof numcases / sizeof numcases[0]; i++) {
+        char flag[64], want[96], line[96];
+        snprintf(flag, sizeof flag, "\n  --%s ", numcases[i].key);
+        const char *l = strstr(idmd_config_usage(), flag);
+        assert_non_null(l);
+        const char *end = strchr(l + 1, '\n');
+        snprintf(line, sizeof line, "\n%s = ", numcases[i].key);
+        const char *v = strstr(dump, line);
+        assert_non_null(v);
+        v += strlen(line);
+        snprintf(want, sizeof want, ", %" PRIu64 "..%" PRIu64, numcases[i].lo, numcases[i].hi);
+        const char *b = strstr(l, want);
+        CHECK(b != NULL && b < end, "no '%s' in '%.*s'", want, (int)(end - l - 1), l + 1);
+        snprintf(want, sizeof want, "(default %.*s", (int)strcspn(v, "\n"), v);
+        b = strstr(l, want);
+        CHECK(b != NULL && b < end, "no '%s' in '%.*s'", want, (int)(end - l - 1), l + 1);
+    }
+    char want[128];
+    snprintf(want, sizeof want, ", %" PRId64 "..%" PRId64 " ms (default %" PRId64 ")\n",
+             (int64_t)IDM_LEASE_TTL_MIN_MS, (int64_t)IDM_LEASE_TTL_MAX_MS,
+             (int64_t)IDM_LEASE_TTL_DEFAULT_MS);
+    const char *ttl = strstr(idmd_config_usage(), "\n  --lease-ttl MS ");
+    assert_non_null(ttl);
+    CHECK(strstr(ttl, want) == strchr(ttl + 1, '\n') - strlen(want) + 1,
+          "the lease-ttl line does not end with '%s'", want);
     /* every key line states its default */
-    for (const char *l = idmd_usage; (l = strstr(l, "\n  --")) != NULL; l++) {
+    for (const char *l = idmd_config_usage(); (l = strstr(l, "\n  --")) != NULL; l++) {
         const char *end = strchr(l + 1, '\n');
         assert_non_null(end);
         if (strncmp(l, "\n  --check-config", 17) == 0 || strncmp(l, "\n  --help", 9) == 0)
