@@ -102,6 +102,8 @@ typedef struct idmd_app {
     int64_t lease_ttl_ms, lease_margin_ms;
     idm_uuid7_gen *uuid7;
     idm_ulid_gen *ulid;
+    const idm_rng *uuid4_rng;  /* UUIDv4s' random bytes; NULL: the system's
+                                  (a test sets one to see what is drawn) */
     idm_store *store;          /* NULL: no segments */
     /* The sequence table (idmd_seqs_init): seq_mu guards everything from
      * seqs to open_failures and the slots' state; it is never held across
@@ -148,6 +150,10 @@ typedef struct idmd_response {
 /* Handle one request; rs must be zeroed (or reset) first; the caller frees
  * rs->body. Thread-safe. */
 void idmd_handle(idmd_app *app, const idmd_request *rq, idmd_response *rs);
+
+/* Whether path (without the query) is an endpoint the admin listener
+ * serves (/healthz, /metrics, /ping: the routes marked admin). */
+bool idmd_route_admin(const char *path);
 
 /* Make rs an error answer, {"error":{"status":S,"param":P,"message":M}}
  * (param may be NULL), for the handler and the HTTP layer alike. */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * idmintd's request handler: routes a request to the libraries and formats
- * the answer. Nothing here touches a socket (see app.h).
+ * the answer. Nothing here touches a socket (see app.h). The endpoints are
+ * the rows of routes[] (see "routing" below):
  *
  *   GET /v1/snowflake?count=N      {"ids":["...",...]} (decimal strings: ids
  *   GET /v1/segment/NAME?count=N     pass 2^53, which JSON numbers cannot hold)
@@ -60,6 +61,7 @@
 #include <time.h>
 
 #include "app.h"
+#include "common.h"
 
 /* ---------------------------------------------------------------- output */
 
@@ -198,10 +200,13 @@ static void param_name(char key[32], const char *q, size_t n)
             *k = '?';
 }
 
+/* What a request asks for: its parameters, and its route's kind of ids. */
 typedef struct params {
     uint32_t count;
     bool text;
     bool opaque; /* ids as opaque public ids (the key's permutation, base32) */
+    bool bare;   /* one id as the bare number, text/plain (Leaf's endpoints) */
+    int kind;    /* IDMD_K_*: what the route mints, its metric */
 } params;
 
 enum { COUNT_OK, COUNT_BAD, COUNT_ABOVE };
@@ -226,15 +231,13 @@ static int parse_count(const char *s, size_t n, uint32_t max, uint32_t *out)
     return COUNT_OK;
 }
 
-/* Parse the query: count (when allowed) and format. 0 or an answer sent. */
+/* Parse the query into p: count (when allowed) and format. 0 or an answer
+ * sent. */
 static int parse_query(idmd_app *app, const char *query, bool count_ok, bool opaque_ok,
                        params *p, idmd_response *rs)
 {
     bool seen_count = false, seen_format = false;
     const char *q = query;
-    p->count = 1;
-    p->text = false;
-    p->opaque = false;
     if (q == NULL || *q == '\0')
         return 0;
     while (*q != '\0') {
@@ -352,11 +355,10 @@ static void end_ids(idmd_response *rs, const params *p)
 
 /* Answer with the numbers ids[0..count-1]: the ids list, or (bare: Leaf's
  * endpoints) the first number alone. */
-static void reply_numbers(idmd_app *app, int kind, const params *p, const uint64_t *ids,
-                          bool bare, idmd_response *rs)
+static void reply_numbers(idmd_app *app, const params *p, const uint64_t *ids, idmd_response *rs)
 {
     char t[24];
-    if (bare) {
+    if (p->bare) {
         rs->status = 200;
         rs->content_type = "text/plain; charset=utf-8";
         putf(rs, "%" PRIu64, ids[0]);
@@ -380,7 +382,7 @@ static void reply_numbers(idmd_app *app, int kind, const params *p, const uint64
         }
         end_ids(rs, p);
     }
-    atomic_fetch_add(&app->m.minted[kind], p->count);
+    atomic_fetch_add(&app->m.minted[p->kind], p->count);
 }
 
 /* Room for count ids: one on the stack, more on the heap. */
@@ -392,10 +394,14 @@ static uint64_t *ids_for(const params *p, uint64_t *one, idmd_response *rs)
     return ids;
 }
 
-static void h_snowflake(idmd_app *app, const params *p, idmd_response *rs, bool bare)
+/* The route handlers (routes[], below) get arg, the path's {name} segment
+ * (NULL for a route without one), and the request's params. Leaf's key
+ * picks no generator here: one serves every key. */
+static void h_snowflake(idmd_app *app, const char *arg, const params *p, idmd_response *rs)
 {
     uint64_t one, *ids = ids_for(p, &one, rs);
     int rc;
+    (void)arg;
     if (ids == NULL)
         return;
     /* All or nothing, under the lease guard (N6). */
@@ -403,30 +409,9 @@ static void h_snowflake(idmd_app *app, const params *p, idmd_response *rs, bool 
     if (rc != 0)
         fail_mint(app, rs, "cannot mint", rc);
     else
-        reply_numbers(app, IDMD_K_SNOWFLAKE, p, ids, bare, rs);
+        reply_numbers(app, p, ids, rs);
     if (ids != &one)
         free(ids);
-}
-
-static bool seq_name_ok(const char *s)
-{
-    size_t n = strlen(s);
-    if (n == 0 || n > IDM_SEQ_NAME_MAX)
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '_' || c == '.' || c == '-'))
-            return false;
-    }
-    return true;
-}
-
-static int64_t mono_ns_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 static struct timespec mono_ts(int64_t ns)
@@ -526,7 +511,7 @@ static void *seq_opener(void *arg)
     } else {
         s->rc = rc;
         snprintf(s->detail, sizeof s->detail, "%s", idm_error_detail());
-        s->since_ns = mono_ns_now();
+        s->since_ns = idm__mono_ns();
         s->state = IDMD_SEQ_FAILED;
         if (rc != IDM_ENOSEQ)
             app->open_failures++;
@@ -572,91 +557,89 @@ static int seq_not_yet(const idmd_app *app, const char *name)
                           name, (long long)app->cfg->segment_wait_ms);
 }
 
-/*
- * The allocator of sequence name, opened on first use. The first request
- * for a name puts an opening slot in the table and starts its opener thread
- * (at most IDMD_OPENERS_MAX at once); it and every request for the name
- * meanwhile wait for the open at most segment-wait (on seq_cv, which lets
- * seq_mu go), then get IDM_EUNAVAIL naming why. A failed open's error is
- * the answer for IDMD_SEQ_RETRY_MS, then the next request opens again;
- * IDM_ENOSEQ is not remembered: its slot goes as soon as nobody waits on
- * it. Nothing here waits for a store under seq_mu.
- */
-static int seq_for(idmd_app *app, const char *name, idm_seq **out)
+/* Under seq_mu: a new slot for name, opening from now (an earlier slot's
+ * opener reaped and failed slots pruned first). 0, or the error. */
+static int seq_add_locked(idmd_app *app, const char *name, int64_t now, idmd_seq_slot **out)
 {
     idmd_seq_slot *s;
     bool found;
     size_t at;
-    int64_t now, deadline;
-    int rc = 0;
-    pthread_mutex_lock(&app->seq_mu);
-    if (app->seqs_closed) {
-        pthread_mutex_unlock(&app->seq_mu);
-        return seq_not_yet(app, name);
-    }
+    int rc;
+    seq_prune_locked(app, now);
     at = seq_find(app, name, &found);
-    if (found && app->seqs[at]->state == IDMD_SEQ_OPEN) {
-        s = app->seqs[at];
+    if (app->nseqs == app->seqs_cap) {
+        size_t cap = app->seqs_cap != 0 ? 2 * app->seqs_cap : 16;
+        idmd_seq_slot **grown = realloc(app->seqs, cap * sizeof *grown);
+        if (grown == NULL)
+            goto nomem;
+        app->seqs = grown;
+        app->seqs_cap = cap;
+    }
+    s = calloc(1, sizeof *s);
+    if (s == NULL)
+        goto nomem;
+    snprintf(s->name, sizeof s->name, "%s", name);
+    s->app = app;
+    s->store = app->store;
+    /* NAME.floor: no name's file is another's (the library adds .lock
+     * to a floor file's path), and "." and ".." stay plain files. */
+    if (app->floors_dir[0] != '\0')
+        snprintf(s->floor_file, sizeof s->floor_file, "%s/%s.floor", app->floors_dir, name);
+    if ((rc = seq_start_locked(app, s, now)) != 0) {
+        free(s);
+        return rc;
+    }
+    memmove(&app->seqs[at + 1], &app->seqs[at], (app->nseqs - at) * sizeof *app->seqs);
+    app->seqs[at] = s;
+    app->nseqs++;
+    *out = s;
+    return 0;
+nomem:
+    return idm_error_fail(IDM_ENOMEM, "no room for one more sequence (%zu in use)", app->nseqs);
+}
+
+/* Under seq_mu: the slot of name, open or opening: a new one, or a failed
+ * one no longer remembered, starts opening (*now_ns: when, CLOCK_MONOTONIC;
+ * not read for an open slot). 0, or the error: the one remembered, or no
+ * room for one more open (IDMD_OPENERS_MAX) or slot. */
+static int seq_slot_locked(idmd_app *app, const char *name, idmd_seq_slot **out,
+                           int64_t *now_ns)
+{
+    bool found;
+    size_t at = seq_find(app, name, &found);
+    idmd_seq_slot *s = found ? app->seqs[at] : NULL;
+    *out = s;
+    if (s != NULL && s->state == IDMD_SEQ_OPEN) {
         if (s->has_opener) /* once: the first request after the open */
             seq_reap_locked(s);
-        *out = s->q;
-        pthread_mutex_unlock(&app->seq_mu);
         return 0;
     }
-    now = mono_ns_now();
-    if (found) {
-        s = app->seqs[at];
-        if (seq_remembered(s, now)) {
-            rc = idm_error_fail(s->rc, "%s", s->detail);
-            pthread_mutex_unlock(&app->seq_mu);
-            return rc;
-        }
-        if (s->state == IDMD_SEQ_FAILED) {
-            if (app->nopening >= IDMD_OPENERS_MAX)
-                goto busy;
-            if ((rc = seq_start_locked(app, s, now)) != 0) {
-                pthread_mutex_unlock(&app->seq_mu);
-                return rc;
-            }
-        }
-    } else {
-        idmd_seq_slot **grown;
-        if (app->nopening >= IDMD_OPENERS_MAX)
-            goto busy;
-        seq_prune_locked(app, now);
-        at = seq_find(app, name, &found);
-        if (app->nseqs == app->seqs_cap) {
-            size_t cap = app->seqs_cap != 0 ? 2 * app->seqs_cap : 16;
-            grown = realloc(app->seqs, cap * sizeof *grown);
-            if (grown == NULL)
-                goto nomem;
-            app->seqs = grown;
-            app->seqs_cap = cap;
-        }
-        s = calloc(1, sizeof *s);
-        if (s == NULL)
-            goto nomem;
-        snprintf(s->name, sizeof s->name, "%s", name);
-        s->app = app;
-        s->store = app->store;
-        /* NAME.floor: no name's file is another's (the library adds .lock
-         * to a floor file's path), and "." and ".." stay plain files. */
-        if (app->floors_dir[0] != '\0')
-            snprintf(s->floor_file, sizeof s->floor_file, "%s/%s.floor", app->floors_dir, name);
-        if ((rc = seq_start_locked(app, s, now)) != 0) {
-            free(s);
-            pthread_mutex_unlock(&app->seq_mu);
-            return rc;
-        }
-        memmove(&app->seqs[at + 1], &app->seqs[at], (app->nseqs - at) * sizeof *app->seqs);
-        app->seqs[at] = s;
-        app->nseqs++;
-    }
+    *now_ns = idm__mono_ns();
+    if (s != NULL && seq_remembered(s, *now_ns))
+        return idm_error_fail(s->rc, "%s", s->detail);
+    if (s != NULL && s->state == IDMD_SEQ_OPENING)
+        return 0;
+    if (app->nopening >= IDMD_OPENERS_MAX)
+        return idm_error_fail(IDM_EUNAVAIL,
+                              "sequence %s: %d sequences are being opened already, the most at "
+                              "once (the ticket store is slow to answer): try again",
+                              name, IDMD_OPENERS_MAX);
+    if (s != NULL) /* failed, and forgotten: open it again */
+        return seq_start_locked(app, s, *now_ns);
+    return seq_add_locked(app, name, *now_ns, out);
+}
 
-    /* s is opening: wait for it, at most segment-wait. */
-    deadline = now + app->cfg->segment_wait_ms * 1000000;
+/* Under seq_mu (let go while waiting): wait for s, opening since now, at
+ * most segment-wait, then the outcome: its allocator (*out), its error, or
+ * IDM_EUNAVAIL if it is still opening. */
+static int seq_wait_locked(idmd_app *app, idmd_seq_slot *s, int64_t now, idm_seq **out)
+{
+    int64_t deadline = now + app->cfg->segment_wait_ms * 1000000;
+    bool found;
+    size_t at;
+    int rc = 0;
     s->users++;
-    while (s->state == IDMD_SEQ_OPENING && !app->seqs_closed && mono_ns_now() < deadline) {
+    while (s->state == IDMD_SEQ_OPENING && !app->seqs_closed && idm__mono_ns() < deadline) {
         struct timespec ts = mono_ts(deadline);
         pthread_cond_timedwait(&app->seq_cv, &app->seq_mu, &ts);
     }
@@ -671,38 +654,51 @@ static int seq_for(idmd_app *app, const char *name, idm_seq **out)
         break;
     case IDMD_SEQ_FAILED:
         rc = idm_error_fail(s->rc, "%s", s->detail);
-        if (s->users == 0 && !seq_remembered(s, mono_ns_now()) && !app->seqs_closed) {
-            at = seq_find(app, name, &found);
+        if (s->users == 0 && !seq_remembered(s, idm__mono_ns()) && !app->seqs_closed) {
+            at = seq_find(app, s->name, &found);
             if (found && app->seqs[at] == s)
                 seq_drop_locked(app, at);
         }
         break;
     case IDMD_SEQ_OPENING:
-        rc = seq_not_yet(app, name);
+        rc = seq_not_yet(app, s->name);
         break;
     }
-    pthread_mutex_unlock(&app->seq_mu);
     return rc;
-
-busy:
-    pthread_mutex_unlock(&app->seq_mu);
-    return idm_error_fail(IDM_EUNAVAIL,
-                          "sequence %s: %d sequences are being opened already, the most at "
-                          "once (the ticket store is slow to answer): try again",
-                          name, IDMD_OPENERS_MAX);
-nomem:
-    at = app->nseqs;
-    pthread_mutex_unlock(&app->seq_mu);
-    return idm_error_fail(IDM_ENOMEM, "no room for one more sequence (%zu in use)", at);
 }
 
-static void h_segment(idmd_app *app, const char *name, const params *p, idmd_response *rs,
-                      bool bare)
+/*
+ * The allocator of sequence name, opened on first use. The first request
+ * for a name puts an opening slot in the table and starts its opener thread
+ * (at most IDMD_OPENERS_MAX at once); it and every request for the name
+ * meanwhile wait for the open at most segment-wait (on seq_cv, which lets
+ * seq_mu go), then get IDM_EUNAVAIL naming why. A failed open's error is
+ * the answer for IDMD_SEQ_RETRY_MS, then the next request opens again;
+ * IDM_ENOSEQ is not remembered: its slot goes as soon as nobody waits on
+ * it. Nothing here waits for a store under seq_mu.
+ */
+static int seq_for(idmd_app *app, const char *name, idm_seq **out)
+{
+    idmd_seq_slot *s = NULL;
+    int64_t now = 0;
+    int rc;
+    pthread_mutex_lock(&app->seq_mu);
+    if (app->seqs_closed)
+        rc = seq_not_yet(app, name);
+    else if ((rc = seq_slot_locked(app, name, &s, &now)) == 0 && s->state == IDMD_SEQ_OPEN)
+        *out = s->q;
+    else if (rc == 0)
+        rc = seq_wait_locked(app, s, now, out);
+    pthread_mutex_unlock(&app->seq_mu);
+    return rc;
+}
+
+static void h_segment(idmd_app *app, const char *name, const params *p, idmd_response *rs)
 {
     idm_seq *q = NULL;
     uint64_t one, *ids;
     int rc;
-    if (!seq_name_ok(name)) {
+    if (!idm_seq_name_valid(name)) {
         idmd_fail(rs, 400, "name",
              "a sequence name is 1 to %d of letters, digits, '_', '.' and '-'",
              IDM_SEQ_NAME_MAX);
@@ -728,14 +724,16 @@ static void h_segment(idmd_app *app, const char *name, const params *p, idmd_res
     if (rc != 0)
         fail_mint(app, rs, "cannot take ids", rc);
     else
-        reply_numbers(app, IDMD_K_SEGMENT, p, ids, bare, rs);
+        reply_numbers(app, p, ids, rs);
     if (ids != &one)
         free(ids);
 }
 
-static void h_128(idmd_app *app, int kind, const params *p, idmd_response *rs)
+static void h_128(idmd_app *app, const char *arg, const params *p, idmd_response *rs)
 {
+    int kind = p->kind;
     char t[48];
+    (void)arg;
     begin_ids(rs, p);
     for (uint32_t i = 0; i < p->count; i++) {
         int rc;
@@ -746,7 +744,8 @@ static void h_128(idmd_app *app, int kind, const params *p, idmd_response *rs)
                 idm_ulid_format(&u, t);
         } else {
             idm_uuid u;
-            rc = kind == IDMD_K_UUID7 ? idm_uuid7_next(app->uuid7, &u) : idm_uuid4(NULL, &u);
+            rc = kind == IDMD_K_UUID7 ? idm_uuid7_next(app->uuid7, &u)
+                                      : idm_uuid4(app->uuid4_rng, &u);
             if (rc == 0)
                 idm_uuid_format(&u, t);
         }
@@ -883,7 +882,7 @@ __attribute__((format(printf, 3, 4))) static void health_add(health *h, bool dow
  */
 static void health_seqs_locked(idmd_app *app, health *h)
 {
-    int64_t now = mono_ns_now();
+    int64_t now = idm__mono_ns();
     int64_t wait_ns = app->cfg->segment_wait_ms * 1000000;
     for (size_t i = 0; i < app->nseqs; i++) {
         const idmd_seq_slot *s = app->seqs[i];
@@ -930,7 +929,7 @@ static void health_seqs_locked(idmd_app *app, health *h)
     }
 }
 
-static void h_health(idmd_app *app, idmd_response *rs)
+static void h_health(idmd_app *app, const char *arg, const params *p, idmd_response *rs)
 {
     health h;
     uint32_t worker = 0;
@@ -939,6 +938,8 @@ static void h_health(idmd_app *app, idmd_response *rs)
      * clock, app->clock, which need not be the system's: read that one. */
     idm_mono_ns now = app->clock->mono_ns(app->clock->ctx);
     int rc;
+    (void)arg;
+    (void)p;
     h.why[0] = '\0';
     h.nwarn = h.more = 0;
     memset(&ls, 0, sizeof ls);
@@ -1027,7 +1028,22 @@ static void metric(idmd_response *rs, const char *name, const char *type, const 
     putf(rs, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-static void h_metrics(idmd_app *app, idmd_response *rs)
+/* A metric of one value: its HELP and TYPE lines, then "NAME VALUE". */
+__attribute__((format(printf, 5, 6))) static void metric1(idmd_response *rs, const char *name,
+                                                          const char *type, const char *help,
+                                                          const char *fmt, ...)
+{
+    char v[64];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(v, sizeof v, fmt, ap);
+    va_end(ap);
+    metric(rs, name, type, help);
+    putf(rs, "%s %s\n", name, v);
+}
+
+/* The app's own counters: ids by kind, answers by status. */
+static void metrics_counts(idmd_app *app, idmd_response *rs)
 {
     static const char *const kinds[IDMD_K_N] = {"snowflake", "segment", "uuid7", "uuid4",
                                                  "ulid"};
@@ -1036,12 +1052,6 @@ static void h_metrics(idmd_app *app, idmd_response *rs)
         IDMD_CODES(IDMD_CODE_NUM)
 #undef IDMD_CODE_NUM
     };
-    idm_snowflake_stats st;
-    uint64_t cum = 0, total = 0;
-    rs->status = 200;
-    rs->content_type = "text/plain; version=0.0.4; charset=utf-8";
-    idm_snowflake_stats_get(app->gen, &st);
-
     metric(rs, "idmint_ids_minted_total", "counter", "Ids handed out, by kind.");
     for (int k = 0; k < IDMD_K_N; k++)
         putf(rs, "idmint_ids_minted_total{kind=\"%s\"} %" PRIu64 "\n", kinds[k],
@@ -1049,93 +1059,102 @@ static void h_metrics(idmd_app *app, idmd_response *rs)
     metric(rs, "idmint_http_requests_total", "counter", "Requests answered, by status code.");
     for (int c = 0; c < IDMD_C_N; c++) {
         uint64_t v = atomic_load(&app->m.requests[c]);
-        total += v;
         if (c < IDMD_C_OTHER)
             putf(rs, "idmint_http_requests_total{code=\"%d\"} %" PRIu64 "\n", codes[c], v);
         else
             putf(rs, "idmint_http_requests_total{code=\"other\"} %" PRIu64 "\n", v);
     }
-    metric(rs, "idmint_sequence_exhaustions_total", "counter",
-           "Mints refused because the layout's sequence ran out within a tick.");
-    putf(rs, "idmint_sequence_exhaustions_total %" PRIu64 "\n", st.refused_exhausted);
-    metric(rs, "idmint_sequence_waits_total", "counter",
-           "Sleeps taken for a full tick or a clock gone back (wait policies).");
-    putf(rs, "idmint_sequence_waits_total %" PRIu64 "\n", st.waits);
-    metric(rs, "idmint_clock_regressions_total", "counter",
-           "Mints refused because the clock went back beyond the policy's bound.");
-    putf(rs, "idmint_clock_regressions_total %" PRIu64 "\n", st.refused_backwards);
-    metric(rs, "idmint_clock_regression_max_ms", "gauge", "The largest clock regression seen.");
-    putf(rs, "idmint_clock_regression_max_ms %lld\n", (long long)st.max_backwards_ms);
-    metric(rs, "idmint_clock_regression_last_ms", "gauge",
-           "The most recent clock regression (0: none).");
-    putf(rs, "idmint_clock_regression_last_ms %lld\n", (long long)st.last_backwards_ms);
-    metric(rs, "idmint_ahead_mints_total", "counter",
-           "Ids minted ahead of the wall clock (logical time, borrowed ticks).");
-    putf(rs, "idmint_ahead_mints_total %" PRIu64 "\n", st.ahead_mints);
-    if (app->lease != NULL) {
-        idm_lease_status ls;
-        idm_lease_status_get(app->lease, &ls);
-        metric(rs, "idmint_lease_renewals_total", "counter", "Worker-id lease renewals that worked.");
-        putf(rs, "idmint_lease_renewals_total %" PRIu64 "\n", ls.renewals);
-        metric(rs, "idmint_lease_failures_total", "counter", "Worker-id lease renewals that failed.");
-        putf(rs, "idmint_lease_failures_total %" PRIu64 "\n", ls.failures);
-        metric(rs, "idmint_lease_lost", "gauge", "1 if the coordinator says the lease is gone.");
-        putf(rs, "idmint_lease_lost %d\n", ls.lost != 0);
-        metric(rs, "idmint_lease_worker", "gauge", "The worker id held.");
-        putf(rs, "idmint_lease_worker %u\n", (unsigned)ls.worker);
+}
+
+/* The generator's, and its lease's. */
+static void metrics_generator(idmd_app *app, idmd_response *rs)
+{
+    idm_snowflake_stats st;
+    idm_lease_status ls;
+    idm_snowflake_stats_get(app->gen, &st);
+    metric1(rs, "idmint_sequence_exhaustions_total", "counter",
+            "Mints refused because the layout's sequence ran out within a tick.", "%" PRIu64,
+            st.refused_exhausted);
+    metric1(rs, "idmint_sequence_waits_total", "counter",
+            "Sleeps taken for a full tick or a clock gone back (wait policies).", "%" PRIu64,
+            st.waits);
+    metric1(rs, "idmint_clock_regressions_total", "counter",
+            "Mints refused because the clock went back beyond the policy's bound.", "%" PRIu64,
+            st.refused_backwards);
+    metric1(rs, "idmint_clock_regression_max_ms", "gauge", "The largest clock regression seen.",
+            "%lld", (long long)st.max_backwards_ms);
+    metric1(rs, "idmint_clock_regression_last_ms", "gauge",
+            "The most recent clock regression (0: none).", "%lld",
+            (long long)st.last_backwards_ms);
+    metric1(rs, "idmint_ahead_mints_total", "counter",
+            "Ids minted ahead of the wall clock (logical time, borrowed ticks).", "%" PRIu64,
+            st.ahead_mints);
+    if (app->lease == NULL)
+        return;
+    idm_lease_status_get(app->lease, &ls);
+    metric1(rs, "idmint_lease_renewals_total", "counter", "Worker-id lease renewals that worked.",
+            "%" PRIu64, ls.renewals);
+    metric1(rs, "idmint_lease_failures_total", "counter", "Worker-id lease renewals that failed.",
+            "%" PRIu64, ls.failures);
+    metric1(rs, "idmint_lease_lost", "gauge", "1 if the coordinator says the lease is gone.",
+            "%d", ls.lost != 0);
+    metric1(rs, "idmint_lease_worker", "gauge", "The worker id held.", "%u", (unsigned)ls.worker);
+}
+
+/* The sequences', summed over those open (or the most any has). */
+static void metrics_segments(idmd_app *app, idmd_response *rs)
+{
+    uint64_t waits = 0, wait_ns = 0, fetches = 0, errors = 0, open_failures;
+    int64_t call_ms = 0, now = idm__mono_ns();
+    size_t down = 0, nstate[3] = {0, 0, 0};
+    pthread_mutex_lock(&app->seq_mu);
+    for (size_t i = 0; i < app->nseqs; i++) {
+        const idmd_seq_slot *s = app->seqs[i];
+        idm_seq_stats ss;
+        nstate[s->state]++;
+        if (s->state == IDMD_SEQ_OPENING && (now - s->since_ns) / 1000000 > call_ms)
+            call_ms = (now - s->since_ns) / 1000000; /* an open is store calls too */
+        if (s->state != IDMD_SEQ_OPEN)
+            continue;
+        idm_seq_stats_get(s->q, &ss);
+        waits += ss.waits;
+        wait_ns += ss.wait_ns;
+        fetches += ss.fetches;
+        errors += ss.fetch_errors;
+        if (ss.call_ms > call_ms)
+            call_ms = ss.call_ms;
+        if (ss.down_stores > down)
+            down = ss.down_stores;
     }
-    {
-        uint64_t waits = 0, wait_ns = 0, fetches = 0, errors = 0, open_failures;
-        int64_t call_ms = 0, now = mono_ns_now();
-        size_t down = 0, nstate[3] = {0, 0, 0};
-        pthread_mutex_lock(&app->seq_mu);
-        for (size_t i = 0; i < app->nseqs; i++) {
-            const idmd_seq_slot *s = app->seqs[i];
-            idm_seq_stats ss;
-            nstate[s->state]++;
-            if (s->state == IDMD_SEQ_OPENING && (now - s->since_ns) / 1000000 > call_ms)
-                call_ms = (now - s->since_ns) / 1000000; /* an open is store calls too */
-            if (s->state != IDMD_SEQ_OPEN)
-                continue;
-            idm_seq_stats_get(s->q, &ss);
-            waits += ss.waits;
-            wait_ns += ss.wait_ns;
-            fetches += ss.fetches;
-            errors += ss.fetch_errors;
-            if (ss.call_ms > call_ms)
-                call_ms = ss.call_ms;
-            if (ss.down_stores > down)
-                down = ss.down_stores;
-        }
-        open_failures = app->open_failures;
-        pthread_mutex_unlock(&app->seq_mu);
-        metric(rs, "idmint_segment_prefetch_waits_total", "counter",
-               "Requests that waited for a segment block.");
-        putf(rs, "idmint_segment_prefetch_waits_total %" PRIu64 "\n", waits);
-        metric(rs, "idmint_segment_wait_seconds_total", "counter",
-               "Time requests waited for segment blocks.");
-        putf(rs, "idmint_segment_wait_seconds_total %.6f\n", (double)wait_ns / 1e9);
-        metric(rs, "idmint_segment_fetches_total", "counter", "Blocks taken from ticket stores.");
-        putf(rs, "idmint_segment_fetches_total %" PRIu64 "\n", fetches);
-        metric(rs, "idmint_segment_fetch_errors_total", "counter",
-               "Ticket-store round trips that failed.");
-        putf(rs, "idmint_segment_fetch_errors_total %" PRIu64 "\n", errors);
-        metric(rs, "idmint_segment_store_call_seconds", "gauge",
-               "How long the longest ticket-store call in progress has run (a block fetch, or "
-               "a sequence being opened); 0 if none.");
-        putf(rs, "idmint_segment_store_call_seconds %.3f\n", (double)call_ms / 1e3);
-        metric(rs, "idmint_segment_down_stores", "gauge",
-               "Ticket stores whose last call failed, the most any sequence finds.");
-        putf(rs, "idmint_segment_down_stores %zu\n", down);
-        metric(rs, "idmint_segment_sequences_open", "gauge", "Sequences open (allocators).");
-        putf(rs, "idmint_segment_sequences_open %zu\n", nstate[IDMD_SEQ_OPEN]);
-        metric(rs, "idmint_segment_sequences_opening", "gauge",
-               "Sequences being opened (waiting on the ticket store).");
-        putf(rs, "idmint_segment_sequences_opening %zu\n", nstate[IDMD_SEQ_OPENING]);
-        metric(rs, "idmint_segment_open_failures_total", "counter",
-               "Opens of a sequence that failed (a name the store does not have aside).");
-        putf(rs, "idmint_segment_open_failures_total %" PRIu64 "\n", open_failures);
-    }
+    open_failures = app->open_failures;
+    pthread_mutex_unlock(&app->seq_mu);
+    metric1(rs, "idmint_segment_prefetch_waits_total", "counter",
+            "Requests that waited for a segment block.", "%" PRIu64, waits);
+    metric1(rs, "idmint_segment_wait_seconds_total", "counter",
+            "Time requests waited for segment blocks.", "%.6f", (double)wait_ns / 1e9);
+    metric1(rs, "idmint_segment_fetches_total", "counter", "Blocks taken from ticket stores.",
+            "%" PRIu64, fetches);
+    metric1(rs, "idmint_segment_fetch_errors_total", "counter",
+            "Ticket-store round trips that failed.", "%" PRIu64, errors);
+    metric1(rs, "idmint_segment_store_call_seconds", "gauge",
+            "How long the longest ticket-store call in progress has run (a block fetch, or a "
+            "sequence being opened); 0 if none.",
+            "%.3f", (double)call_ms / 1e3);
+    metric1(rs, "idmint_segment_down_stores", "gauge",
+            "Ticket stores whose last call failed, the most any sequence finds.", "%zu", down);
+    metric1(rs, "idmint_segment_sequences_open", "gauge", "Sequences open (allocators).", "%zu",
+            nstate[IDMD_SEQ_OPEN]);
+    metric1(rs, "idmint_segment_sequences_opening", "gauge",
+            "Sequences being opened (waiting on the ticket store).", "%zu",
+            nstate[IDMD_SEQ_OPENING]);
+    metric1(rs, "idmint_segment_open_failures_total", "counter",
+            "Opens of a sequence that failed (a name the store does not have aside).",
+            "%" PRIu64, open_failures);
+}
+
+static void metrics_duration(idmd_app *app, idmd_response *rs)
+{
+    uint64_t cum = 0;
     metric(rs, "idmint_request_duration_seconds", "histogram",
            "Time from a request's arrival to its answer.");
     for (size_t b = 0; b <= IDMD_LAT_BUCKETS; b++) {
@@ -1149,10 +1168,147 @@ static void h_metrics(idmd_app *app, idmd_response *rs)
     putf(rs, "idmint_request_duration_seconds_sum %.6f\n",
          (double)atomic_load(&app->m.lat_sum_us) / 1e6);
     putf(rs, "idmint_request_duration_seconds_count %" PRIu64 "\n", cum);
-    (void)total;
+}
+
+static void h_metrics(idmd_app *app, const char *arg, const params *p, idmd_response *rs)
+{
+    (void)arg;
+    (void)p;
+    rs->status = 200;
+    rs->content_type = "text/plain; version=0.0.4; charset=utf-8";
+    metrics_counts(app, rs);
+    metrics_generator(app, rs);
+    metrics_segments(app, rs);
+    metrics_duration(app, rs);
 }
 
 /* ---------------------------------------------------------------- routing */
+
+static void h_ping(idmd_app *app, const char *arg, const params *p, idmd_response *rs)
+{
+    (void)app;
+    (void)arg;
+    (void)p;
+    rs->status = 200;
+    rs->content_type = "text/plain; charset=utf-8";
+    puts_(rs, "ok\n");
+}
+
+/* The methods served. */
+enum { M_GET = 1, M_HEAD = 2 };
+
+/* What a route takes in its query. */
+typedef enum query_kind {
+    Q_IGNORED, /* not looked at (/ping: nothing parsed, the framework's ceiling) */
+    Q_NONE,    /* no parameters: one is 400 naming it */
+    Q_LEAF,    /* none either; the answer is one id, the bare number (Leaf's) */
+    Q_IDS,     /* count and format (opaque too for the 64-bit kinds) */
+    Q_FORMAT   /* format only */
+} query_kind;
+
+typedef void handler_fn(idmd_app *app, const char *arg, const params *p, idmd_response *rs);
+
+/*
+ * One row an endpoint. path is exact, or ends in a {name} segment: any one
+ * segment (no '/'), the handler's arg. HEAD only where nothing is minted:
+ * its answer has no body, so ids minted for it would be lost. admin: served
+ * on the admin listener (admin-listen) too. Every route needs the bearer
+ * token when one is set, the admin ones too, and so does a path no route
+ * has (a 401 tells nothing of what exists).
+ */
+typedef struct route {
+    const char *path;
+    unsigned methods; /* M_GET | M_HEAD */
+    int kind;         /* IDMD_K_*: what it mints, its metric; -1: nothing */
+    query_kind query;
+    bool admin;
+    handler_fn *fn;
+} route;
+
+static const route routes[] = {
+    {"/ping", M_GET | M_HEAD, -1, Q_IGNORED, true, h_ping},
+    {"/healthz", M_GET | M_HEAD, -1, Q_NONE, true, h_health},
+    {"/metrics", M_GET | M_HEAD, -1, Q_NONE, true, h_metrics},
+    {"/v1/snowflake", M_GET, IDMD_K_SNOWFLAKE, Q_IDS, false, h_snowflake},
+    {"/v1/segment/{name}", M_GET, IDMD_K_SEGMENT, Q_IDS, false, h_segment},
+    {"/v1/uuid7", M_GET, IDMD_K_UUID7, Q_IDS, false, h_128},
+    {"/v1/uuid4", M_GET, IDMD_K_UUID4, Q_IDS, false, h_128},
+    {"/v1/ulid", M_GET, IDMD_K_ULID, Q_IDS, false, h_128},
+    {"/v1/decode/{id}", M_GET, -1, Q_FORMAT, false, h_decode},
+    {"/api/snowflake/get/{key}", M_GET, IDMD_K_SNOWFLAKE, Q_LEAF, false, h_snowflake},
+    {"/api/segment/get/{key}", M_GET, IDMD_K_SEGMENT, Q_LEAF, false, h_segment},
+};
+#define NROUTES (sizeof routes / sizeof routes[0])
+
+/* Whether path is r's; *arg is its {name} segment, or NULL. */
+static bool route_match(const route *r, const char *path, const char **arg)
+{
+    const char *brace = strchr(r->path, '{');
+    size_t n = brace != NULL ? (size_t)(brace - r->path) : 0;
+    *arg = NULL;
+    if (brace == NULL)
+        return strcmp(path, r->path) == 0;
+    if (strncmp(path, r->path, n) != 0 || path[n] == '\0' || strchr(path + n, '/') != NULL)
+        return false;
+    *arg = path + n;
+    return true;
+}
+
+/* The route serving method m on path, or NULL; then *allowed is the
+ * methods the routes of path serve (GET for a path no route has: it is
+ * refused as any other, before it is looked at). */
+static const route *route_find(const char *path, unsigned m, unsigned *allowed,
+                               const char **arg)
+{
+    *allowed = 0;
+    for (size_t i = 0; i < NROUTES; i++) {
+        if (!route_match(&routes[i], path, arg))
+            continue;
+        if ((routes[i].methods & m) != 0)
+            return &routes[i];
+        *allowed |= routes[i].methods;
+    }
+    if (*allowed == 0)
+        *allowed = M_GET;
+    return NULL;
+}
+
+bool idmd_route_admin(const char *path)
+{
+    const char *arg;
+    for (size_t i = 0; i < NROUTES; i++)
+        if (routes[i].admin && route_match(&routes[i], path, &arg))
+            return true;
+    return false;
+}
+
+static unsigned method_bit(const char *m)
+{
+    return m == NULL ? 0 : strcmp(m, "GET") == 0 ? M_GET : strcmp(m, "HEAD") == 0 ? M_HEAD : 0;
+}
+
+/* 405 for a method path's routes do not serve (allowed: those they do). */
+static void fail_method(idmd_response *rs, unsigned m, unsigned allowed)
+{
+    if (m != M_HEAD) {
+        idmd_fail(rs, 405, NULL, "only GET%s is served here",
+                  (allowed & M_HEAD) != 0 ? " (and HEAD)" : "");
+    } else {
+        char on[160] = "";
+        size_t n = 0, k = 0;
+        for (size_t i = 0; i < NROUTES; i++)
+            n += (routes[i].methods & M_HEAD) != 0;
+        for (size_t i = 0; i < NROUTES; i++) {
+            if ((routes[i].methods & M_HEAD) == 0)
+                continue;
+            k++;
+            snprintf(on + strlen(on), sizeof on - strlen(on), "%s%s",
+                     k == 1 ? "" : k == n ? " and " : ", ", routes[i].path);
+        }
+        idmd_fail(rs, 405, NULL, "HEAD is served on %s only: it would mint ids nobody sees", on);
+    }
+    rs->allow = (allowed & M_HEAD) != 0 ? "GET, HEAD" : "GET";
+}
 
 /* An endpoint that takes no parameters: a query is 400 naming its first. */
 static int no_params(const char *path, const char *query, idmd_response *rs)
@@ -1165,6 +1321,29 @@ static int no_params(const char *path, const char *query, idmd_response *rs)
     param_name(key, query, n);
     idmd_fail(rs, 400, key, "unknown parameter '%s': %s takes no parameters", key, path);
     return -1;
+}
+
+/* The request's parameters as r takes them, into p. 0 or an answer sent. */
+static int route_params(idmd_app *app, const route *r, const char *path, const char *query,
+                        params *p, idmd_response *rs)
+{
+    p->count = 1;
+    p->text = p->opaque = p->bare = false;
+    p->kind = r->kind;
+    switch (r->query) {
+    case Q_IGNORED:
+        return 0;
+    case Q_LEAF:
+    case Q_NONE:
+        p->bare = r->query == Q_LEAF;
+        return no_params(path, query, rs);
+    case Q_IDS: /* the 64-bit kinds have an opaque form */
+        return parse_query(app, query, true,
+                           r->kind == IDMD_K_SNOWFLAKE || r->kind == IDMD_K_SEGMENT, p, rs);
+    case Q_FORMAT:
+        break;
+    }
+    return parse_query(app, query, false, false, p, rs);
 }
 
 /* Whether the presented token is ours, whole. The time taken depends on
@@ -1187,30 +1366,24 @@ static bool token_ok(const idmd_app *app, const char *auth)
     return diff == 0;
 }
 
-/* path starts with prefix and has one more segment: *rest is it. */
-static bool under(const char *path, const char *prefix, const char **rest)
-{
-    size_t n = strlen(prefix);
-    if (strncmp(path, prefix, n) != 0 || path[n] == '\0' || strchr(path + n, '/') != NULL)
-        return false;
-    *rest = path + n;
-    return true;
-}
-
+/*
+ * The checks come in this order, each answer before the next is looked at:
+ * a method no route serves is 405 (HEAD aside); no token, 401; a path
+ * outside its alphabet, 400; HEAD where it is not served, 405; a path no
+ * route has, 404; then the route's parameters (400) and its handler.
+ */
 void idmd_handle(idmd_app *app, const idmd_request *rq, idmd_response *rs)
 {
-    const char *path = rq->path != NULL ? rq->path : "", *rest;
-    /* HEAD only where nothing is minted: its answer has no body, so ids
-     * minted for it would be lost. */
-    bool head_ok = strcmp(path, "/ping") == 0 || strcmp(path, "/healthz") == 0 ||
-                   strcmp(path, "/metrics") == 0;
+    const char *path = rq->path != NULL ? rq->path : "", *arg = NULL;
+    unsigned m = method_bit(rq->method), allowed;
+    const route *r = route_find(path, m, &allowed, &arg);
+    bool refused = r == NULL && (allowed & m) == 0; /* 405 */
     params p;
     reset(rs);
     rs->status = 500;
     rs->content_type = "application/json";
-    if (rq->method == NULL || (strcmp(rq->method, "GET") != 0 && strcmp(rq->method, "HEAD") != 0)) {
-        idmd_fail(rs, 405, NULL, "only GET%s is served here", head_ok ? " (and HEAD)" : "");
-        rs->allow = head_ok ? "GET, HEAD" : "GET";
+    if (refused && m != M_HEAD) {
+        fail_method(rs, m, allowed);
         return;
     }
     if (app->token_len > 0 && !token_ok(app, rq->authorization)) {
@@ -1224,65 +1397,16 @@ void idmd_handle(idmd_app *app, const idmd_request *rq, idmd_response *rs)
              "percent-encoding)");
         return;
     }
-    if (strcmp(rq->method, "HEAD") == 0 && !head_ok) {
-        idmd_fail(rs, 405, NULL, "HEAD is served on /ping, /healthz and /metrics only: it would "
-                            "mint ids nobody sees");
-        rs->allow = "GET";
+    if (refused) {
+        fail_method(rs, m, allowed);
         return;
     }
-    if (strcmp(path, "/ping") == 0) {
-        rs->status = 200;
-        rs->content_type = "text/plain; charset=utf-8";
-        puts_(rs, "ok\n");
+    if (r == NULL) {
+        idmd_fail(rs, 404, NULL, "no such endpoint: %.80s", path);
         return;
     }
-    if (strcmp(path, "/healthz") == 0 || strcmp(path, "/metrics") == 0) {
-        if (no_params(path, rq->query, rs) != 0)
-            return;
-        if (path[1] == 'h')
-            h_health(app, rs);
-        else
-            h_metrics(app, rs);
-        return;
-    }
-    if (strcmp(path, "/v1/snowflake") == 0) {
-        if (parse_query(app, rq->query, true, true, &p, rs) == 0)
-            h_snowflake(app, &p, rs, false);
-        return;
-    }
-    if (under(path, "/v1/segment/", &rest)) {
-        if (parse_query(app, rq->query, true, true, &p, rs) == 0)
-            h_segment(app, rest, &p, rs, false);
-        return;
-    }
-    if (strcmp(path, "/v1/uuid7") == 0 || strcmp(path, "/v1/uuid4") == 0 ||
-        strcmp(path, "/v1/ulid") == 0) {
-        int kind = strcmp(path, "/v1/ulid") == 0    ? IDMD_K_ULID
-                   : strcmp(path, "/v1/uuid7") == 0 ? IDMD_K_UUID7
-                                                    : IDMD_K_UUID4;
-        if (parse_query(app, rq->query, true, false, &p, rs) == 0)
-            h_128(app, kind, &p, rs);
-        return;
-    }
-    if (under(path, "/v1/decode/", &rest)) {
-        if (parse_query(app, rq->query, false, false, &p, rs) == 0)
-            h_decode(app, rest, &p, rs);
-        return;
-    }
-    if (under(path, "/api/snowflake/get/", &rest) || under(path, "/api/segment/get/", &rest)) {
-        bool seg = strncmp(path, "/api/segment/", 13) == 0;
-        if (no_params(path, rq->query, rs) != 0)
-            return;
-        p.count = 1;
-        p.text = true;
-        p.opaque = false;
-        if (seg)
-            h_segment(app, rest, &p, rs, true);
-        else
-            h_snowflake(app, &p, rs, true);
-        return;
-    }
-    idmd_fail(rs, 404, NULL, "no such endpoint: %.80s", path);
+    if (route_params(app, r, path, rq->query, &p, rs) == 0)
+        r->fn(app, arg, &p, rs);
 }
 
 int idmd_seqs_init(idmd_app *app)

@@ -51,6 +51,7 @@
 
 #include <microhttpd.h>
 
+#include "common.h"
 #include "http.h"
 
 #define MAX_BODY 1024
@@ -125,13 +126,6 @@ typedef struct req_ctx {
     size_t head_bytes;  /* of the request line, or of the whole head */
 } req_ctx;
 
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* ------------------------------------------------------------ the watchdog */
 
 static conn *conn_of(struct MHD_Connection *c)
@@ -150,7 +144,7 @@ static void deadline_arm(idmd_http *h, conn *k)
         return;
     cur = atomic_load(&k->deadline);
     while (cur != CUT &&
-           !atomic_compare_exchange_weak(&k->deadline, &cur, now_ns() + h->head_timeout_ns))
+           !atomic_compare_exchange_weak(&k->deadline, &cur, idm__mono_ns() + h->head_timeout_ns))
         ;
 }
 
@@ -179,7 +173,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
             return;
         }
         k->fd = ci->connect_fd;
-        atomic_init(&k->deadline, now_ns() + h->head_timeout_ns);
+        atomic_init(&k->deadline, idm__mono_ns() + h->head_timeout_ns);
         pthread_mutex_lock(&h->mu);
         k->next = h->conns;
         if (h->conns != NULL)
@@ -217,7 +211,7 @@ static void *watchdog(void *arg)
         period = 250 * 1000000;
     pthread_mutex_lock(&h->mu);
     while (!h->stop) {
-        int64_t now = now_ns(), wake = now + period;
+        int64_t now = idm__mono_ns(), wake = now + period;
         struct timespec ts = {(time_t)(wake / 1000000000), (long)(wake % 1000000000)};
         for (conn *k = h->conns; k != NULL; k = k->next) {
             int64_t d = atomic_load(&k->deadline);
@@ -240,7 +234,7 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
     if (r == NULL)
         return NULL;
     r->uri = strdup(uri != NULL ? uri : "");
-    r->t0 = now_ns();
+    r->t0 = idm__mono_ns();
     if (r->uri == NULL) {
         free(r);
         return NULL;
@@ -327,7 +321,7 @@ static mhd_result send_response(idmd_http *h, struct MHD_Connection *c, req_ctx 
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
     ret = MHD_queue_response(c, (unsigned)rs->status, resp);
     MHD_destroy_response(resp);
-    idmd_count(h->app, rs->status, now_ns() - r->t0);
+    idmd_count(h->app, rs->status, idm__mono_ns() - r->t0);
     return ret;
 }
 
@@ -404,13 +398,6 @@ static bool refusal(const idmd_http *h, const req_ctx *r, idmd_response *rs)
     return true;
 }
 
-/* What the admin listener serves. */
-static bool admin_path(const char *path)
-{
-    return strcmp(path, "/healthz") == 0 || strcmp(path, "/metrics") == 0 ||
-           strcmp(path, "/ping") == 0;
-}
-
 static mhd_result on_request(void *cls, struct MHD_Connection *c, const char *url,
                              const char *method, const char *version, const char *upload,
                              size_t *upload_size, void **con_cls)
@@ -457,7 +444,7 @@ static mhd_result on_request(void *cls, struct MHD_Connection *c, const char *ur
     q = strchr(r->uri, '?');
     if (q != NULL)
         *q++ = '\0';
-    if (ls->admin && !admin_path(r->uri)) {
+    if (ls->admin && !idmd_route_admin(r->uri)) {
         idmd_fail(&rs, 404, NULL, "this listener (admin-listen) serves /healthz, /metrics and "
                                   "/ping only");
         return send_response(h, c, r, &rs, false);
@@ -601,7 +588,7 @@ int idmd_http_admin_port(const idmd_http *h)
 void idmd_http_stop(idmd_http *h)
 {
     MHD_socket fd_main, fd_admin = MHD_INVALID_SOCKET;
-    int64_t until = now_ns() + (int64_t)DRAIN_MS * 1000000;
+    int64_t until = idm__mono_ns() + (int64_t)DRAIN_MS * 1000000;
     if (h == NULL)
         return;
     /* New connections are refused at once (shutdown stops a listening
@@ -616,7 +603,7 @@ void idmd_http_stop(idmd_http *h)
         shutdown(fd_main, SHUT_RDWR);
     if (fd_admin != MHD_INVALID_SOCKET)
         shutdown(fd_admin, SHUT_RDWR);
-    while (atomic_load(&h->inflight) > 0 && now_ns() < until) {
+    while (atomic_load(&h->inflight) > 0 && idm__mono_ns() < until) {
         struct timespec ts = {0, 5 * 1000000L};
         nanosleep(&ts, NULL);
     }

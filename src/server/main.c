@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "app.h"
+#include "common.h"
 #include "config.h"
 #include "http.h"
 
@@ -246,99 +247,71 @@ static int set_nodes(const idmd_config *cfg, idm_snowflake_opts *o)
     return 0;
 }
 
-static int64_t wall_ms(const idm_clock *c)
+/* The generator's settings from the configuration: the layout, the clock,
+ * the policies, the node values given (the leased field is left to the
+ * lease); node fields neither gives are 0, said once. */
+static int generator_opts(idmd_app *app, const idmd_config *cfg, idm_snowflake_opts *o)
 {
-    return c->wall_ns(c->ctx) / 1000000;
+    int leased = idm_layout_field_index(app->layout, cfg->lease_field);
+    idm_snowflake_opts_init(o);
+    o->layout = app->layout;
+    o->clock = app->clock;
+    o->backwards = strcmp(cfg->policy, "refuse") == 0  ? IDM_BACKWARDS_REFUSE
+                   : strcmp(cfg->policy, "wait") == 0 ? IDM_BACKWARDS_WAIT
+                                                      : IDM_BACKWARDS_LOGICAL;
+    o->exhaust = strcmp(cfg->exhaust, "borrow") == 0 ? IDM_EXHAUST_BORROW : IDM_EXHAUST_WAIT;
+    if (set_nodes(cfg, o) != 0)
+        return -1;
+    for (size_t i = 0; i < idm_layout_field_count(app->layout); i++) {
+        idm_field_info fi;
+        if ((int)i != leased && idm_layout_field(app->layout, i, &fi) == 0 &&
+            fi.kind == IDM_FIELD_NODE && !(o->node_set & (UINT32_C(1) << i))) {
+            (void)idm_snowflake_opts_node(o, fi.name, 0);
+            say("node field %s: not set (key node), 0", fi.name);
+        }
+    }
+    return 0;
 }
 
-/* Claim a worker id, open the generator above the previous holder's mark
- * (waiting for the clock to pass it: a holder that died leaves a mark up
- * to a TTL ahead), start the keeper. */
+/* Said as soon as the worker id is claimed, before the wait for the
+ * previous holder's mark (up to a TTL and more). ctx: the URL, masked. */
+static void log_claim(void *ctx, uint32_t worker, idm_unix_ms mark, int64_t wait_ms)
+{
+    say("lease: worker id %u from %s (previous mark %lld)", (unsigned)worker, (const char *)ctx,
+        (long long)mark);
+    if (wait_ms > 0)
+        say("lease: waiting %lld ms for the clock to pass the previous holder's mark",
+            (long long)wait_ms);
+}
+
+/* Claim a worker id and open the generator above the previous holder's
+ * mark (waiting for the clock to pass it: a holder that died leaves a mark
+ * up to a TTL ahead), the keeper started: idm_lease_start. */
 static int lease_and_generator(idmd_app *app, const idmd_config *cfg)
 {
     idm_lease_opts lo;
     idm_snowflake_opts o;
-    idm_field_info f;
-    char url[IDMD_PATH_MAX + 32], scope[IDM_LEASE_SCOPE_MAX];
-    int idx, rc;
-    idx = idm_layout_field_index(app->layout, cfg->lease_field);
-    if (idx < 0 || idm_layout_field(app->layout, (size_t)idx, &f) != 0 || f.kind != IDM_FIELD_NODE) {
-        say("lease-field %s: layout %s has no node field of that name", cfg->lease_field,
-            idm_layout_name(app->layout));
+    char url[IDMD_PATH_MAX + 32], shown[IDMD_PATH_MAX + 32];
+    if (generator_opts(app, cfg, &o) != 0)
         return -1;
-    }
     if (cfg->lease[0] != '\0')
         snprintf(url, sizeof url, "%s", cfg->lease);
     else
         snprintf(url, sizeof url, "file://%s/leases", cfg->data_dir);
+    idm__url_mask(url, shown, sizeof shown);
     idm_lease_opts_init(&lo);
     lo.url = url;
-    lo.max_workers = f.max >= 65535 ? 65536 : (uint32_t)f.max + 1;
     lo.ttl_ms = cfg->lease_ttl_ms;
-    lo.clock = app->clock;
-    /* The coordinator records what its worker ids are ids of and refuses
-     * a server that would mint another field or layout with them. */
-    if (idm_lease_scope(app->layout, cfg->lease_field, scope, sizeof scope) != 0) {
-        say("lease-field %s: %s", cfg->lease_field, idm_error_detail());
-        return -1;
-    }
-    lo.scope = scope;
-    rc = idm_lease_open(&app->lease, &lo);
-    if (rc != 0) {
-        say("lease %s: %s", url, idm_error_detail());
+    /* The coordinator records what its worker ids are ids of (the lease
+     * field of this layout) and refuses a server that would mint another
+     * field or layout with them. */
+    lo.on_claim = log_claim;
+    lo.on_claim_ctx = shown;
+    if (idm_lease_start(&app->lease, &app->gen, &lo, &o, cfg->lease_field) != 0) {
+        say("lease %s: %s", shown, idm_error_detail());
         return -1;
     }
     app->lease_ttl_ms = cfg->lease_ttl_ms;
-    say("lease: worker id %u from %s (previous mark %lld)", (unsigned)idm_lease_worker(app->lease),
-        url, (long long)idm_lease_mark(app->lease));
-    {
-        idm_unix_ms mark = idm_lease_mark(app->lease);
-        int64_t waited = 0;
-        while (wall_ms(app->clock) <= mark) {
-            struct timespec ts = {0, 10 * 1000000L};
-            if (waited > cfg->lease_ttl_ms + 5000) {
-                say("lease: the previous holder's mark is still ahead of the clock after %lld ms",
-                    (long long)waited);
-                return -1;
-            }
-            nanosleep(&ts, NULL);
-            waited += 10;
-        }
-    }
-    idm_snowflake_opts_init(&o);
-    o.layout = app->layout;
-    o.clock = app->clock;
-    o.guarded = true;
-    o.after_ms = idm_lease_mark(app->lease);
-    o.backwards = strcmp(cfg->policy, "refuse") == 0  ? IDM_BACKWARDS_REFUSE
-                  : strcmp(cfg->policy, "wait") == 0 ? IDM_BACKWARDS_WAIT
-                                                     : IDM_BACKWARDS_LOGICAL;
-    o.exhaust = strcmp(cfg->exhaust, "borrow") == 0 ? IDM_EXHAUST_BORROW : IDM_EXHAUST_WAIT;
-    if (set_nodes(cfg, &o) != 0)
-        return -1;
-    if (idm_snowflake_opts_node(&o, cfg->lease_field, idm_lease_worker(app->lease)) != 0) {
-        say("lease-field %s: %s", cfg->lease_field, idm_error_detail());
-        return -1;
-    }
-    /* Node fields neither the lease nor the node key gives are 0: said once. */
-    for (size_t i = 0; i < idm_layout_field_count(app->layout); i++) {
-        idm_field_info fi;
-        if (idm_layout_field(app->layout, i, &fi) == 0 && fi.kind == IDM_FIELD_NODE &&
-            !(o.node_set & (UINT32_C(1) << i))) {
-            (void)idm_snowflake_opts_node(&o, fi.name, 0);
-            say("node field %s: not set (key node), 0", fi.name);
-        }
-    }
-    rc = idm_snowflake_open(&app->gen, &o);
-    if (rc != 0) {
-        say("generator: %s", idm_error_detail());
-        return -1;
-    }
-    rc = idm_lease_attach(app->lease, app->gen);
-    if (rc != 0) {
-        say("lease: first renewal failed: %s", idm_error_detail());
-        return -1;
-    }
     return 0;
 }
 
@@ -390,20 +363,8 @@ static int setup(idmd_app *app, const idmd_config *cfg)
     if (floors_dir(app, cfg) != 0)
         return -1;
     if (cfg->opaque_key_file[0] != '\0') {
-        char hex[80];
-        int fd = open(cfg->opaque_key_file, O_RDONLY | O_CLOEXEC);
-        ssize_t n = fd >= 0 ? read(fd, hex, sizeof hex - 1) : -1;
-        if (fd >= 0)
-            close(fd);
-        if (n < 0) {
-            say("opaque-key-file %s: %s", cfg->opaque_key_file, strerror(errno));
-            return -1;
-        }
-        hex[n] = '\0';
-        rc = idm_opaque_key_parse(hex, &app->opaque_key);
-        memset(hex, 0, sizeof hex); /* the key is never kept as text */
-        if (rc != 0) {
-            say("opaque-key-file %s: %s", cfg->opaque_key_file, idm_error_detail());
+        if (idm_opaque_key_load(cfg->opaque_key_file, &app->opaque_key) != 0) {
+            say("opaque-key-file: %s", idm_error_detail());
             return -1;
         }
         app->has_opaque = true;
@@ -459,7 +420,7 @@ int main(int argc, char **argv)
         return 2;
     }
     if (help) {
-        fputs(idmd_usage, stdout);
+        fputs(idmd_config_usage(), stdout);
         return 0;
     }
     /* The same checks for --check-config and a start: a setting that would

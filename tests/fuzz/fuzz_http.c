@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Fuzz target: idmintd's request handler (src/server/handler.c, compiled in
- * with src/server/config.c; the libmicrohttpd layer is not). The input is
- * split at '\n' into method, path, query and Authorization value (a missing
- * part is NULL), each NUL-terminated, and handled against one app built on
+ * Fuzz target: idmintd's request handler (src/server/handler.c, linked with
+ * idmintd's code but main.c; the libmicrohttpd layer is never started). The
+ * input is split at '\n' into method, path, query and Authorization value (a
+ * missing part is NULL), each NUL-terminated, and handled against one app built on
  * the first call: the twitter layout, datacenter 1 worker 2, the system
  * clock, no lease, an in-memory ticket store holding "orders"; a bearer token
  * ("fuzz-token-0123456789") is required on every other call, so both the open
@@ -22,14 +22,18 @@
  *     Snowflake, segment, UUIDv7, UUIDv4, ULID; Leaf's endpoints count as
  *     Snowflake and segment) is checked against the last 2^16 handed out.
  */
-#include "../../src/server/config.c"
-#include "../../src/server/handler.c"
-#include "memstore.h"
-
 #include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+
+#include <idmint/idmint.h>
+
+#include "app.h"
+#include "config.h"
+#include "memstore.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -31,24 +31,8 @@
 #include <idmint/lease.h>
 #include <idmint/segment.h>
 
-/* The handler mints UUIDv4s from the system's rng (idm_uuid4(NULL, ...)),
- * whose state a test cannot see. Compiled in here, its calls go through
- * this seam instead: with uuid4_rng set, they draw from that rng, so a test
- * sees exactly what was drawn (test_n1_count). The header is included
- * above, so only handler.c's calls are renamed. */
-static const idm_rng *uuid4_rng; /* NULL: the system's */
-static int test_uuid4(const idm_rng *rng, idm_uuid *out)
-{
-    return idm_uuid4(rng != NULL ? rng : uuid4_rng, out);
-}
-#define idm_uuid4 test_uuid4
-
-/* before cmocka: handler.c has a function named fail, cmocka a macro */
-#include "../../src/server/config.c"
-#include "../../src/server/handler.c"
-
-#undef idm_uuid4
-
+#include "app.h"
+#include "config.h"
 #include "memstore.h"
 #include "testutil.h"
 
@@ -86,6 +70,17 @@ typedef struct tapp {
     mstore *ms;
 } tapp;
 
+/* Open *out on t's layout and clock as datacenter 1, worker worker, with
+ * o's other options. */
+static void sf_open(tapp *t, idm_snowflake **out, idm_snowflake_opts *o, uint64_t worker)
+{
+    o->layout = t->app.layout;
+    o->clock = t->app.clock;
+    IDM_ASSERT_OK(idm_snowflake_opts_node(o, "datacenter", 1));
+    IDM_ASSERT_OK(idm_snowflake_opts_node(o, "worker", worker));
+    IDM_ASSERT_OK(idm_snowflake_open(out, o));
+}
+
 /* layout_text NULL: the twitter preset; a name without ':' another preset
  * (its node fields all 1, its name in cfg.layout). mc NULL: the system
  * clock. guarded: the generator mints only under idm_snowflake_guard, as
@@ -96,36 +91,32 @@ static tapp *tapp_new_ex(const char *layout_text, idm_manual_clock *mc, bool gua
     tapp *t = calloc(1, sizeof *t);
     idm_snowflake_opts o;
     assert_non_null(t);
-    uuid4_rng = NULL; /* the system's, whatever a failed test left */
     idmd_config_defaults(&t->cfg);
     t->mc = mc;
     t->app.cfg = &t->cfg;
     t->app.clock = mc != NULL ? idm_manual_clock_clock(mc) : idm_clock_system();
     idm_snowflake_opts_init(&o);
+    o.guarded = guarded;
+    o.backwards = backwards;
     if (layout_text != NULL && strchr(layout_text, ':') == NULL) {
         IDM_ASSERT_OK(idm_layout_preset(&t->app.layout, layout_text));
         snprintf(t->cfg.layout, sizeof t->cfg.layout, "%s", layout_text);
         o.layout = t->app.layout;
+        o.clock = t->app.clock;
         for (size_t i = 0; i < idm_layout_field_count(t->app.layout); i++) {
             idm_field_info f;
             IDM_ASSERT_OK(idm_layout_field(t->app.layout, i, &f));
             if (f.kind == IDM_FIELD_NODE)
                 IDM_ASSERT_OK(idm_snowflake_opts_node(&o, f.name, 1));
         }
+        IDM_ASSERT_OK(idm_snowflake_open(&t->app.gen, &o));
     } else {
         if (layout_text == NULL)
             IDM_ASSERT_OK(idm_layout_preset(&t->app.layout, "twitter"));
         else
             IDM_ASSERT_OK(idm_layout_parse(&t->app.layout, layout_text, INT64_C(1577836800000)));
-        o.layout = t->app.layout;
-        IDM_ASSERT_OK(idm_snowflake_opts_node(&o, "datacenter", 1));
-        IDM_ASSERT_OK(idm_snowflake_opts_node(&o, "worker", 2));
+        sf_open(t, &t->app.gen, &o, 2);
     }
-    o.clock = t->app.clock;
-    o.guarded = guarded;
-    o.backwards = backwards;
-    IDM_ASSERT_OK(idm_snowflake_open(&t->app.gen, &o));
-    t->app.lease = NULL;
     IDM_ASSERT_OK(idm_uuid7_gen_new(&t->app.uuid7, t->app.clock, NULL));
     IDM_ASSERT_OK(idm_ulid_gen_new(&t->app.ulid, t->app.clock, NULL, true));
     t->ms = idm_test_memstore_new(&t->app.store);
@@ -155,6 +146,25 @@ static void tapp_free(tapp *t)
     free(t);
 }
 
+/* The app most tests run on (tapp_new(NULL, NULL)), as cmocka's state: made
+ * before the test, freed after it, also after a failure (with the store
+ * up again and let go, so that nothing waits on it). */
+static int app_setup(void **state)
+{
+    *state = tapp_new(NULL, NULL);
+    return 0;
+}
+
+static int app_teardown(void **state)
+{
+    tapp *t = *state;
+    atomic_store(&t->ms->down, 0);
+    idm_test_memstore_hold(t->ms, 0);
+    tapp_free(t);
+    return 0;
+}
+#define APP_TEST(f) cmocka_unit_test_setup_teardown(f, app_setup, app_teardown)
+
 /* Give t a real worker-id lease, as idmintd takes one: claimed from url
  * (file://) on t's clock with ttl_ms and margin_ms, the generator reopened
  * guarded for the leased worker id above the previous mark (datacenter 1),
@@ -175,13 +185,9 @@ static void tapp_lease(tapp *t, const char *url, int64_t ttl_ms, int64_t margin_
     IDM_ASSERT_OK(idm_lease_open(&t->app.lease, &lo));
     idm_snowflake_close(t->app.gen);
     idm_snowflake_opts_init(&o);
-    o.layout = t->app.layout;
-    o.clock = t->app.clock;
     o.guarded = true;
     o.after_ms = idm_lease_mark(t->app.lease);
-    IDM_ASSERT_OK(idm_snowflake_opts_node(&o, "datacenter", 1));
-    IDM_ASSERT_OK(idm_snowflake_opts_node(&o, "worker", idm_lease_worker(t->app.lease)));
-    IDM_ASSERT_OK(idm_snowflake_open(&t->app.gen, &o));
+    sf_open(t, &t->app.gen, &o, idm_lease_worker(t->app.lease));
     IDM_ASSERT_OK(idm_lease_attach(t->app.lease, t->app.gen));
     t->app.lease_ttl_ms = ttl_ms;
     t->app.lease_margin_ms = margin_ms;
@@ -231,6 +237,37 @@ static void assert_error(const idmd_response *rs, int status, const char *param)
     CHECK(strncmp(rs->body, head, strlen(head)) == 0, "body %s, expected it to start %s",
           rs->body, head);
     CHECK(rs->len >= 4 && strcmp(rs->body + rs->len - 4, "\"}}\n") == 0, "body %s", rs->body);
+}
+
+/* GET path?query (query NULL: none), answered with status; the answer is
+ * dropped. */
+static void get_status(tapp *t, const char *path, const char *query, int status)
+{
+    idmd_response rs;
+    call(t, path, query, &rs);
+    CHECK(rs.status == status, "GET %s?%s: %d %s, want %d", path, query != NULL ? query : "",
+          rs.status, rs.body, status);
+    free(rs.body);
+}
+
+/* GET path?query answered with the error status naming param (assert_error). */
+static void get_error(tapp *t, const char *path, const char *query, int status,
+                      const char *param)
+{
+    idmd_response rs;
+    call(t, path, query, &rs);
+    assert_error(&rs, status, param);
+    free(rs.body);
+}
+
+/* GET path?query answered 200 with exactly body. */
+static void get_body(tapp *t, const char *path, const char *query, const char *body)
+{
+    idmd_response rs;
+    call(t, path, query, &rs);
+    CHECK(rs.status == 200 && strcmp(rs.body, body) == 0, "GET %s?%s: %d %s, want 200 %s",
+          path, query != NULL ? query : "", rs.status, rs.body, body);
+    free(rs.body);
 }
 
 /* ---------------------------------------------------------- ids bodies */
@@ -370,11 +407,10 @@ static idm_unix_ms last_ms(tapp *t)
 
 static void test_snowflake(void **state)
 {
-    tapp *t = tapp_new(NULL, NULL);
+    tapp *t = *state;
     idmd_response rs;
     idlist l;
     uint64_t first = 0, first2 = 0;
-    (void)state;
 
     call(t, "/v1/snowflake", NULL, &rs);
     assert_int_equal(rs.status, 200);
@@ -419,15 +455,13 @@ static void test_snowflake(void **state)
     free(rs.body);
 
     assert_int_equal(minted(t, IDMD_K_SNOWFLAKE), 1 + 1 + 5 + 5 + 3);
-    tapp_free(t);
 }
 
 static void test_segment(void **state)
 {
-    tapp *t = tapp_new(NULL, NULL);
+    tapp *t = *state;
     idmd_response rs;
     idlist l;
-    (void)state;
 
     call(t, "/v1/segment/orders", NULL, &rs);
     assert_int_equal(rs.status, 200);
@@ -435,10 +469,7 @@ static void test_segment(void **state)
     assert_string_equal(rs.body, "{\"ids\":[\"1\"]}\n");
     free(rs.body);
 
-    call(t, "/v1/segment/orders", "count=4", &rs);
-    assert_int_equal(rs.status, 200);
-    assert_string_equal(rs.body, "{\"ids\":[\"2\",\"3\",\"4\",\"5\"]}\n");
-    free(rs.body);
+    get_body(t, "/v1/segment/orders", "count=4", "{\"ids\":[\"2\",\"3\",\"4\",\"5\"]}\n");
 
     call(t, "/v1/segment/orders", "count=3&format=text", &rs);
     assert_int_equal(rs.status, 200);
@@ -464,46 +495,36 @@ static void test_segment(void **state)
 
     assert_int_equal(minted(t, IDMD_K_SEGMENT), 1 + 4 + 3 + 5000 + 1);
 
-    call(t, "/v1/segment/missing", NULL, &rs);
-    assert_error(&rs, 404, NULL);
-    free(rs.body);
-    call(t, "/api/segment/get/missing", NULL, &rs);
-    assert_error(&rs, 404, NULL);
-    free(rs.body);
+    get_error(t, "/v1/segment/missing", NULL, 404, NULL);
+    get_error(t, "/api/segment/get/missing", NULL, 404, NULL);
     /* a name longer than 64 */
     call(t, "/v1/segment/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", NULL,
          &rs);
     assert_error(&rs, 400, "name");
     free(rs.body);
     /* the refusals took nothing */
-    call(t, "/v1/segment/orders", NULL, &rs);
-    assert_string_equal(rs.body, "{\"ids\":[\"5010\"]}\n");
-    free(rs.body);
+    get_body(t, "/v1/segment/orders", NULL, "{\"ids\":[\"5010\"]}\n");
     assert_int_equal(minted(t, IDMD_K_SEGMENT), 5010);
-    tapp_free(t);
 }
 
 static void test_segment_no_store(void **state)
 {
-    tapp *t = tapp_new(NULL, NULL);
+    tapp *t = *state;
     idm_store *s = t->app.store;
     idmd_response rs;
-    (void)state;
     t->app.store = NULL;
     call(t, "/v1/segment/orders", NULL, &rs);
+    t->app.store = s; /* before the checks: the teardown closes it */
     assert_error(&rs, 404, NULL);
     free(rs.body);
-    t->app.store = s;
-    tapp_free(t);
 }
 
 static void test_uuid_ulid(void **state)
 {
-    tapp *t = tapp_new(NULL, NULL);
+    tapp *t = *state;
     idmd_response rs;
     idlist l;
     idm_unix_ms before = idm_clock_system()->wall_ns(NULL) / 1000000;
-    (void)state;
 
     call(t, "/v1/uuid7", "count=3&format=text", &rs);
     assert_int_equal(rs.status, 200);
@@ -568,18 +589,16 @@ static void test_uuid_ulid(void **state)
     assert_int_equal(minted(t, IDMD_K_UUID7), 4);
     assert_int_equal(minted(t, IDMD_K_UUID4), 4);
     assert_int_equal(minted(t, IDMD_K_ULID), 3);
-    tapp_free(t);
 }
 
 static void test_decode(void **state)
 {
-    tapp *t = tapp_new(NULL, NULL);
+    tapp *t = *state;
     idmd_response rs;
     idlist l;
     char exp[512], iso[64], id[32];
     uint64_t v;
     idm_decoded d;
-    (void)state;
 
     /* a snowflake minted here */
     call(t, "/v1/snowflake", NULL, &rs);
@@ -657,31 +676,19 @@ static void test_decode(void **state)
         free(rs.body);
     }
     /* decode takes format=json but not text, and no count */
-    call(t, "/v1/decode/01ARZ3NDEKTSV4RRFFQ69G5FAV", "format=json", &rs);
-    assert_int_equal(rs.status, 200);
-    free(rs.body);
-    call(t, "/v1/decode/01ARZ3NDEKTSV4RRFFQ69G5FAV", "format=text", &rs);
-    assert_error(&rs, 400, "format");
-    free(rs.body);
-    call(t, "/v1/decode/01ARZ3NDEKTSV4RRFFQ69G5FAV", "count=1", &rs);
-    assert_error(&rs, 400, "count");
-    free(rs.body);
-    call(t, "/v1/decode/", NULL, &rs);
-    assert_error(&rs, 404, NULL);
-    free(rs.body);
-    call(t, "/v1/decode/1/2", NULL, &rs);
-    assert_error(&rs, 404, NULL);
-    free(rs.body);
-    tapp_free(t);
+    get_status(t, "/v1/decode/01ARZ3NDEKTSV4RRFFQ69G5FAV", "format=json", 200);
+    get_error(t, "/v1/decode/01ARZ3NDEKTSV4RRFFQ69G5FAV", "format=text", 400, "format");
+    get_error(t, "/v1/decode/01ARZ3NDEKTSV4RRFFQ69G5FAV", "count=1", 400, "count");
+    get_error(t, "/v1/decode/", NULL, 404, NULL);
+    get_error(t, "/v1/decode/1/2", NULL, 404, NULL);
 }
 
 static void test_leaf(void **state)
 {
-    tapp *t = tapp_new(NULL, NULL);
+    tapp *t = *state;
     idmd_response rs;
     uint64_t a, b;
     idm_decoded d;
-    (void)state;
     call(t, "/api/snowflake/get/x", NULL, &rs);
     assert_int_equal(rs.status, 200);
     assert_string_equal(rs.content_type, CT_TEXT);
@@ -702,25 +709,17 @@ static void test_leaf(void **state)
     assert_string_equal(rs.content_type, CT_TEXT);
     assert_string_equal(rs.body, "1");
     free(rs.body);
-    call(t, "/api/segment/get/orders", NULL, &rs);
-    assert_string_equal(rs.body, "2");
-    free(rs.body);
+    get_body(t, "/api/segment/get/orders", NULL, "2");
 
-    call(t, "/api/snowflake/get/x", "count=2", &rs);
-    assert_error(&rs, 400, "count");
-    free(rs.body);
-    call(t, "/api/snowflake/get/", NULL, &rs);
-    assert_error(&rs, 404, NULL);
-    free(rs.body);
+    get_error(t, "/api/snowflake/get/x", "count=2", 400, "count");
+    get_error(t, "/api/snowflake/get/", NULL, 404, NULL);
     assert_int_equal(minted(t, IDMD_K_SNOWFLAKE), 2);
-    tapp_free(t);
 }
 
 static void test_health_ping(void **state)
 {
-    tapp *t = tapp_new(NULL, NULL);
+    tapp *t = *state;
     idmd_response rs;
-    (void)state;
     call(t, "/healthz", NULL, &rs);
     assert_int_equal(rs.status, 200);
     assert_string_equal(rs.content_type, CT_JSON);
@@ -739,7 +738,6 @@ static void test_health_ping(void **state)
     assert_string_equal(rs.content_type, CT_JSON);
     assert_string_equal(rs.body, "{\"status\":\"unavailable\",\"reason\":\"shutting down\"}\n");
     free(rs.body);
-    tapp_free(t);
 }
 
 /* The ticket store down: segments are served from the blocks in hand, then
@@ -747,10 +745,9 @@ static void test_health_ping(void **state)
  * store is back. */
 static void test_health_store_down(void **state)
 {
-    tapp *t = tapp_new(NULL, NULL);
+    tapp *t = *state;
     idmd_response rs;
     int served = 0;
-    (void)state;
     t->cfg.segment_wait_ms = 50;
     call(t, "/v1/segment/orders", NULL, &rs); /* opens the allocator */
     assert_int_equal(rs.status, 200);
@@ -783,10 +780,7 @@ static void test_health_store_down(void **state)
         nanosleep(&ts, NULL);
     }
     assert_int_equal(rs.status, 200);
-    call(t, "/healthz", NULL, &rs);
-    assert_int_equal(rs.status, 200);
-    free(rs.body);
-    tapp_free(t);
+    get_status(t, "/healthz", NULL, 200);
 }
 
 /* ------------------------------------------- a ticket store that is stuck */
@@ -901,9 +895,7 @@ static void test_open_store_stuck(void **state)
     (void)state;
     IDM_ASSERT_OK(idm_store_create(t->app.store, "fresh", 100, 0, 1));
     t->cfg.segment_wait_ms = 50;
-    call(t, "/v1/segment/orders", NULL, &rs);
-    assert_string_equal(rs.body, "{\"ids\":[\"1\"]}\n");
-    free(rs.body);
+    get_body(t, "/v1/segment/orders", NULL, "{\"ids\":[\"1\"]}\n");
     ms_settle(t->ms, "orders"); /* its spare block is in */
 
     idm_test_memstore_hold(t->ms, 1);
@@ -944,14 +936,8 @@ static void test_open_store_stuck(void **state)
 
     idm_test_memstore_hold(t->ms, 0);
     t->cfg.segment_wait_ms = 60000; /* now: wait for the open to end */
-    call(t, "/v1/segment/fresh", "count=2", &rs);
-    assert_int_equal(rs.status, 200);
-    assert_string_equal(rs.body, "{\"ids\":[\"100\",\"101\"]}\n");
-    free(rs.body);
-    call(t, "/healthz", NULL, &rs);
-    assert_int_equal(rs.status, 200);
-    assert_string_equal(rs.body, "{\"status\":\"ok\",\"layout\":\"twitter\"}\n");
-    free(rs.body);
+    get_body(t, "/v1/segment/fresh", "count=2", "{\"ids\":[\"100\",\"101\"]}\n");
+    get_body(t, "/healthz", NULL, "{\"status\":\"ok\",\"layout\":\"twitter\"}\n");
     call(t, "/metrics", NULL, &rs);
     assert_true(metric_value(rs.body, "idmint_segment_sequences_opening") == 0);
     assert_true(metric_value(rs.body, "idmint_segment_sequences_open") == 2);
@@ -1133,9 +1119,7 @@ static void test_open_failure_remembered(void **state)
     assert_int_equal(rs.status, 200);
     assert_string_equal(rs.body, "{\"ids\":[\"1\"]}\n");
     free(rs.body);
-    call(t, "/healthz", NULL, &rs);
-    assert_int_equal(rs.status, 200);
-    free(rs.body);
+    get_status(t, "/healthz", NULL, 200);
     tapp_free(t);
 }
 
@@ -1149,15 +1133,11 @@ static tapp *tapp_prefetching(void (*how)(tapp *t))
     tapp *t = tapp_new(NULL, NULL);
     idmd_response rs;
     t->cfg.segment_wait_ms = 1000;
-    call(t, "/v1/segment/orders", NULL, &rs);
-    assert_string_equal(rs.body, "{\"ids\":[\"1\"]}\n");
-    free(rs.body);
+    get_body(t, "/v1/segment/orders", NULL, "{\"ids\":[\"1\"]}\n");
     ms_settle(t->ms, "orders");
     assert_int_equal(ms_next(t->ms, "orders"), 2001); /* two blocks of 1000 in hand */
     how(t);
-    call(t, "/v1/segment/orders", "count=1000", &rs);
-    assert_int_equal(rs.status, 200);
-    free(rs.body);
+    get_status(t, "/v1/segment/orders", "count=1000", 200);
     call(t, "/v1/segment/orders", "count=850&format=text", &rs); /* to 1851 */
     assert_int_equal(rs.status, 200);
     assert_non_null(strstr(rs.body, "\n1851\n"));
@@ -1315,18 +1295,11 @@ static void test_many_sequences(void **state)
           n - before);
     for (int i = N - 1; i >= 0; i -= 7) {
         snprintf(path, sizeof path, "/api/segment/get/q%03d", i);
-        call(t, path, NULL, &rs);
-        assert_int_equal(rs.status, 200);
-        assert_string_equal(rs.body, "4");
-        free(rs.body);
+        get_body(t, path, NULL, "4");
     }
-    call(t, "/v1/segment/q300", NULL, &rs);
-    assert_error(&rs, 404, NULL);
-    free(rs.body);
+    get_error(t, "/v1/segment/q300", NULL, 404, NULL);
     assert_int_equal(t->app.nseqs, N);
-    call(t, "/healthz", NULL, &rs);
-    assert_int_equal(rs.status, 200);
-    free(rs.body);
+    get_status(t, "/healthz", NULL, 200);
     call(t, "/metrics", NULL, &rs);
     assert_int_equal(rs.status, 200);
     CHECK(metric_value(rs.body, "idmint_segment_fetches_total") >= N, "fetches: %s",
@@ -1345,21 +1318,16 @@ static void test_many_sequences(void **state)
  * a key and on the 128-bit endpoints. */
 static void test_opaque_format(void **state)
 {
-    tapp *t = tapp_new(NULL, NULL);
+    tapp *t = *state;
     idmd_response rs;
     idm_opaque_key key;
     const char *p;
     int n = 0;
-    (void)state;
-    call(t, "/v1/snowflake", "format=opaque", &rs);
-    assert_error(&rs, 400, "format");
-    free(rs.body);
+    get_error(t, "/v1/snowflake", "format=opaque", 400, "format");
     IDM_ASSERT_OK(idm_opaque_key_parse("000102030405060708090a0b0c0d0e0f", &key));
     t->app.opaque_key = key;
     t->app.has_opaque = true;
-    call(t, "/v1/uuid7", "format=opaque", &rs);
-    assert_error(&rs, 400, "format");
-    free(rs.body);
+    get_error(t, "/v1/uuid7", "format=opaque", 400, "format");
     call(t, "/v1/snowflake", "count=5&format=opaque", &rs);
     assert_int_equal(rs.status, 200);
     assert_string_equal(rs.content_type, CT_JSON);
@@ -1387,20 +1355,14 @@ static void test_opaque_format(void **state)
     }
     assert_int_equal(n, 5);
     free(rs.body);
-    call(t, "/v1/segment/orders", "count=2&format=opaque", &rs);
-    assert_int_equal(rs.status, 200);
-    free(rs.body);
-    tapp_free(t);
+    get_status(t, "/v1/segment/orders", "count=2&format=opaque", 200);
 }
 
 static void test_metrics(void **state)
 {
-    tapp *t = tapp_new(NULL, NULL);
+    tapp *t = *state;
     idmd_response rs;
-    (void)state;
-    call(t, "/v1/snowflake", "count=7", &rs);
-    assert_int_equal(rs.status, 200);
-    free(rs.body);
+    get_status(t, "/v1/snowflake", "count=7", 200);
     call(t, "/api/snowflake/get/a", NULL, &rs);
     free(rs.body);
     call(t, "/v1/segment/orders", "count=3", &rs);
@@ -1454,7 +1416,6 @@ static void test_metrics(void **state)
         p = nl + 1;
     }
     free(rs.body);
-    tapp_free(t);
 }
 
 /* ---------------------------------------------------------- N1: count */
@@ -1552,22 +1513,17 @@ static void twins_new(tapp *t, twins *tw, int64_t seg_next)
     idm_ulid_gen_free(t->app.ulid);
     IDM_ASSERT_OK(idm_uuid7_gen_new(&t->app.uuid7, t->app.clock, &tw->rng[IDMD_K_UUID7].rng));
     IDM_ASSERT_OK(idm_ulid_gen_new(&t->app.ulid, t->app.clock, &tw->rng[IDMD_K_ULID].rng, true));
-    uuid4_rng = &tw->rng[IDMD_K_UUID4].rng;
+    t->app.uuid4_rng = &tw->rng[IDMD_K_UUID4].rng; /* the handler's UUIDv4s */
     IDM_ASSERT_OK(idm_uuid7_gen_new(&tw->u7, t->app.clock, &tw->twin_rng[IDMD_K_UUID7].rng));
     IDM_ASSERT_OK(idm_ulid_gen_new(&tw->ul, t->app.clock, &tw->twin_rng[IDMD_K_ULID].rng, true));
     idm_snowflake_opts_init(&o);
-    o.layout = t->app.layout;
-    o.clock = t->app.clock;
     o.backwards = IDM_BACKWARDS_LOGICAL;
-    IDM_ASSERT_OK(idm_snowflake_opts_node(&o, "datacenter", 1));
-    IDM_ASSERT_OK(idm_snowflake_opts_node(&o, "worker", 2));
-    IDM_ASSERT_OK(idm_snowflake_open(&tw->sf, &o));
+    sf_open(t, &tw->sf, &o, 2);
     tw->seg_next = seg_next;
 }
 
 static void twins_free(twins *tw)
 {
-    uuid4_rng = NULL;
     idm_snowflake_close(tw->sf);
     idm_uuid7_gen_free(tw->u7);
     idm_ulid_gen_free(tw->ul);
@@ -1666,7 +1622,7 @@ static void check_n1(tapp *t, twins *tw, const char *path, int kind, const char 
 static void test_n1_count(void **state)
 {
     const size_t nbad = sizeof bad_counts / sizeof bad_counts[0];
-    static twins tw; /* not on the stack: uuid4_rng points into it */
+    static twins tw; /* not on the stack: the app's rngs point into it */
     idm_manual_clock *mc;
     tapp *t;
     (void)state;
@@ -1696,10 +1652,9 @@ static void test_n1_count(void **state)
 
 static void test_count_cap(void **state)
 {
-    tapp *t = tapp_new(NULL, NULL);
+    tapp *t = *state;
     idmd_response rs;
     idlist l;
-    (void)state;
     assert_int_equal(t->cfg.count_max, 10000);
     call(t, "/v1/snowflake", "count=10000", &rs);
     assert_int_equal(rs.status, 200);
@@ -1715,16 +1670,12 @@ static void test_count_cap(void **state)
     idlist_free(&l);
     free(rs.body);
 
-    call(t, "/v1/snowflake", "count=10001", &rs);
-    assert_error(&rs, 400, "count");
-    free(rs.body);
+    get_error(t, "/v1/snowflake", "count=10001", 400, "count");
     assert_int_equal(minted(t, IDMD_K_SNOWFLAKE), 10000);
 
     /* count-max is the config's */
     t->cfg.count_max = 3;
-    call(t, "/v1/snowflake", "count=3", &rs);
-    assert_int_equal(rs.status, 200);
-    free(rs.body);
+    get_status(t, "/v1/snowflake", "count=3", 200);
     call(t, "/v1/snowflake", "count=4", &rs);
     assert_error(&rs, 400, "count");
     CHECK(strstr(rs.body, "at most 3,") != NULL && strstr(rs.body, "count-max") != NULL,
@@ -1741,7 +1692,6 @@ static void test_count_cap(void **state)
     CHECK(strstr(rs.body, "from 1 to 3") != NULL, "count=4x: %s", rs.body);
     free(rs.body);
     assert_int_equal(minted(t, IDMD_K_SNOWFLAKE), 10003);
-    tapp_free(t);
 }
 
 /* count-max is the most ids one request mints. For a layout that mints
@@ -1813,7 +1763,7 @@ static void test_count_max_layouts(void **state)
 
 static void test_params(void **state)
 {
-    tapp *t = tapp_new(NULL, NULL);
+    tapp *t = *state;
     idmd_response rs;
     static const struct {
         const char *path, *query, *param;
@@ -1846,7 +1796,6 @@ static void test_params(void **state)
         {"/v1/snowflake", "abcdefghijklmnopqrstuvwxyz0123456789=1",
          "abcdefghijklmnopqrstuvwxyz01234"},
     };
-    (void)state;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         call(t, cases[i].path, cases[i].query, &rs);
         print_message("%s?%s -> %d %s", cases[i].path, cases[i].query, rs.status, rs.body);
@@ -1858,9 +1807,7 @@ static void test_params(void **state)
     assert_error(&rs, 400, NULL);
     assert_non_null(strstr(rs.body, "'&'"));
     free(rs.body);
-    call(t, "/v1/snowflake", "format=text&", &rs);
-    assert_error(&rs, 400, NULL);
-    free(rs.body);
+    get_error(t, "/v1/snowflake", "format=text&", 400, NULL);
     /* parameters on /healthz, /metrics, /ping */
     call(t, "/healthz", "verbose=1", &rs);
     assert_error(&rs, 400, "verbose");
@@ -1870,22 +1817,17 @@ static void test_params(void **state)
     assert_error(&rs, 400, "format");
     assert_non_null(strstr(rs.body, "/metrics takes no parameters"));
     free(rs.body);
-    call(t, "/healthz", "", &rs);
-    assert_int_equal(rs.status, 200);
-    free(rs.body);
+    get_status(t, "/healthz", "", 200);
     for (int k = 0; k < IDMD_K_N; k++)
         assert_int_equal(minted(t, k), 0);
-    tapp_free(t);
 }
 
 /* A parameter on /healthz, /metrics or Leaf's endpoints is named in the
  * 400, like every other unknown parameter. */
 static void test_no_param_endpoints_name_it(void **state)
 {
-    tapp *t;
+    tapp *t = *state;
     idmd_response rs;
-    (void)state;
-    t = tapp_new(NULL, NULL);
     call(t, "/healthz", "verbose=1", &rs);
     print_message("GET /healthz?verbose=1 -> %d %s", rs.status, rs.body);
     assert_error(&rs, 400, "verbose");
@@ -1894,30 +1836,26 @@ static void test_no_param_endpoints_name_it(void **state)
     print_message("GET /api/snowflake/get/x?count=2 -> %d %s", rs.status, rs.body);
     assert_error(&rs, 400, "count");
     free(rs.body);
-    tapp_free(t);
 }
 
 /* The auth scheme is case-insensitive (RFC 9110, section 11.1): "bearer
  * TOKEN" is a valid credential. */
 static void test_scheme_case_insensitive(void **state)
 {
-    tapp *t;
+    tapp *t = *state;
     idmd_response rs;
-    (void)state;
-    t = tapp_new(NULL, NULL);
     tapp_token(t, TOKEN);
     call_auth(t, "GET", "/healthz", NULL, "bearer " TOKEN, &rs);
     print_message("GET /healthz, Authorization: bearer <token> -> %d %s", rs.status, rs.body);
     assert_int_equal(rs.status, 200);
     free(rs.body);
-    tapp_free(t);
 }
 
 /* ------------------------------------------------------ methods, paths */
 
 static void test_methods_paths(void **state)
 {
-    tapp *t = tapp_new(NULL, NULL);
+    tapp *t = *state;
     idmd_response rs;
     static const char *const methods[] = {"POST", "PUT", "DELETE", "PATCH", "OPTIONS",
                                           "get",  "GETX", "",     "TRACE"};
@@ -1950,7 +1888,6 @@ static void test_methods_paths(void **state)
         {"/nope", 404, NULL},
         {"/healthz/", 404, NULL},
     };
-    (void)state;
     for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++) {
         call_auth(t, methods[i], "/v1/snowflake", NULL, NULL, &rs);
         assert_error(&rs, 405, NULL);
@@ -1982,9 +1919,7 @@ static void test_methods_paths(void **state)
         free(rs.body);
     }
     /* a NULL path is an empty one */
-    call(t, NULL, NULL, &rs);
-    assert_error(&rs, 400, "path");
-    free(rs.body);
+    get_error(t, NULL, NULL, 400, "path");
     /* the 404 quotes at most 80 bytes of the path */
     {
         char p[300];
@@ -1997,14 +1932,13 @@ static void test_methods_paths(void **state)
         free(rs.body);
     }
     assert_int_equal(minted(t, IDMD_K_SNOWFLAKE), 0);
-    tapp_free(t);
 }
 
 /* ------------------------------------------------------------------ auth */
 
 static void test_auth(void **state)
 {
-    tapp *t = tapp_new(NULL, NULL);
+    tapp *t = *state;
     idmd_response rs;
     static const char *const wrong[] = {
         NULL,
@@ -2024,7 +1958,6 @@ static void test_auth(void **state)
     };
     static const char *const paths[] = {"/v1/snowflake", "/healthz", "/metrics", "/ping",
                                         "/v1/segment/orders", "/nope", "/bad path"};
-    (void)state;
     tapp_token(t, TOKEN);
     for (size_t p = 0; p < sizeof paths / sizeof paths[0]; p++) {
         for (size_t i = 0; i < sizeof wrong / sizeof wrong[0]; i++) {
@@ -2064,7 +1997,6 @@ static void test_auth(void **state)
     assert_error(&rs, 400, "count");
     assert_false(rs.www_authenticate);
     free(rs.body);
-    tapp_free(t);
 }
 
 /* Tokens are kept and compared whole, up to IDMD_TOKEN_MAX bytes (it was
@@ -2211,9 +2143,7 @@ static void test_clock_back(void **state)
     assert_non_null(strstr(rs.body, "clock"));
     free(rs.body);
     /* the 128-bit kinds and segments do not depend on the snowflake state */
-    call(t, "/v1/segment/orders", NULL, &rs);
-    assert_int_equal(rs.status, 200);
-    free(rs.body);
+    get_status(t, "/v1/segment/orders", NULL, 200);
     assert_int_equal(minted(t, IDMD_K_SNOWFLAKE), 3);
     assert_int_equal(atomic_load(&t->app.m.clock_refusals), 2);
 
@@ -2230,10 +2160,7 @@ static void test_clock_back(void **state)
     assert_true(after > before);
     idlist_free(&l);
     free(rs.body);
-    call(t, "/healthz", NULL, &rs);
-    assert_int_equal(rs.status, 200);
-    assert_string_equal(rs.body, "{\"status\":\"ok\",\"layout\":\"twitter\"}\n");
-    free(rs.body);
+    get_body(t, "/healthz", NULL, "{\"status\":\"ok\",\"layout\":\"twitter\"}\n");
     tapp_free(t);
     idm_manual_clock_free(mc);
 }
@@ -2244,16 +2171,11 @@ static void renew_mints(tapp *t, idm_manual_clock *mc)
 {
     const idm_clock *c = idm_manual_clock_clock(mc);
     int64_t s = INT64_C(1000000000);
-    idmd_response rs;
     IDM_ASSERT_OK(idm_snowflake_guard(t->app.gen, c->mono_ns(c->ctx) + 10 * s,
                                       c->wall_ns(c->ctx) + 8 * s,
                                       idm_manual_clock_now_ms(mc) + 10000));
-    call(t, "/healthz", NULL, &rs);
-    assert_int_equal(rs.status, 200);
-    free(rs.body);
-    call(t, "/v1/snowflake", NULL, &rs);
-    assert_int_equal(rs.status, 200);
-    free(rs.body);
+    get_status(t, "/healthz", NULL, 200);
+    get_status(t, "/v1/snowflake", NULL, 200);
 }
 
 /* /healthz answers 503 whenever a mint would fail now, naming the reason
@@ -2301,22 +2223,16 @@ static void test_health_mint_check(void **state)
     tapp_free(t);
 
     t = tapp_new_ex(NULL, mc, false, IDM_BACKWARDS_REFUSE);
-    call(t, "/v1/snowflake", NULL, &rs);
-    assert_int_equal(rs.status, 200);
-    free(rs.body);
+    get_status(t, "/v1/snowflake", NULL, 200);
     idm_manual_clock_advance(mc, -5);
-    call(t, "/v1/snowflake", NULL, &rs);
-    assert_error(&rs, 503, NULL);
-    free(rs.body);
+    get_error(t, "/v1/snowflake", NULL, 503, NULL);
     call(t, "/healthz", NULL, &rs);
     print_message("refuse policy, clock 5 ms back: healthz %d %s", rs.status, rs.body);
     assert_int_equal(rs.status, 503);
     CHECK(strstr(rs.body, "clock") != NULL, "refuse, 5 ms back: %s", rs.body);
     free(rs.body);
     idm_manual_clock_advance(mc, 6);
-    call(t, "/healthz", NULL, &rs);
-    assert_int_equal(rs.status, 200);
-    free(rs.body);
+    get_status(t, "/healthz", NULL, 200);
     tapp_free(t);
     idm_manual_clock_free(mc);
 }
@@ -2459,11 +2375,10 @@ static void *th_main(void *p)
 
 static void test_threads(void **state)
 {
-    tapp *t = tapp_new(NULL, NULL);
+    tapp *t = *state;
     pthread_t th[TH_N];
     th_arg a[TH_N];
     uint64_t *all = calloc((size_t)TH_N * TH_REQ * TH_COUNT, sizeof *all);
-    (void)state;
     assert_non_null(all);
     for (int i = 0; i < TH_N; i++) {
         a[i].t = t;
@@ -2480,20 +2395,19 @@ static void test_threads(void **state)
     assert_int_equal(idm_test_count_duplicates(all, (size_t)TH_N * TH_REQ * TH_COUNT), 0);
     assert_int_equal(minted(t, IDMD_K_SNOWFLAKE), TH_N * TH_REQ * TH_COUNT);
     free(all);
-    tapp_free(t);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_snowflake),
-        cmocka_unit_test(test_segment),
-        cmocka_unit_test(test_segment_no_store),
-        cmocka_unit_test(test_uuid_ulid),
-        cmocka_unit_test(test_decode),
-        cmocka_unit_test(test_leaf),
-        cmocka_unit_test(test_health_ping),
-        cmocka_unit_test(test_health_store_down),
+        APP_TEST(test_snowflake),
+        APP_TEST(test_segment),
+        APP_TEST(test_segment_no_store),
+        APP_TEST(test_uuid_ulid),
+        APP_TEST(test_decode),
+        APP_TEST(test_leaf),
+        APP_TEST(test_health_ping),
+        APP_TEST(test_health_store_down),
         cmocka_unit_test(test_open_store_stuck),
         cmocka_unit_test(test_open_limit),
         cmocka_unit_test(test_close_while_opening),
@@ -2502,22 +2416,22 @@ int main(void)
         cmocka_unit_test(test_health_store_call_stuck),
         cmocka_unit_test(test_floor_files),
         cmocka_unit_test(test_many_sequences),
-        cmocka_unit_test(test_opaque_format),
-        cmocka_unit_test(test_metrics),
+        APP_TEST(test_opaque_format),
+        APP_TEST(test_metrics),
         cmocka_unit_test(test_n1_count),
-        cmocka_unit_test(test_count_cap),
+        APP_TEST(test_count_cap),
         cmocka_unit_test(test_count_max_layouts),
-        cmocka_unit_test(test_params),
-        cmocka_unit_test(test_no_param_endpoints_name_it),
-        cmocka_unit_test(test_methods_paths),
-        cmocka_unit_test(test_auth),
+        APP_TEST(test_params),
+        APP_TEST(test_no_param_endpoints_name_it),
+        APP_TEST(test_methods_paths),
+        APP_TEST(test_auth),
         cmocka_unit_test(test_auth_long_tokens),
-        cmocka_unit_test(test_scheme_case_insensitive),
+        APP_TEST(test_scheme_case_insensitive),
         cmocka_unit_test(test_exhaustion),
         cmocka_unit_test(test_clock_back),
         cmocka_unit_test(test_health_mint_check),
         cmocka_unit_test(test_health_lease_expiring),
-        cmocka_unit_test(test_threads),
+        APP_TEST(test_threads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
