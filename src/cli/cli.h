@@ -31,41 +31,96 @@
 #define CLI_PRINTF(f, a)
 #endif
 
-/* ---- option parsing (opts.c) ---- */
+/* ---- option tables and the parser (opts.c) ---- */
 
-/* One option a subcommand takes. */
+/* One option a command takes: a row of its table. */
 typedef struct cli_opt {
-    const char *name;  /* long name, without the leading "--" */
-    char short_name;   /* 0 if none */
-    bool has_arg;      /* takes a value: "--name V", "--name=V", "-x V", "-xV" */
-    int id;            /* returned by cli_next_opt */
+    const char *name; /* long name, without the leading "--" */
+    char short_name;  /* 0 if none */
+    bool has_arg;     /* takes a value: "--name V", "--name=V", "-x V", "-xV" */
+    int id;           /* where its value goes: cli_args.opt[id] */
 } cli_opt;
 
-/* cli_next_opt results besides an option id (ids must be >= 0). */
-#define CLI_OPT_END (-1)   /* no arguments left */
-#define CLI_OPT_POS (-2)   /* a positional argument, in *value */
-#define CLI_OPT_ERROR (-3) /* bad option; message already printed */
+/*
+ * The ids of the options several commands share, each defined once by its
+ * row (or rows) below and listed by the tables of the commands that take
+ * it. A command's own options take ids from CLI_ID_OWN up, below
+ * CLI_ID_MAX.
+ */
+enum {
+    CLI_ID_HELP,   /* -h, --help: print the usage, do nothing else */
+    CLI_ID_LAYOUT, /* the layout group: --layout NAME|TEXT, --epoch T */
+    CLI_ID_EPOCH,
+    CLI_ID_NODE,   /* --node NAME=VALUE, repeated (the command's list) */
+    CLI_ID_JSON,   /* --json */
+    CLI_ID_FORMAT, /* --format NAME (each command names its own formats) */
+    CLI_ID_COUNT,  /* -n, --count N */
+    CLI_ID_OWN,
+    CLI_ID_MAX = 24
+};
+
+#define CLI_ROW_HELP {"help", 'h', false, CLI_ID_HELP}
+#define CLI_ROWS_LAYOUT {"layout", 0, true, CLI_ID_LAYOUT}, {"epoch", 0, true, CLI_ID_EPOCH}
+#define CLI_ROW_NODE {"node", 0, true, CLI_ID_NODE}
+#define CLI_ROW_JSON {"json", 0, false, CLI_ID_JSON}
+#define CLI_ROW_FORMAT {"format", 0, true, CLI_ID_FORMAT}
+#define CLI_ROW_COUNT {"count", 'n', true, CLI_ID_COUNT}
+#define CLI_ROW_END {NULL, 0, false, 0}
+
+/* Most values of a command's repeated option (--node, --store). */
+#define CLI_LIST_MAX 64
+/* pos_max of a command that takes any number of arguments. */
+#define CLI_POS_ANY ((size_t)-1)
+
+/* How a command's arguments are read. */
+typedef struct cli_spec {
+    const char *cmd;     /* for messages: "next", "lease hold" */
+    const char *usage;   /* printed by -h/--help */
+    const cli_opt *opts; /* ends with CLI_ROW_END */
+    size_t pos_max;      /* most arguments; one more is "unexpected argument" */
+    int list_id;         /* the option that repeats (0: none): cli_args.list */
+    size_t list_max;     /* most values of it, up to CLI_LIST_MAX */
+    /* NULL, or called with each option (not --help) as it comes, for a
+     * value to be checked at once: CLI_OK, or the exit status after
+     * printing why. */
+    int (*check)(void *ctx, const char *cmd, int id, const char *value);
+} cli_spec;
+
+/* A command's arguments as given. */
+typedef struct cli_args {
+    const char *opt[CLI_ID_MAX]; /* each option's last value, by id; ""
+                                    for an option without one; NULL if
+                                    not given */
+    const char *list[CLI_LIST_MAX]; /* every value of the repeated option */
+    size_t list_count;
+    char **pos; /* the arguments, in order (moved to the front of argv) */
+    size_t pos_count;
+    bool help; /* --help was given and the usage printed */
+} cli_args;
 
 /*
- * An option parser over argv[1..argc-1] (argv[0] is the subcommand name).
- * Options and positional arguments may come in any order; "--" ends the
- * options; "-" and words that start with "-" and a digit (negative numbers)
- * are positional, so that the commands can report them as bad values.
+ * Read argv[1..argc-1] (argv[0] is the command's name) against the table
+ * of s: options and arguments in any order; "--" ends the options; "-" and
+ * words that start with "-" and a digit (negative numbers) are arguments,
+ * so that the commands can report them as bad values. Returns CLI_OK (with
+ * a->help set if the usage was printed: the command then stops with CLI_OK)
+ * or the exit status after printing why. ctx is passed to s->check.
  */
-typedef struct cli_parser {
-    const char *cmd;
-    const cli_opt *opts; /* ends with an entry whose name is NULL */
-    int argc;
-    char **argv;
-    int next;
-    bool only_positional;
-} cli_parser;
+int cli_parse_args(const cli_spec *s, int argc, char **argv, cli_args *a, void *ctx);
 
-void cli_parser_init(cli_parser *p, const char *cmd, const cli_opt *opts,
-                     int argc, char **argv);
-/* The next option's id (value in *value when it takes one), CLI_OPT_POS,
- * CLI_OPT_END or CLI_OPT_ERROR. */
-int cli_next_opt(cli_parser *p, const char **value);
+/* Whether option id was given. */
+static inline bool cli_given(const cli_args *a, int id)
+{
+    return a->opt[id] != NULL;
+}
+
+/*
+ * The index of text in names (NULL-terminated), def if text is NULL, or -1
+ * after printing "bad OPT 'TEXT': use a, b or c". For the options that
+ * pick one of a few words (--format, --policy, --kind...).
+ */
+int cli_choice(const char *cmd, const char *opt, const char *text, const char *const *names,
+               int def);
 
 /* ---- messages (opts.c) ---- */
 
@@ -80,9 +135,15 @@ void cli_lib_error(const char *cmd, int rc, const char *fmt, ...)
 void cli_note(const char *cmd, const char *fmt, ...) CLI_PRINTF(2, 3);
 
 /* Parse the -n/--count value of a minting command: 1 to CLI_COUNT_MAX,
- * strictly (see idm_u64_parse). On failure prints the message and returns
- * CLI_USAGE. */
+ * strictly (see idm_u64_parse); NULL (not given) is 1. On failure prints
+ * the message and returns CLI_USAGE. */
 int cli_parse_count(const char *cmd, const char *text, uint64_t *count);
+
+/* Parse a whole number (idm_u64_parse's syntax) given to option opt,
+ * from min to max ("bad OPT 'TEXT': must be RANGE" if outside). On failure
+ * prints the message and returns CLI_USAGE. */
+int cli_parse_u64(const char *cmd, const char *opt, const char *text, uint64_t min,
+                  uint64_t max, const char *range, uint64_t *out);
 
 /*
  * After ids were written to stdout: flush it, and if a write failed print
@@ -94,18 +155,12 @@ int cli_output_status(const char *cmd, int write_errno);
 
 /* ---- layouts (opts.c) ---- */
 
-/* The common layout options: --layout NAME|TEXT and --epoch T. */
-typedef struct cli_layout_args {
-    const char *spec;  /* NULL: "twitter" */
-    const char *epoch; /* NULL: the preset's */
-} cli_layout_args;
-
 #define CLI_DEFAULT_LAYOUT "twitter"
 
-/* Build the layout the arguments name. On failure prints the message and
- * returns CLI_USAGE. */
-int cli_build_layout(const char *cmd, const cli_layout_args *args,
-                     idm_layout **out);
+/* Build the layout the layout group names: --layout (else twitter) and
+ * --epoch (else the preset's). On failure prints the message and returns
+ * CLI_USAGE. */
+int cli_build_layout(const char *cmd, const cli_args *a, idm_layout **out);
 /* True if name is one of the library's presets. */
 bool cli_is_preset(const char *name);
 /* A name for the layout in messages: the preset name or the text form.
@@ -124,6 +179,16 @@ size_t cli_hex_bytes(const uint8_t *b, size_t n, char *buf);
 /* ISO-8601 text of t, or false if the library cannot format it (a year
  * past 9999). buf: IDM_TIME_TEXT_MAX bytes. */
 bool cli_time_text(idm_unix_ms t, char *buf);
+/* The ISO-8601 text of t, or "after year 9999"; returns buf. */
+const char *cli_time_or_far(idm_unix_ms t, char *buf);
+
+/* A time as ' time=ISO unix_ms=MS', or in JSON ',"time":"ISO","unix_ms":MS'
+ * (the time is "-" or null past year 9999). */
+void cli_print_time(FILE *out, idm_unix_ms ms, bool json);
+
+/* The fields but time of a decoded id, in the layout's order: ' NAME=V'
+ * each, or in JSON ',"NAME":V'. */
+void cli_print_fields(FILE *out, const idm_layout *l, const idm_decoded *d, bool json);
 
 /*
  * One decoded id, in text ("<id> time=... unix_ms=... field=v ...") or JSON
@@ -162,40 +227,22 @@ int cli_open_generator(idm_snowflake **out, idm_snowflake_opts *opts);
 
 /* ---- worker-id leases (cmd_lease.c) ---- */
 
-/* Default --lease-ttl / --ttl, and the range the library takes. */
-#define CLI_LEASE_TTL_DEFAULT 10000
-#define CLI_LEASE_TTL_MIN 1000
-#define CLI_LEASE_TTL_MAX 3600000
-/* Most worker ids one lease directory can hand out (the library's limit). */
-#define CLI_LEASE_MAX_WORKERS 65536u
+/* The help texts spell out the library's lease limits. */
+_Static_assert(IDM_LEASE_TTL_MIN_MS == 1000 && IDM_LEASE_TTL_MAX_MS == 3600000 &&
+                   IDM_LEASE_TTL_DEFAULT_MS == 10000 && IDM_LEASE_WORKERS_MAX == 65536,
+               "the help of next --lease-ttl and lease --ttl/--max names these");
 
-/* Parse a TTL in ms (CLI_LEASE_TTL_MIN to _MAX) given to option opt. On
- * failure prints the message and returns CLI_USAGE. */
+/* Parse a TTL in ms (IDM_LEASE_TTL_MIN_MS to _MAX_MS) given to option opt.
+ * On failure prints the message and returns CLI_USAGE. */
 int cli_parse_lease_ttl(const char *cmd, const char *opt, const char *text,
                         int64_t *ttl_ms);
 
 /*
- * Report a failed lease call (idm_lease_open, _attach, _list, _close) as one
- * line, "idmint: CMD: WHAT: <the library's detail>", and return the exit
- * status: CLI_USAGE for a bad URL or option, else CLI_FAIL.
+ * Report a failed lease call (idm_lease_open, _start, _attach, _list,
+ * _close) as one line, "idmint: CMD: WHAT: <the library's detail>", and
+ * return the exit status: CLI_USAGE for a bad URL or option, else CLI_FAIL.
  */
 int cli_lease_error(const char *cmd, int rc, const char *what);
-
-/* Claim a worker id below max_workers from url, for scope (what the ids
- * are ids of, from idm_lease_scope; NULL for `lease hold`, which has no
- * layout). On failure prints the message and returns the exit status: a
- * coordinator that hands out ids of another scope is a usage error (2). */
-int cli_lease_claim(const char *cmd, const char *url, uint32_t max_workers,
-                    int64_t ttl_ms, const char *scope, idm_lease **out);
-
-/*
- * A previous holder that died without releasing left a mark up to its TTL
- * ahead of the clock: sleep until the wall clock has passed mark, so that a
- * generator opened with after_ms = mark can start. Gives up (printing why,
- * returning CLI_FAIL) if the mark is more than max_wait_ms ahead.
- */
-int cli_lease_wait_mark(const char *cmd, idm_unix_ms mark,
-                        int64_t max_wait_ms, bool verbose);
 
 /* ---- subcommands: each gets argv[0] = its own name ---- */
 

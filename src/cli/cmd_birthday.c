@@ -52,21 +52,22 @@ static const char usage_text[] =
     "      --json             one JSON object\n"
     "  -h, --help             show this help\n";
 
-enum { OPT_HELP, OPT_BITS, OPT_RATE, OPT_DURATION, OPT_PER_MS, OPT_PLOT,
-       OPT_JSON };
+#define CMD "birthday"
+
+enum { OPT_BITS = CLI_ID_OWN, OPT_RATE, OPT_DURATION, OPT_PER_MS, OPT_PLOT };
 
 static const cli_opt options[] = {
-    {"help", 'h', false, OPT_HELP},
+    CLI_ROW_HELP,
     {"bits", 0, true, OPT_BITS},
     {"rate", 0, true, OPT_RATE},
     {"duration", 0, true, OPT_DURATION},
     {"per-ms", 0, false, OPT_PER_MS},
     {"plot", 0, true, OPT_PLOT},
-    {"json", 0, false, OPT_JSON},
-    {NULL, 0, false, 0},
+    CLI_ROW_JSON,
+    CLI_ROW_END,
 };
 
-#define CMD "birthday"
+static const cli_spec spec = {CMD, usage_text, options, 0, 0, 0, NULL};
 #define BITS_MAX 256
 #define RATE_MAX 1e15
 #define YEAR_S (365.25 * 86400.0)
@@ -500,16 +501,9 @@ static void svg_series(FILE *f, const model *m, const char *color, bool dash,
             drawn ? "" : " (below 1e-18)");
 }
 
-static int write_plot(const char *path, const model *mine)
+/* The chart's frame: title, grid, ticks, reference lines, axes. */
+static void svg_frame(FILE *f, const model *mine)
 {
-    static const struct {
-        int bits;
-        bool per_ms;
-    } widths[] = {{32, false}, {48, false}, {64, false}, {80, false},
-                  {96, false}, {122, false}, {74, true}};
-    static const char *const colors[] = {"#1f77b4", "#ff7f0e", "#2ca02c",
-                                         "#d62728", "#9467bd", "#8c564b",
-                                         "#e377c2", "#17becf"};
     static const struct {
         double t;
         const char *label;
@@ -517,23 +511,13 @@ static int write_plot(const char *path, const model *mine)
                   {3600, "1 h"},        {86400, "1 day"},
                   {30 * 86400.0, "30 days"}, {YEAR_S, "1 year"},
                   {10 * YEAR_S, "10 years"}, {100 * YEAR_S, "100 years"}};
+    /* Reference lines: 50% and one in a billion. */
+    static const struct {
+        double log10p;
+        const char *label;
+    } refs[] = {{-0.30103, "50%"}, {-9, "1e-9"}};
 
-    size_t plen = strlen(path);
-    char *tmp = malloc(plen + 5);
-    if (tmp == NULL) {
-        cli_error(CMD, "out of memory");
-        return CLI_FAIL;
-    }
-    memcpy(tmp, path, plen);
-    memcpy(tmp + plen, ".tmp", 5);
-    FILE *f = fopen(tmp, "w");
-    if (f == NULL) {
-        cli_error(CMD, "cannot write --plot '%s': %s", path, strerror(errno));
-        free(tmp);
-        return CLI_FAIL;
-    }
-
-    char rate[48], label[64];
+    char rate[48];
     fmt3(mine->rate, rate, sizeof rate);
     fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n"
             "<!DOCTYPE svg PUBLIC \"-//W3C//DTD SVG 1.1//EN\" "
@@ -573,11 +557,6 @@ static int write_plot(const char *path, const model *mine)
                 "<text x=\"%.2f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n",
                 x, PY0, x, PY1, x, PY1 + 18, xticks[i].label);
     }
-    /* Reference lines: 50% and one in a billion. */
-    static const struct {
-        double log10p;
-        const char *label;
-    } refs[] = {{-0.30103, "50%"}, {-9, "1e-9"}};
     for (size_t i = 0; i < 2; i++) {
         double y = y_of(refs[i].log10p);
         fprintf(f, "<line x1=\"%.1f\" y1=\"%.2f\" x2=\"%.1f\" y2=\"%.2f\" "
@@ -587,7 +566,6 @@ static int write_plot(const char *path, const model *mine)
                 "fill=\"#555555\" font-size=\"10\">%s</text>\n",
                 PX0, y, PX1, y, PX1 - 4, y - 3, refs[i].label);
     }
-    /* Axes and their labels. */
     fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
             "fill=\"none\" stroke=\"black\" stroke-width=\"1\"/>\n"
             "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">time since "
@@ -597,8 +575,21 @@ static int write_plot(const char *path, const model *mine)
             "(log scale)</text>\n",
             PX0, PY0, PX1 - PX0, PY1 - PY0, (PX0 + PX1) / 2, PY1 + 42,
             (PY0 + PY1) / 2, (PY0 + PY1) / 2);
+}
 
-    /* The series, then this run's model if it is not among them. */
+/* The series, then this run's model if it is not among them, and the
+ * legend's notes. */
+static void svg_all_series(FILE *f, const model *mine)
+{
+    static const struct {
+        int bits;
+        bool per_ms;
+    } widths[] = {{32, false}, {48, false}, {64, false}, {80, false},
+                  {96, false}, {122, false}, {74, true}};
+    static const char *const colors[] = {"#1f77b4", "#ff7f0e", "#2ca02c",
+                                         "#d62728", "#9467bd", "#8c564b",
+                                         "#e377c2", "#17becf"};
+    char label[64];
     fprintf(f, "<g>\n");
     size_t nw = sizeof widths / sizeof widths[0];
     bool mine_listed = false;
@@ -620,6 +611,27 @@ static int write_plot(const char *path, const model *mine)
             PY0 + 10 + 22.0 * row + 6, PY0 + 10 + 22.0 * row + 22,
             model_label(mine, label, sizeof label));
     fprintf(f, "</svg>\n");
+}
+
+/* Write the chart to path (through path.tmp, renamed when complete). */
+static int write_plot(const char *path, const model *mine)
+{
+    size_t plen = strlen(path);
+    char *tmp = malloc(plen + 5);
+    if (tmp == NULL) {
+        cli_error(CMD, "out of memory");
+        return CLI_FAIL;
+    }
+    memcpy(tmp, path, plen);
+    memcpy(tmp + plen, ".tmp", 5);
+    FILE *f = fopen(tmp, "w");
+    if (f == NULL) {
+        cli_error(CMD, "cannot write --plot '%s': %s", path, strerror(errno));
+        free(tmp);
+        return CLI_FAIL;
+    }
+    svg_frame(f, mine);
+    svg_all_series(f, mine);
 
     int err = ferror(f) ? (errno != 0 ? errno : EIO) : 0;
     if (fclose(f) != 0 && err == 0)
@@ -638,48 +650,20 @@ static int write_plot(const char *path, const model *mine)
 
 /* ---- the command ---- */
 
-int cli_cmd_birthday(int argc, char **argv)
-{
-    const char *bits_text = NULL, *rate_text = NULL, *dur_text = NULL;
-    const char *plot = NULL;
-    bool per_ms = false, json = false;
+/* What one run works out. */
+typedef struct result {
+    model m;
+    double duration, ids, prob;
+    bool exact;
+    double t50, n50, t9, n9;
+    const char *plot;
+} result;
 
-    cli_parser p;
-    const char *v;
-    int id;
-    cli_parser_init(&p, CMD, options, argc, argv);
-    while ((id = cli_next_opt(&p, &v)) != CLI_OPT_END) {
-        switch (id) {
-        case CLI_OPT_ERROR:
-            return CLI_USAGE;
-        case OPT_HELP:
-            fputs(usage_text, stdout);
-            return CLI_OK;
-        case CLI_OPT_POS:
-            cli_error(CMD, "unexpected argument '%s'", v);
-            return CLI_USAGE;
-        case OPT_BITS:
-            bits_text = v;
-            break;
-        case OPT_RATE:
-            rate_text = v;
-            break;
-        case OPT_DURATION:
-            dur_text = v;
-            break;
-        case OPT_PER_MS:
-            per_ms = true;
-            break;
-        case OPT_PLOT:
-            plot = v;
-            break;
-        case OPT_JSON:
-            json = true;
-            break;
-        default:
-            break;
-        }
-    }
+/* The options into r's model and duration; CLI_OK or CLI_USAGE after
+ * printing why. */
+static int read_args(const cli_args *a, result *r)
+{
+    const char *bits_text = a->opt[OPT_BITS], *rate_text = a->opt[OPT_RATE];
     if (bits_text == NULL || rate_text == NULL) {
         cli_error(CMD, "missing %s (try 'idmint birthday --help')",
                   bits_text == NULL && rate_text == NULL ? "--bits and --rate"
@@ -688,103 +672,124 @@ int cli_cmd_birthday(int argc, char **argv)
         return CLI_USAGE;
     }
     int bits;
-    double rate, duration = DURATION_DEFAULT_S;
+    double rate;
+    r->duration = DURATION_DEFAULT_S;
     int rc = parse_bits(bits_text, &bits);
     if (rc == CLI_OK)
         rc = parse_rate(rate_text, &rate);
-    if (rc == CLI_OK && dur_text != NULL)
-        rc = parse_duration(dur_text, &duration);
+    if (rc == CLI_OK && a->opt[OPT_DURATION] != NULL)
+        rc = parse_duration(a->opt[OPT_DURATION], &r->duration);
     if (rc != CLI_OK)
         return rc;
-    if (plot != NULL && plot[0] == '\0') {
+    r->plot = a->opt[OPT_PLOT];
+    if (r->plot != NULL && r->plot[0] == '\0') {
         cli_error(CMD, "bad --plot '': empty path");
         return CLI_USAGE;
     }
+    model_init(&r->m, bits, cli_given(a, OPT_PER_MS), rate);
+    return CLI_OK;
+}
 
-    model m;
-    model_init(&m, bits, per_ms, rate);
-    double ids = per_ms ? rate * duration : ids_in(rate, duration);
-    double ln_none = log_none(&m, duration, NULL);
-    double prob = -expm1(ln_none);
-    if (prob == 0)
-        prob = 0; /* not -0 */
-    bool exact = method_exact(&m, duration);
-    double t50, n50, t9, n9;
-    time_to(&m, 0.5, &t50, &n50);
-    time_to(&m, 1e-9, &t9, &n9);
+static void compute(result *r)
+{
+    const model *m = &r->m;
+    r->ids = m->per_ms ? m->rate * r->duration : ids_in(m->rate, r->duration);
+    r->prob = -expm1(log_none(m, r->duration, NULL));
+    if (r->prob == 0)
+        r->prob = 0; /* not -0 */
+    r->exact = method_exact(m, r->duration);
+    time_to(m, 0.5, &r->t50, &r->n50);
+    time_to(m, 1e-9, &r->t9, &r->n9);
+}
 
-    if (plot != NULL) {
-        rc = write_plot(plot, &m);
-        if (rc != CLI_OK)
-            return rc;
-    }
+static const char *method_name(const result *r)
+{
+    return r->m.per_ms ? "poisson-per-ms" : r->exact ? "exact-product" : "approximation";
+}
 
-    const char *model_name = per_ms ? "per-ms" : "random";
-    const char *method = per_ms ? "poisson-per-ms"
-                         : exact ? "exact-product"
-                                 : "approximation";
-    if (json) {
-        printf("{\"bits\":%d,\"model\":\"%s\",\"rate\":", bits, model_name);
-        json_num(rate);
-        fputs(",\"duration_s\":", stdout);
-        json_num(duration);
-        fputs(",\"ids\":", stdout);
-        json_num(ids);
-        fputs(",\"p_collision\":", stdout);
-        json_num(prob);
-        printf(",\"method\":\"%s\",\"t50_s\":", method);
-        json_num(t50);
-        fputs(",\"t50_ids\":", stdout);
-        json_num(n50);
-        fputs(",\"t1e9_s\":", stdout);
-        json_num(t9);
-        fputs(",\"t1e9_ids\":", stdout);
-        json_num(n9);
-        if (plot != NULL) {
-            /* the path, escaped as a JSON string */
-            fputs(",\"plot\":\"", stdout);
-            for (const unsigned char *s = (const unsigned char *)plot;
-                 *s != '\0'; s++) {
-                if (*s == '"' || *s == '\\')
-                    printf("\\%c", *s);
-                else if (*s < 0x20)
-                    printf("\\u%04x", *s);
-                else
-                    putchar(*s);
-            }
-            putchar('"');
+/* ',"NAME":V' with V by json_num. */
+static void json_member(const char *name, double v)
+{
+    printf(",\"%s\":", name);
+    json_num(v);
+}
+
+static void print_json(const result *r)
+{
+    printf("{\"bits\":%d,\"model\":\"%s\",\"rate\":", r->m.bits,
+           r->m.per_ms ? "per-ms" : "random");
+    json_num(r->m.rate);
+    json_member("duration_s", r->duration);
+    json_member("ids", r->ids);
+    json_member("p_collision", r->prob);
+    printf(",\"method\":\"%s\"", method_name(r));
+    json_member("t50_s", r->t50);
+    json_member("t50_ids", r->n50);
+    json_member("t1e9_s", r->t9);
+    json_member("t1e9_ids", r->n9);
+    if (r->plot != NULL) {
+        /* the path, escaped as a JSON string */
+        fputs(",\"plot\":\"", stdout);
+        for (const unsigned char *s = (const unsigned char *)r->plot; *s != '\0'; s++) {
+            if (*s == '"' || *s == '\\')
+                printf("\\%c", *s);
+            else if (*s < 0x20)
+                printf("\\u%04x", *s);
+            else
+                putchar(*s);
         }
-        fputs("}\n", stdout);
-        return cli_output_status(CMD, 0);
+        putchar('"');
     }
+    fputs("}\n", stdout);
+}
 
+static void print_text(const result *r)
+{
     char a[64], b[64], c[64], label[64];
-    printf("bits:          %d\n", bits);
-    if (per_ms)
+    printf("bits:          %d\n", r->m.bits);
+    if (r->m.per_ms)
         printf("model:         per-ms: %s, random within each millisecond; "
-               "Poisson arrivals\n", model_label(&m, label, sizeof label));
+               "Poisson arrivals\n", model_label(&r->m, label, sizeof label));
     else
         printf("model:         random: %s per id\n",
-               model_label(&m, label, sizeof label));
-    printf("rate:          %s ids/s\n", fmt3(rate, a, sizeof a));
-    printf("duration:      %s (%s s)\n", fmt_time(duration, a, sizeof a),
-           fmt3(duration, b, sizeof b));
-    printf("ids in all:    %s\n", fmt_count(ids, a, sizeof a));
-    if (prob > 0 && prob < 0.01)
-        printf("P(collision):  %.2e (1 in %s)\n", prob,
-               fmt_count(1.0 / prob, b, sizeof b));
+               model_label(&r->m, label, sizeof label));
+    printf("rate:          %s ids/s\n", fmt3(r->m.rate, a, sizeof a));
+    printf("duration:      %s (%s s)\n", fmt_time(r->duration, a, sizeof a),
+           fmt3(r->duration, b, sizeof b));
+    printf("ids in all:    %s\n", fmt_count(r->ids, a, sizeof a));
+    if (r->prob > 0 && r->prob < 0.01)
+        printf("P(collision):  %.2e (1 in %s)\n", r->prob,
+               fmt_count(1.0 / r->prob, b, sizeof b));
     else
-        printf("P(collision):  %.2e\n", prob);
-    printf("50%% after:     %s (%s ids)\n", fmt_time(t50, a, sizeof a),
-           fmt_count(n50, c, sizeof c));
-    printf("1e-9 after:    %s (%s ids)\n", fmt_time(t9, a, sizeof a),
-           fmt_count(n9, c, sizeof c));
+        printf("P(collision):  %.2e\n", r->prob);
+    printf("50%% after:     %s (%s ids)\n", fmt_time(r->t50, a, sizeof a),
+           fmt_count(r->n50, c, sizeof c));
+    printf("1e-9 after:    %s (%s ids)\n", fmt_time(r->t9, a, sizeof a),
+           fmt_count(r->n9, c, sizeof c));
     printf("method:        %s\n",
-           per_ms ? "1 - exp(j g(l) + g(f l)) over j + f ms, g(x) = 2^B "
-                    "(log1p(x) - x), l = ids per ms / 2^B"
-           : exact ? "exact product 1 - prod_{i<n} (1 - i/2^B)"
-                   : "1 - exp(-n(n-1)/2 / 2^B)");
-    if (plot != NULL)
-        printf("plot:          %s\n", plot);
+           r->m.per_ms ? "1 - exp(j g(l) + g(f l)) over j + f ms, g(x) = 2^B "
+                         "(log1p(x) - x), l = ids per ms / 2^B"
+           : r->exact  ? "exact product 1 - prod_{i<n} (1 - i/2^B)"
+                       : "1 - exp(-n(n-1)/2 / 2^B)");
+    if (r->plot != NULL)
+        printf("plot:          %s\n", r->plot);
+}
+
+int cli_cmd_birthday(int argc, char **argv)
+{
+    cli_args a;
+    result r;
+    int status = cli_parse_args(&spec, argc, argv, &a, NULL);
+    if (status != CLI_OK || a.help)
+        return status;
+    if ((status = read_args(&a, &r)) != CLI_OK)
+        return status;
+    compute(&r);
+    if (r.plot != NULL && (status = write_plot(r.plot, &r.m)) != CLI_OK)
+        return status;
+    if (cli_given(&a, CLI_ID_JSON))
+        print_json(&r);
+    else
+        print_text(&r);
     return cli_output_status(CMD, 0);
 }

@@ -40,24 +40,24 @@ static const char usage_text[] =
     "\n"
     "--layout and --epoch apply to Snowflake-style ids only.\n";
 
-enum { OPT_HELP, OPT_LAYOUT, OPT_EPOCH, OPT_JSON, OPT_KIND };
+enum { OPT_KIND = CLI_ID_OWN };
 
 static const cli_opt options[] = {
-    {"help", 'h', false, OPT_HELP},
-    {"layout", 0, true, OPT_LAYOUT},
-    {"epoch", 0, true, OPT_EPOCH},
-    {"json", 0, false, OPT_JSON},
-    {"kind", 0, true, OPT_KIND},
-    {NULL, 0, false, 0},
+    CLI_ROW_HELP, CLI_ROWS_LAYOUT, CLI_ROW_JSON, {"kind", 0, true, OPT_KIND}, CLI_ROW_END,
 };
 
+static const cli_spec spec = {"decode", usage_text, options, CLI_POS_ANY, 0, 0, NULL};
+
+/* In the order of --kind's names. */
 typedef enum id_kind {
-    KIND_AUTO,
     KIND_SNOWFLAKE,
     KIND_UUID,
     KIND_ULID,
-    KIND_OBJECTID
+    KIND_OBJECTID,
+    KIND_AUTO
 } id_kind;
+
+static const char *const kind_names[] = {"snowflake", "uuid", "ulid", "objectid", NULL};
 
 /* One argument, parsed. */
 typedef struct parsed_id {
@@ -66,26 +66,6 @@ typedef struct parsed_id {
     idm_decoded dec; /* the snowflake's fields */
     uint8_t b[16];   /* the bytes of a UUID, ULID (16) or ObjectId (12) */
 } parsed_id;
-
-static bool parse_kind(const char *text, id_kind *kind)
-{
-    static const struct {
-        const char *name;
-        id_kind kind;
-    } names[] = {
-        {"snowflake", KIND_SNOWFLAKE},
-        {"uuid", KIND_UUID},
-        {"ulid", KIND_ULID},
-        {"objectid", KIND_OBJECTID},
-    };
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        if (strcmp(text, names[i].name) == 0) {
-            *kind = names[i].kind;
-            return true;
-        }
-    }
-    return false;
-}
 
 static bool is_hex(char c)
 {
@@ -209,25 +189,6 @@ static int parse_one(const char *text, id_kind kind, const idm_layout *l,
     return CLI_OK;
 }
 
-/* " time=ISO unix_ms=MS", or in JSON ',"time":"ISO","unix_ms":MS' (the
- * time is "-" or null past year 9999). */
-static void print_time(FILE *out, idm_unix_ms ms, bool json)
-{
-    char when[IDM_TIME_TEXT_MAX];
-    bool have_time = cli_time_text(ms, when);
-    if (json) {
-        fputs(",\"time\":", out);
-        if (have_time)
-            fprintf(out, "\"%s\"", when);
-        else
-            fputs("null", out);
-        fprintf(out, ",\"unix_ms\":%lld", (long long)ms);
-    } else {
-        fprintf(out, " time=%s unix_ms=%lld", have_time ? when : "-",
-                (long long)ms);
-    }
-}
-
 static const char *variant_name(int variant)
 {
     switch (variant) {
@@ -266,7 +227,7 @@ static void print_uuid(FILE *out, const uint8_t *b, bool json)
         fprintf(out, " version=%d variant=%s", version, variant);
     idm_unix_ms ms;
     if (idm_uuid7_time(&u, &ms) == 0)
-        print_time(out, ms, json);
+        cli_print_time(out, ms, json);
 }
 
 static void print_ulid(FILE *out, const uint8_t *b, bool json)
@@ -280,7 +241,7 @@ static void print_ulid(FILE *out, const uint8_t *b, bool json)
     char uuid_text[IDM_UUID_TEXT_MAX];
     idm_uuid_format(&as_uuid, uuid_text);
     print_head(out, text, "ulid", json);
-    print_time(out, idm_ulid_time(&u), json);
+    cli_print_time(out, idm_ulid_time(&u), json);
     if (json)
         fprintf(out, ",\"uuid\":\"%s\"", uuid_text);
     else
@@ -297,7 +258,7 @@ static void print_objectid(FILE *out, const uint8_t *b, bool json)
     cli_hex_bytes(o.b + 4, 5, process);
     uint32_t counter = (uint32_t)o.b[9] << 16 | (uint32_t)o.b[10] << 8 | o.b[11];
     print_head(out, text, "objectid", json);
-    print_time(out, idm_objectid_time(&o), json);
+    cli_print_time(out, idm_objectid_time(&o), json);
     if (json)
         fprintf(out, ",\"process\":\"%s\",\"counter\":%lu", process,
                 (unsigned long)counter);
@@ -327,74 +288,42 @@ static void print_one(FILE *out, const idm_layout *l, const parsed_id *p,
     fputs(json ? "}\n" : "\n", out);
 }
 
-int cli_cmd_decode(int argc, char **argv)
+/* The arguments against the options before anything is parsed: the kind
+ * they are all taken as (KIND_AUTO: each by its form), or -1 after
+ * printing why. */
+static int check_args(const cli_args *a)
 {
-    cli_layout_args la = {NULL, NULL};
-    bool json = false;
-    const char *kind_text = NULL;
-    const char **inputs = calloc((size_t)argc + 1, sizeof *inputs);
-    if (inputs == NULL) {
-        cli_error("decode", "out of memory");
-        return CLI_FAIL;
-    }
-    size_t n = 0;
-
-    cli_parser p;
-    const char *v;
-    int id;
-    cli_parser_init(&p, "decode", options, argc, argv);
-    while ((id = cli_next_opt(&p, &v)) != CLI_OPT_END) {
-        switch (id) {
-        case CLI_OPT_ERROR:
-            free(inputs);
-            return CLI_USAGE;
-        case OPT_HELP:
-            fputs(usage_text, stdout);
-            free(inputs);
-            return CLI_OK;
-        case CLI_OPT_POS:
-            inputs[n++] = v;
-            break;
-        case OPT_LAYOUT:
-            la.spec = v;
-            break;
-        case OPT_EPOCH:
-            la.epoch = v;
-            break;
-        case OPT_JSON:
-            json = true;
-            break;
-        case OPT_KIND:
-            kind_text = v;
-            break;
-        default:
-            break;
-        }
-    }
-
-    id_kind forced = KIND_AUTO;
-    if (kind_text != NULL && !parse_kind(kind_text, &forced)) {
-        cli_error("decode", "bad --kind '%s': use snowflake, uuid, ulid or "
-                  "objectid", kind_text);
-        free(inputs);
-        return CLI_USAGE;
-    }
-    if (n == 0) {
+    const char *kind_text = a->opt[OPT_KIND];
+    int forced = cli_choice("decode", "--kind", kind_text, kind_names, KIND_AUTO);
+    if (forced < 0)
+        return -1;
+    if (a->pos_count == 0) {
         cli_error("decode", "no ID given (try 'idmint decode --help')");
-        free(inputs);
-        return CLI_USAGE;
+        return -1;
     }
     if (forced != KIND_AUTO && forced != KIND_SNOWFLAKE &&
-        (la.spec != NULL || la.epoch != NULL)) {
+        (cli_given(a, CLI_ID_LAYOUT) || cli_given(a, CLI_ID_EPOCH))) {
         cli_error("decode", "--%s applies to Snowflake-style ids only, not "
-                  "to --kind %s", la.spec != NULL ? "layout" : "epoch",
+                  "to --kind %s", cli_given(a, CLI_ID_LAYOUT) ? "layout" : "epoch",
                   kind_text);
-        free(inputs);
-        return CLI_USAGE;
+        return -1;
     }
+    return forced;
+}
 
+int cli_cmd_decode(int argc, char **argv)
+{
+    cli_args a;
+    int status = cli_parse_args(&spec, argc, argv, &a, NULL);
+    if (status != CLI_OK || a.help)
+        return status;
+    int forced = check_args(&a);
+    if (forced < 0)
+        return CLI_USAGE;
+
+    size_t n = a.pos_count;
     idm_layout *l = NULL;
-    int status = cli_build_layout("decode", &la, &l);
+    status = cli_build_layout("decode", &a, &l);
     parsed_id *ids = NULL;
     if (status == CLI_OK) {
         ids = calloc(n, sizeof *ids);
@@ -404,14 +333,14 @@ int cli_cmd_decode(int argc, char **argv)
         }
     }
     for (size_t i = 0; status == CLI_OK && i < n; i++) {
-        id_kind kind = forced != KIND_AUTO ? forced : detect_kind(inputs[i]);
-        status = parse_one(inputs[i], kind, l, &ids[i]);
+        id_kind kind = forced != KIND_AUTO ? (id_kind)forced : detect_kind(a.pos[i]);
+        status = parse_one(a.pos[i], kind, l, &ids[i]);
     }
+    bool json = cli_given(&a, CLI_ID_JSON);
     for (size_t i = 0; status == CLI_OK && i < n; i++)
         print_one(stdout, l, &ids[i], json);
 
     free(ids);
     idm_layout_free(l);
-    free(inputs);
     return status;
 }

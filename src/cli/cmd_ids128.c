@@ -15,23 +15,18 @@
 
 typedef enum gen_kind { GEN_UUID7, GEN_UUID4, GEN_ULID, GEN_OBJECTID } gen_kind;
 
+/* In the order of format_names. */
 typedef enum out_format { FMT_TEXT, FMT_HEX, FMT_BINARY } out_format;
 
-enum { OPT_HELP, OPT_COUNT, OPT_FORMAT, OPT_NO_MONOTONIC };
+static const char *const format_names[] = {"text", "hex", "binary", NULL};
 
-static const cli_opt options[] = {
-    {"help", 'h', false, OPT_HELP},
-    {"count", 'n', true, OPT_COUNT},
-    {"format", 0, true, OPT_FORMAT},
-    {NULL, 0, false, 0},
-};
+enum { OPT_NO_MONOTONIC = CLI_ID_OWN };
+
+static const cli_opt options[] = {CLI_ROW_HELP, CLI_ROW_COUNT, CLI_ROW_FORMAT, CLI_ROW_END};
 
 static const cli_opt ulid_options[] = {
-    {"help", 'h', false, OPT_HELP},
-    {"count", 'n', true, OPT_COUNT},
-    {"format", 0, true, OPT_FORMAT},
-    {"no-monotonic", 0, false, OPT_NO_MONOTONIC},
-    {NULL, 0, false, 0},
+    CLI_ROW_HELP, CLI_ROW_COUNT, CLI_ROW_FORMAT, {"no-monotonic", 0, false, OPT_NO_MONOTONIC},
+    CLI_ROW_END,
 };
 
 #define HELP_COUNT "  -n, --count N          how many ids, 1 to 10000000 (default 1)\n"
@@ -94,17 +89,15 @@ static const char objectid_usage[] =
     HELP_TAIL;
 
 typedef struct gen_info {
-    const char *name;
-    const char *usage;
-    const cli_opt *opts;
+    cli_spec spec;
     size_t size; /* bytes per id */
 } gen_info;
 
 static const gen_info gens[] = {
-    [GEN_UUID7] = {"uuid7", uuid7_usage, options, 16},
-    [GEN_UUID4] = {"uuid4", uuid4_usage, options, 16},
-    [GEN_ULID] = {"ulid", ulid_usage, ulid_options, 16},
-    [GEN_OBJECTID] = {"objectid", objectid_usage, options, 12},
+    [GEN_UUID7] = {{"uuid7", uuid7_usage, options, 0, 0, 0, NULL}, 16},
+    [GEN_UUID4] = {{"uuid4", uuid4_usage, options, 0, 0, 0, NULL}, 16},
+    [GEN_ULID] = {{"ulid", ulid_usage, ulid_options, 0, 0, 0, NULL}, 16},
+    [GEN_OBJECTID] = {{"objectid", objectid_usage, options, 0, 0, 0, NULL}, 12},
 };
 
 /* One generator for the whole run. */
@@ -208,26 +201,9 @@ static size_t format_line(gen_kind kind, const uint8_t *b, out_format fmt,
     return len;
 }
 
-static int parse_format(const char *cmd, const char *text, out_format *fmt)
-{
-    *fmt = FMT_TEXT;
-    if (text == NULL || strcmp(text, "text") == 0)
-        return CLI_OK;
-    if (strcmp(text, "hex") == 0) {
-        *fmt = FMT_HEX;
-        return CLI_OK;
-    }
-    if (strcmp(text, "binary") == 0) {
-        *fmt = FMT_BINARY;
-        return CLI_OK;
-    }
-    cli_error(cmd, "bad --format '%s': use text, hex or binary", text);
-    return CLI_USAGE;
-}
-
 static int mint(gen_kind kind, uint64_t count, out_format fmt, bool monotonic)
 {
-    const char *cmd = gens[kind].name;
+    const char *cmd = gens[kind].spec.cmd;
     minter m;
     int rc = minter_open(&m, kind, monotonic);
     if (rc != 0) {
@@ -268,51 +244,23 @@ static int mint(gen_kind kind, uint64_t count, out_format fmt, bool monotonic)
 
 static int run(gen_kind kind, int argc, char **argv)
 {
-    const char *cmd = gens[kind].name;
-    const char *count_text = NULL;
-    const char *format_text = NULL;
-    bool monotonic = true;
-
-    cli_parser p;
-    const char *v;
-    int id;
-    cli_parser_init(&p, cmd, gens[kind].opts, argc, argv);
-    while ((id = cli_next_opt(&p, &v)) != CLI_OPT_END) {
-        switch (id) {
-        case CLI_OPT_ERROR:
-            return CLI_USAGE;
-        case CLI_OPT_POS:
-            cli_error(cmd, "unexpected argument '%s'", v);
-            return CLI_USAGE;
-        case OPT_HELP:
-            fputs(gens[kind].usage, stdout);
-            return CLI_OK;
-        case OPT_COUNT:
-            count_text = v;
-            break;
-        case OPT_FORMAT:
-            format_text = v;
-            break;
-        case OPT_NO_MONOTONIC:
-            monotonic = false;
-            break;
-        default:
-            break;
-        }
-    }
-
-    uint64_t count = 1;
-    if (count_text != NULL && cli_parse_count(cmd, count_text, &count) != CLI_OK)
+    const char *cmd = gens[kind].spec.cmd;
+    cli_args a;
+    int status = cli_parse_args(&gens[kind].spec, argc, argv, &a, NULL);
+    if (status != CLI_OK || a.help)
+        return status;
+    uint64_t count;
+    if (cli_parse_count(cmd, a.opt[CLI_ID_COUNT], &count) != CLI_OK)
         return CLI_USAGE;
-    out_format fmt;
-    if (parse_format(cmd, format_text, &fmt) != CLI_OK)
+    int fmt = cli_choice(cmd, "--format", a.opt[CLI_ID_FORMAT], format_names, FMT_TEXT);
+    if (fmt < 0)
         return CLI_USAGE;
     if (fmt == FMT_BINARY && isatty(STDOUT_FILENO)) {
         cli_error(cmd, "refusing to write binary ids to a terminal: redirect "
                   "the output, or use --format text or hex");
         return CLI_USAGE;
     }
-    return mint(kind, count, fmt, monotonic);
+    return mint(kind, count, (out_format)fmt, !cli_given(&a, OPT_NO_MONOTONIC));
 }
 
 int cli_cmd_uuid7(int argc, char **argv)

@@ -21,15 +21,9 @@ static const char usage_text[] =
     "      --json             JSON output (the list: one object per line)\n"
     "  -h, --help             show this help\n";
 
-enum { OPT_HELP, OPT_LAYOUT, OPT_EPOCH, OPT_JSON };
+static const cli_opt options[] = {CLI_ROW_HELP, CLI_ROWS_LAYOUT, CLI_ROW_JSON, CLI_ROW_END};
 
-static const cli_opt options[] = {
-    {"help", 'h', false, OPT_HELP},
-    {"layout", 0, true, OPT_LAYOUT},
-    {"epoch", 0, true, OPT_EPOCH},
-    {"json", 0, false, OPT_JSON},
-    {NULL, 0, false, 0},
-};
+static const cli_spec spec = {"layout", usage_text, options, 1, 0, 0, NULL};
 
 static const char *kind_name(idm_field_kind k)
 {
@@ -41,14 +35,6 @@ static const char *kind_name(idm_field_kind k)
     default:
         return "node";
     }
-}
-
-/* A time as ISO text, or a note when it lies past year 9999. */
-static const char *time_or_far(idm_unix_ms t, char *buf)
-{
-    if (!cli_time_text(t, buf))
-        snprintf(buf, IDM_TIME_TEXT_MAX, "after year 9999");
-    return buf;
 }
 
 static int list_presets(bool json)
@@ -63,7 +49,7 @@ static int list_presets(bool json)
         char text[IDM_LAYOUT_TEXT_MAX];
         char epoch[IDM_TIME_TEXT_MAX];
         idm_layout_format(l, text, sizeof text);
-        time_or_far(idm_layout_epoch(l), epoch);
+        cli_time_or_far(idm_layout_epoch(l), epoch);
         long long ms = (long long)idm_layout_epoch(l);
         if (json)
             printf("{\"name\":\"%s\",\"text\":\"%s\",\"epoch_ms\":%lld,"
@@ -97,7 +83,7 @@ static void describe_json(const idm_layout *l)
     printf("{\"name\":\"%s\",\"text\":\"%s\",\"epoch_ms\":%lld,"
            "\"epoch\":\"%s\",\"tick_ms\":%lld,\"bits\":%u,\"fields\":[",
            idm_layout_name(l), text, (long long)epoch,
-           time_or_far(epoch, buf), (long long)idm_layout_tick_ms(l),
+           cli_time_or_far(epoch, buf), (long long)idm_layout_tick_ms(l),
            idm_layout_bits(l));
     size_t count = idm_layout_field_count(l);
     for (size_t i = 0; i < count; i++) {
@@ -149,7 +135,7 @@ static void describe_text(const idm_layout *l)
 
     printf("layout:   %s\n", idm_layout_name(l));
     printf("text:     %s\n", text);
-    printf("epoch:    %lld (%s)\n", (long long)epoch, time_or_far(epoch, buf));
+    printf("epoch:    %lld (%s)\n", (long long)epoch, cli_time_or_far(epoch, buf));
     printf("tick:     %lld ms\n", (long long)idm_layout_tick_ms(l));
     printf("bits:     %u of 64\n", idm_layout_bits(l));
     printf("fields:\n");
@@ -172,13 +158,13 @@ static void describe_text(const idm_layout *l)
         printf("ids per second per generator: %s\n", num);
     }
     idm_unix_ms end = idm_layout_time_end(l);
-    printf("time runs out: %s (unix ms %lld)\n", time_or_far(end, buf),
+    printf("time runs out: %s (unix ms %lld)\n", cli_time_or_far(end, buf),
            (long long)end);
     idm_unix_ms from = 0;
     if (idm_layout_sign_bit(l, &from)) {
         printf("sign bit: USED: ids read as signed 64-bit integers (Java "
                "long, SQL bigint) are negative from %s (unix ms %lld)\n",
-               time_or_far(from, buf), (long long)from);
+               cli_time_or_far(from, buf), (long long)from);
     } else {
         printf("sign bit: not used: ids stay positive as signed 64-bit "
                "integers\n");
@@ -187,50 +173,20 @@ static void describe_text(const idm_layout *l)
 
 int cli_cmd_layout(int argc, char **argv)
 {
-    cli_layout_args la = {NULL, NULL};
-    bool json = false;
-    const char *positional = NULL;
-
-    cli_parser p;
-    const char *v;
-    int id;
-    cli_parser_init(&p, "layout", options, argc, argv);
-    while ((id = cli_next_opt(&p, &v)) != CLI_OPT_END) {
-        switch (id) {
-        case CLI_OPT_ERROR:
-            return CLI_USAGE;
-        case OPT_HELP:
-            fputs(usage_text, stdout);
-            return CLI_OK;
-        case CLI_OPT_POS:
-            if (positional != NULL) {
-                cli_error("layout", "unexpected argument '%s'", v);
-                return CLI_USAGE;
-            }
-            positional = v;
-            break;
-        case OPT_LAYOUT:
-            la.spec = v;
-            break;
-        case OPT_EPOCH:
-            la.epoch = v;
-            break;
-        case OPT_JSON:
-            json = true;
-            break;
-        default:
-            break;
-        }
-    }
-    if (positional != NULL && la.spec != NULL) {
-        cli_error("layout", "give the layout once: '%s' or --layout '%s'",
-                  positional, la.spec);
+    cli_args a;
+    int status = cli_parse_args(&spec, argc, argv, &a, NULL);
+    if (status != CLI_OK || a.help)
+        return status;
+    bool json = cli_given(&a, CLI_ID_JSON);
+    if (a.pos_count > 0 && a.opt[CLI_ID_LAYOUT] != NULL) {
+        cli_error("layout", "give the layout once: '%s' or --layout '%s'", a.pos[0],
+                  a.opt[CLI_ID_LAYOUT]);
         return CLI_USAGE;
     }
-    if (positional != NULL)
-        la.spec = positional;
-    if (la.spec == NULL) {
-        if (la.epoch != NULL) {
+    if (a.pos_count > 0)
+        a.opt[CLI_ID_LAYOUT] = a.pos[0];
+    if (a.opt[CLI_ID_LAYOUT] == NULL) {
+        if (a.opt[CLI_ID_EPOCH] != NULL) {
             cli_error("layout", "--epoch needs a layout to apply to");
             return CLI_USAGE;
         }
@@ -238,7 +194,7 @@ int cli_cmd_layout(int argc, char **argv)
     }
 
     idm_layout *l = NULL;
-    int status = cli_build_layout("layout", &la, &l);
+    status = cli_build_layout("layout", &a, &l);
     if (status != CLI_OK)
         return status;
     if (json)

@@ -3,8 +3,8 @@
  * `idmint lease`: look at and hold worker-id leases (see <idmint/lease.h>).
  *   lease list URL   one line per worker id that has a record
  *   lease hold URL   claim a worker id and keep it until SIGINT or SIGTERM
- * Also the helpers `idmint next --lease` shares: claiming, reporting a
- * lease error in one line, and waiting out a dead holder's mark.
+ * Also the helpers `idmint next --lease` shares: the TTL option and
+ * reporting a lease error in one line.
  */
 #include "cli.h"
 
@@ -44,38 +44,33 @@ static const char usage_text[] =
     "                         (default 10000)\n"
     "  -h, --help             show this help\n";
 
-enum { OPT_HELP, OPT_MAX, OPT_JSON, OPT_TTL };
+enum { OPT_MAX = CLI_ID_OWN, OPT_TTL };
 
 static const cli_opt list_options[] = {
-    {"help", 'h', false, OPT_HELP},
-    {"max", 0, true, OPT_MAX},
-    {"json", 0, false, OPT_JSON},
-    {NULL, 0, false, 0},
+    CLI_ROW_HELP, {"max", 0, true, OPT_MAX}, CLI_ROW_JSON, CLI_ROW_END,
 };
 
 static const cli_opt hold_options[] = {
-    {"help", 'h', false, OPT_HELP},
-    {"max", 0, true, OPT_MAX},
-    {"ttl", 0, true, OPT_TTL},
-    {NULL, 0, false, 0},
+    CLI_ROW_HELP, {"max", 0, true, OPT_MAX}, {"ttl", 0, true, OPT_TTL}, CLI_ROW_END,
 };
+
+static int check_opt(void *ctx, const char *cmd, int id, const char *v);
+
+static const cli_spec list_spec = {"lease list", usage_text, list_options, 1, 0, 0, check_opt};
+static const cli_spec hold_spec = {"lease hold", usage_text, hold_options, 1, 0, 0, check_opt};
 
 /* ---- helpers shared with `idmint next --lease` ---- */
 
 int cli_parse_lease_ttl(const char *cmd, const char *opt, const char *text,
                         int64_t *ttl_ms)
 {
+    char range[64];
+    snprintf(range, sizeof range, "%lld to %lld ms", (long long)IDM_LEASE_TTL_MIN_MS,
+             (long long)IDM_LEASE_TTL_MAX_MS);
     uint64_t v;
-    int rc = idm_u64_parse(text, &v);
-    if (rc != 0) {
-        cli_lib_error(cmd, rc, "bad %s '%s'", opt, text);
+    if (cli_parse_u64(cmd, opt, text, (uint64_t)IDM_LEASE_TTL_MIN_MS,
+                      (uint64_t)IDM_LEASE_TTL_MAX_MS, range, &v) != CLI_OK)
         return CLI_USAGE;
-    }
-    if (v < CLI_LEASE_TTL_MIN || v > CLI_LEASE_TTL_MAX) {
-        cli_error(cmd, "bad %s '%s': must be %d to %d ms", opt, text,
-                  CLI_LEASE_TTL_MIN, CLI_LEASE_TTL_MAX);
-        return CLI_USAGE;
-    }
     *ttl_ms = (int64_t)v;
     return CLI_OK;
 }
@@ -96,130 +91,46 @@ int cli_lease_error(const char *cmd, int rc, const char *what)
     return rc == IDM_EINVAL ? CLI_USAGE : CLI_FAIL;
 }
 
-int cli_lease_claim(const char *cmd, const char *url, uint32_t max_workers,
-                    int64_t ttl_ms, const char *scope, idm_lease **out)
-{
-    idm_lease_opts lo;
-    idm_lease_opts_init(&lo);
-    lo.url = url;
-    lo.max_workers = max_workers;
-    lo.ttl_ms = ttl_ms;
-    lo.scope = scope;
-    int rc = idm_lease_open(out, &lo);
-    if (rc != 0)
-        return cli_lease_error(cmd, rc, "cannot claim a worker id");
-    return CLI_OK;
-}
-
-static idm_unix_ms wall_ms(void)
-{
-    const idm_clock *c = idm_clock_system();
-    idm_wall_ns ns = c->wall_ns(c->ctx);
-    return ns >= 0 ? ns / 1000000 : -((-ns + 999999) / 1000000);
-}
-
-int cli_lease_wait_mark(const char *cmd, idm_unix_ms mark,
-                        int64_t max_wait_ms, bool verbose)
-{
-    idm_unix_ms now = wall_ms();
-    if (now > mark)
-        return CLI_OK;
-    if (mark - now > max_wait_ms) {
-        char when[IDM_TIME_TEXT_MAX];
-        if (!cli_time_text(mark, when))
-            snprintf(when, sizeof when, "%lld", (long long)mark);
-        cli_error(cmd, "the previous holder's mark, %s, is %lld ms ahead of "
-                  "the clock, more than the %lld ms this waits (was the "
-                  "clock set back?)", when, (long long)(mark - now),
-                  (long long)max_wait_ms);
-        return CLI_FAIL;
-    }
-    if (verbose)
-        cli_note(cmd, "waiting %lld ms for the clock to pass the previous "
-                 "holder's mark", (long long)(mark - now + 1));
-    /* The claim holds meanwhile: no renewal is needed before attach for the
-     * file backend, whose lock lasts as long as the process. */
-    while ((now = wall_ms()) <= mark) {
-        int64_t step = mark - now + 1;
-        if (step > 100)
-            step = 100;
-        struct timespec ts = {0, (long)step * 1000000L};
-        nanosleep(&ts, NULL);
-    }
-    return CLI_OK;
-}
-
 /* ---- lease list / lease hold ---- */
-
-static int parse_max(const char *cmd, const char *text, uint32_t *out)
-{
-    uint64_t v;
-    int rc = idm_u64_parse(text, &v);
-    if (rc != 0) {
-        cli_lib_error(cmd, rc, "bad --max '%s'", text);
-        return CLI_USAGE;
-    }
-    if (v < 1 || v > CLI_LEASE_MAX_WORKERS) {
-        cli_error(cmd, "bad --max '%s': must be 1 to %u", text,
-                  CLI_LEASE_MAX_WORKERS);
-        return CLI_USAGE;
-    }
-    *out = (uint32_t)v;
-    return CLI_OK;
-}
 
 /* Common arguments of list and hold. */
 typedef struct lease_args {
-    const char *url;
     uint32_t max_workers;
-    bool json;
     int64_t ttl_ms;
 } lease_args;
 
-static int parse_args(const char *cmd, const cli_opt *options, int argc,
-                      char **argv, lease_args *a, bool *help)
+/* cli_spec.check: --max and --ttl, as they come. */
+static int check_opt(void *ctx, const char *cmd, int id, const char *v)
 {
-    cli_parser p;
-    const char *v;
-    int id;
-    a->url = NULL;
+    lease_args *a = ctx;
+    if (id == OPT_TTL)
+        return cli_parse_lease_ttl(cmd, "--ttl", v, &a->ttl_ms);
+    if (id != OPT_MAX)
+        return CLI_OK;
+    char range[32];
+    snprintf(range, sizeof range, "1 to %u", (unsigned)IDM_LEASE_WORKERS_MAX);
+    uint64_t n;
+    if (cli_parse_u64(cmd, "--max", v, 1, IDM_LEASE_WORKERS_MAX, range, &n) != CLI_OK)
+        return CLI_USAGE;
+    a->max_workers = (uint32_t)n;
+    return CLI_OK;
+}
+
+/* Read the arguments of list or hold; *url is the URL. CLI_OK (with
+ * args->help set if the usage was printed) or the exit status. */
+static int parse_args(const cli_spec *spec, int argc, char **argv, cli_args *args,
+                      lease_args *a, const char **url)
+{
     a->max_workers = 1024;
-    a->json = false;
-    a->ttl_ms = CLI_LEASE_TTL_DEFAULT;
-    cli_parser_init(&p, cmd, options, argc, argv);
-    while ((id = cli_next_opt(&p, &v)) != CLI_OPT_END) {
-        switch (id) {
-        case CLI_OPT_ERROR:
-            return CLI_USAGE;
-        case CLI_OPT_POS:
-            if (a->url != NULL) {
-                cli_error(cmd, "unexpected argument '%s'", v);
-                return CLI_USAGE;
-            }
-            a->url = v;
-            break;
-        case OPT_HELP:
-            *help = true;
-            return CLI_OK;
-        case OPT_MAX:
-            if (parse_max(cmd, v, &a->max_workers) != CLI_OK)
-                return CLI_USAGE;
-            break;
-        case OPT_JSON:
-            a->json = true;
-            break;
-        case OPT_TTL:
-            if (cli_parse_lease_ttl(cmd, "--ttl", v, &a->ttl_ms) != CLI_OK)
-                return CLI_USAGE;
-            break;
-        default:
-            break;
-        }
-    }
-    if (a->url == NULL) {
-        cli_error(cmd, "missing URL (file:///DIR or etcd://HOST:PORT/PREFIX)");
+    a->ttl_ms = IDM_LEASE_TTL_DEFAULT_MS;
+    int status = cli_parse_args(spec, argc, argv, args, a);
+    if (status != CLI_OK || args->help)
+        return status;
+    if (args->pos_count == 0) {
+        cli_error(spec->cmd, "missing URL (file:///DIR or etcd://HOST:PORT/PREFIX)");
         return CLI_USAGE;
     }
+    *url = args->pos[0];
     return CLI_OK;
 }
 
@@ -264,19 +175,18 @@ static void holder_text(const char *in, bool json, char *out, size_t len)
 
 static int cmd_list(int argc, char **argv)
 {
-    const char *cmd = "lease list";
+    const char *cmd = list_spec.cmd;
+    cli_args args;
     lease_args a;
-    bool help = false;
-    int status = parse_args(cmd, list_options, argc, argv, &a, &help);
-    if (status != CLI_OK || help) {
-        if (help)
-            fputs(usage_text, stdout);
+    const char *url = NULL;
+    int status = parse_args(&list_spec, argc, argv, &args, &a, &url);
+    if (status != CLI_OK || args.help)
         return status;
-    }
+    bool json = cli_given(&args, CLI_ID_JSON);
 
     idm_lease_entry *e = NULL;
     size_t count = 0;
-    int rc = idm_lease_list(a.url, a.max_workers, &e, &count);
+    int rc = idm_lease_list(url, a.max_workers, &e, &count);
     if (rc != 0)
         return cli_lease_error(cmd, rc, "cannot list the leases");
 
@@ -286,8 +196,8 @@ static int cmd_list(int argc, char **argv)
         char when[IDM_TIME_TEXT_MAX];
         char holder[4 * sizeof e[i].holder + 1];
         bool have_time = e[i].mark_ms > 0 && cli_time_text(e[i].mark_ms, when);
-        holder_text(e[i].holder, a.json, holder, sizeof holder);
-        if (a.json) {
+        holder_text(e[i].holder, json, holder, sizeof holder);
+        if (json) {
             printf("{\"worker\":%u,\"held\":%s,\"mark\":", (unsigned)e[i].worker,
                    e[i].held ? "true" : "false");
             if (have_time)
@@ -316,17 +226,60 @@ static void on_hold_signal(int sig)
     hold_signal = sig;
 }
 
+/*
+ * Claim a worker id (no scope: `lease hold` has no layout) and attach it
+ * to a generator of the holding layout that never mints, so that the lease
+ * is renewed and, on release, records the previous holder's mark
+ * unchanged. On failure prints why, holds nothing and returns the exit
+ * status.
+ */
+static int hold_start(const char *cmd, const char *url, const lease_args *a,
+                      idm_layout **l, idm_lease **lease, idm_snowflake **g)
+{
+    int rc = idm_layout_parse(l, HOLD_LAYOUT, HOLD_EPOCH);
+    if (rc != 0) {
+        cli_lib_error(cmd, rc, "cannot build the holding layout");
+        return CLI_FAIL;
+    }
+    idm_lease_opts lo;
+    idm_lease_opts_init(&lo);
+    lo.url = url;
+    lo.max_workers = a->max_workers;
+    lo.ttl_ms = a->ttl_ms;
+    rc = idm_lease_open(lease, &lo);
+    if (rc != 0) {
+        idm_layout_free(*l);
+        return cli_lease_error(cmd, rc, "cannot claim a worker id");
+    }
+    idm_snowflake_opts so;
+    idm_snowflake_opts_init(&so);
+    so.layout = *l;
+    so.guarded = true;
+    rc = idm_snowflake_opts_node(&so, "worker", idm_lease_worker(*lease));
+    if (rc == 0)
+        rc = idm_snowflake_open(g, &so);
+    if (rc != 0)
+        cli_lib_error(cmd, rc, "cannot start the holding generator");
+    else if ((rc = idm_lease_attach(*lease, *g)) != 0)
+        cli_lease_error(cmd, rc, "cannot renew the lease");
+    if (rc != 0) {
+        idm_lease_close(*lease);
+        idm_snowflake_close(*g);
+        idm_layout_free(*l);
+        return CLI_FAIL;
+    }
+    return CLI_OK;
+}
+
 static int cmd_hold(int argc, char **argv)
 {
-    const char *cmd = "lease hold";
+    const char *cmd = hold_spec.cmd;
+    cli_args args;
     lease_args a;
-    bool help = false;
-    int status = parse_args(cmd, hold_options, argc, argv, &a, &help);
-    if (status != CLI_OK || help) {
-        if (help)
-            fputs(usage_text, stdout);
+    const char *url = NULL;
+    int status = parse_args(&hold_spec, argc, argv, &args, &a, &url);
+    if (status != CLI_OK || args.help)
         return status;
-    }
 
     /* Handlers first: a SIGTERM right after the claim still releases it. */
     struct sigaction sa;
@@ -338,49 +291,14 @@ static int cmd_hold(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
 
     idm_layout *l = NULL;
-    int rc = idm_layout_parse(&l, HOLD_LAYOUT, HOLD_EPOCH);
-    if (rc != 0) {
-        cli_lib_error(cmd, rc, "cannot build the holding layout");
-        return CLI_FAIL;
-    }
     idm_lease *lease = NULL;
-    status = cli_lease_claim(cmd, a.url, a.max_workers, a.ttl_ms, NULL, &lease);
-    if (status != CLI_OK) {
-        idm_layout_free(l);
-        return status;
-    }
-    uint32_t worker = idm_lease_worker(lease);
-
-    /* The lease feeds a guarded generator; this one never mints, so it
-     * needs no after_ms, and closing the lease records the previous
-     * holder's mark unchanged. */
-    idm_snowflake_opts so;
-    idm_snowflake_opts_init(&so);
-    so.layout = l;
-    so.guarded = true;
     idm_snowflake *g = NULL;
-    rc = idm_snowflake_opts_node(&so, "worker", worker);
-    if (rc == 0)
-        rc = idm_snowflake_open(&g, &so);
-    if (rc != 0) {
-        cli_lib_error(cmd, rc, "cannot start the holding generator");
-        idm_lease_close(lease);
-        idm_layout_free(l);
-        return CLI_FAIL;
-    }
-    rc = idm_lease_attach(lease, g);
-    if (rc != 0) {
-        cli_lease_error(cmd, rc, "cannot renew the lease");
-        idm_lease_close(lease);
-        idm_snowflake_close(g);
-        idm_layout_free(l);
-        return CLI_FAIL;
-    }
-
+    if ((status = hold_start(cmd, url, &a, &l, &lease, &g)) != CLI_OK)
+        return status;
+    uint32_t worker = idm_lease_worker(lease);
     printf("worker=%u mark_ms=%lld\n", (unsigned)worker,
            (long long)idm_lease_mark(lease));
     int write_errno = fflush(stdout) != 0 || ferror(stdout) ? errno : 0;
-    status = CLI_OK;
     if (write_errno != 0 || ferror(stdout)) {
         cli_output_status(cmd, write_errno);
         status = CLI_FAIL;
@@ -398,7 +316,7 @@ static int cmd_hold(int argc, char **argv)
         }
     }
 
-    rc = idm_lease_close(lease);
+    int rc = idm_lease_close(lease);
     if (rc != 0 && status == CLI_OK) {
         cli_lease_error(cmd, rc, "releasing the lease");
         status = CLI_FAIL;

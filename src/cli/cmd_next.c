@@ -52,29 +52,24 @@ static const char usage_text[] =
     "$XDG_STATE_HOME/idmint, else ~/.local/state/idmint; see idmint(1).\n";
 
 enum {
-    OPT_HELP,
-    OPT_COUNT,
-    OPT_LAYOUT,
-    OPT_EPOCH,
-    OPT_NODE,
-    OPT_FORMAT,
-    OPT_STATE,
+    OPT_STATE = CLI_ID_OWN,
     OPT_NO_STATE,
     OPT_POLICY,
     OPT_EXHAUST,
     OPT_LEASE,
     OPT_LEASE_FIELD,
     OPT_LEASE_TTL,
-    OPT_VERBOSE
+    OPT_VERBOSE,
+    OPT_END_
 };
+_Static_assert((int)OPT_END_ <= (int)CLI_ID_MAX, "too many options for cli_args");
 
 static const cli_opt options[] = {
-    {"help", 'h', false, OPT_HELP},
-    {"count", 'n', true, OPT_COUNT},
-    {"layout", 0, true, OPT_LAYOUT},
-    {"epoch", 0, true, OPT_EPOCH},
-    {"node", 0, true, OPT_NODE},
-    {"format", 0, true, OPT_FORMAT},
+    CLI_ROW_HELP,
+    CLI_ROW_COUNT,
+    CLI_ROWS_LAYOUT,
+    CLI_ROW_NODE,
+    CLI_ROW_FORMAT,
     {"state", 0, true, OPT_STATE},
     {"no-state", 0, false, OPT_NO_STATE},
     {"policy", 0, true, OPT_POLICY},
@@ -83,138 +78,53 @@ static const cli_opt options[] = {
     {"lease-field", 0, true, OPT_LEASE_FIELD},
     {"lease-ttl", 0, true, OPT_LEASE_TTL},
     {"verbose", 'v', false, OPT_VERBOSE},
-    {NULL, 0, false, 0},
+    CLI_ROW_END,
 };
 
+static const cli_spec spec = {
+    "next", usage_text, options, 0, CLI_ID_NODE, CLI_LIST_MAX, NULL,
+};
+
+/* In the order of the names below. */
 typedef enum out_format { FMT_DEC, FMT_HEX, FMT_JSON } out_format;
 
+static const char *const format_names[] = {"dec", "hex", "json", NULL};
+static const char *const policy_names[] = {"logical", "refuse", "wait", NULL};
+static const idm_backwards_policy policies[] = {
+    IDM_BACKWARDS_LOGICAL, IDM_BACKWARDS_REFUSE, IDM_BACKWARDS_WAIT,
+};
+static const char *const exhaust_names[] = {"wait", "borrow", NULL};
+static const idm_exhaust_policy exhausts[] = {IDM_EXHAUST_WAIT, IDM_EXHAUST_BORROW};
+
 typedef struct next_args {
-    cli_layout_args layout;
-    const char *count_text;
-    const char *format_text;
+    cli_args in; /* the options as given */
     const char *state_path;
-    bool no_state;
-    const char *policy_text;
-    const char *exhaust_text;
-    const char **nodes; /* the --node values, in order */
-    size_t node_count;
     const char *lease_url;
-    const char *lease_field;
-    const char *lease_ttl_text;
     int64_t lease_ttl_ms;
     bool verbose;
 } next_args;
-
-static int parse_args(int argc, char **argv, next_args *a, bool *help)
-{
-    cli_parser p;
-    const char *v;
-    int id;
-    cli_parser_init(&p, "next", options, argc, argv);
-    while ((id = cli_next_opt(&p, &v)) != CLI_OPT_END) {
-        switch (id) {
-        case CLI_OPT_ERROR:
-            return CLI_USAGE;
-        case CLI_OPT_POS:
-            cli_error("next", "unexpected argument '%s'", v);
-            return CLI_USAGE;
-        case OPT_HELP:
-            *help = true;
-            return CLI_OK;
-        case OPT_COUNT:
-            a->count_text = v;
-            break;
-        case OPT_LAYOUT:
-            a->layout.spec = v;
-            break;
-        case OPT_EPOCH:
-            a->layout.epoch = v;
-            break;
-        case OPT_NODE:
-            a->nodes[a->node_count++] = v;
-            break;
-        case OPT_FORMAT:
-            a->format_text = v;
-            break;
-        case OPT_STATE:
-            a->state_path = v;
-            break;
-        case OPT_NO_STATE:
-            a->no_state = true;
-            break;
-        case OPT_POLICY:
-            a->policy_text = v;
-            break;
-        case OPT_EXHAUST:
-            a->exhaust_text = v;
-            break;
-        case OPT_LEASE:
-            a->lease_url = v;
-            break;
-        case OPT_LEASE_FIELD:
-            a->lease_field = v;
-            break;
-        case OPT_LEASE_TTL:
-            a->lease_ttl_text = v;
-            break;
-        case OPT_VERBOSE:
-            a->verbose = true;
-            break;
-        default:
-            break;
-        }
-    }
-    return CLI_OK;
-}
 
 /* Check the options that need no layout; fill count, format, policies and
  * the lease's TTL. */
 static int check_simple(next_args *a, uint64_t *count, out_format *fmt,
                         idm_snowflake_opts *opts)
 {
-    *count = 1;
-    if (a->count_text != NULL &&
-        cli_parse_count("next", a->count_text, count) != CLI_OK)
+    const char *const *in = a->in.opt;
+    if (cli_parse_count("next", in[CLI_ID_COUNT], count) != CLI_OK)
         return CLI_USAGE;
-    *fmt = FMT_DEC;
-    if (a->format_text != NULL) {
-        if (strcmp(a->format_text, "dec") == 0) {
-            *fmt = FMT_DEC;
-        } else if (strcmp(a->format_text, "hex") == 0) {
-            *fmt = FMT_HEX;
-        } else if (strcmp(a->format_text, "json") == 0) {
-            *fmt = FMT_JSON;
-        } else {
-            cli_error("next", "bad --format '%s': use dec, hex or json",
-                      a->format_text);
-            return CLI_USAGE;
-        }
-    }
-    if (a->policy_text != NULL) {
-        if (strcmp(a->policy_text, "logical") == 0) {
-            opts->backwards = IDM_BACKWARDS_LOGICAL;
-        } else if (strcmp(a->policy_text, "refuse") == 0) {
-            opts->backwards = IDM_BACKWARDS_REFUSE;
-        } else if (strcmp(a->policy_text, "wait") == 0) {
-            opts->backwards = IDM_BACKWARDS_WAIT;
-        } else {
-            cli_error("next", "bad --policy '%s': use logical, refuse or wait",
-                      a->policy_text);
-            return CLI_USAGE;
-        }
-    }
-    if (a->exhaust_text != NULL) {
-        if (strcmp(a->exhaust_text, "wait") == 0) {
-            opts->exhaust = IDM_EXHAUST_WAIT;
-        } else if (strcmp(a->exhaust_text, "borrow") == 0) {
-            opts->exhaust = IDM_EXHAUST_BORROW;
-        } else {
-            cli_error("next", "bad --exhaust '%s': use wait or borrow",
-                      a->exhaust_text);
-            return CLI_USAGE;
-        }
-    }
-    if (a->no_state && a->state_path != NULL) {
+    /* Not given: the first of each list, the library's default. */
+    int f = cli_choice("next", "--format", in[CLI_ID_FORMAT], format_names, FMT_DEC);
+    int p = f < 0 ? -1 : cli_choice("next", "--policy", in[OPT_POLICY], policy_names, 0);
+    int e = p < 0 ? -1 : cli_choice("next", "--exhaust", in[OPT_EXHAUST], exhaust_names, 0);
+    if (e < 0)
+        return CLI_USAGE;
+    *fmt = (out_format)f;
+    opts->backwards = policies[p];
+    opts->exhaust = exhausts[e];
+    a->state_path = in[OPT_STATE];
+    a->lease_url = in[OPT_LEASE];
+    a->verbose = in[OPT_VERBOSE] != NULL;
+    if (in[OPT_NO_STATE] != NULL && a->state_path != NULL) {
         cli_error("next", "--state and --no-state exclude each other");
         return CLI_USAGE;
     }
@@ -223,8 +133,8 @@ static int check_simple(next_args *a, uint64_t *count, out_format *fmt,
         return CLI_USAGE;
     }
     if (a->lease_url == NULL) {
-        const char *needs = a->lease_field != NULL ? "--lease-field"
-                            : a->lease_ttl_text != NULL ? "--lease-ttl"
+        const char *needs = in[OPT_LEASE_FIELD] != NULL ? "--lease-field"
+                            : in[OPT_LEASE_TTL] != NULL ? "--lease-ttl"
                                                         : NULL;
         if (needs != NULL) {
             cli_error("next", "%s needs --lease URL", needs);
@@ -237,10 +147,9 @@ static int check_simple(next_args *a, uint64_t *count, out_format *fmt,
                   "record keeps the mark)");
         return CLI_USAGE;
     }
-    a->lease_ttl_ms = CLI_LEASE_TTL_DEFAULT;
-    if (a->lease_ttl_text != NULL &&
-        cli_parse_lease_ttl("next", "--lease-ttl", a->lease_ttl_text,
-                            &a->lease_ttl_ms) != CLI_OK)
+    a->lease_ttl_ms = IDM_LEASE_TTL_DEFAULT_MS;
+    if (in[OPT_LEASE_TTL] != NULL &&
+        cli_parse_lease_ttl("next", "--lease-ttl", in[OPT_LEASE_TTL], &a->lease_ttl_ms) != CLI_OK)
         return CLI_USAGE;
     return CLI_OK;
 }
@@ -276,7 +185,7 @@ static int check_tick(const next_args *a, const idm_layout *l,
               "one tick ahead of the clock; set --lease-ttl to at least "
               "%lld (twice the tick)", (long long)tick,
               (long long)a->lease_ttl_ms,
-              a->lease_ttl_text == NULL ? " (the default)" : "",
+              a->in.opt[OPT_LEASE_TTL] == NULL ? " (the default)" : "",
               (long long)(2 * tick));
     return CLI_USAGE;
 }
@@ -289,18 +198,19 @@ static int check_tick(const next_args *a, const idm_layout *l,
 static int find_lease_field(const next_args *a, const idm_layout *l,
                             int *index)
 {
+    const char *name = a->in.opt[OPT_LEASE_FIELD];
     char label[IDM_LAYOUT_TEXT_MAX];
     cli_layout_label(l, label, sizeof label);
     size_t count = idm_layout_field_count(l);
     idm_field_info f;
 
-    if (a->lease_field != NULL) {
+    if (name != NULL) {
         for (size_t i = 0; i < count; i++) {
             if (idm_layout_field(l, i, &f) == 0 &&
-                strcmp(f.name, a->lease_field) == 0) {
+                strcmp(f.name, name) == 0) {
                 if (f.kind != IDM_FIELD_NODE) {
                     cli_error("next", "bad --lease-field '%s': it is the %s "
-                              "field, not a node field", a->lease_field,
+                              "field, not a node field", name,
                               f.kind == IDM_FIELD_TIME ? "time" : "sequence");
                     return CLI_USAGE;
                 }
@@ -309,7 +219,7 @@ static int find_lease_field(const next_args *a, const idm_layout *l,
             }
         }
         cli_error("next", "bad --lease-field '%s': layout %s has no such "
-                  "field", a->lease_field, label);
+                  "field", name, label);
         return CLI_USAGE;
     }
 
@@ -352,16 +262,16 @@ static int set_nodes(const next_args *a, const idm_layout *l, int lease_index,
     char label[IDM_LAYOUT_TEXT_MAX];
     cli_layout_label(l, label, sizeof label);
 
-    for (size_t i = 0; i < a->node_count; i++) {
+    for (size_t i = 0; i < a->in.list_count; i++) {
+        const char *given = a->in.list[i];
         uint64_t node[IDM_LAYOUT_MAX_FIELDS] = {0};
         uint32_t set = 0;
-        int rc = idm_layout_parse_node(l, a->nodes[i], node, &set);
+        int rc = idm_layout_parse_node(l, given, node, &set);
         if (rc != 0) {
             if (rc == IDM_EINVAL)
-                cli_lib_error("next", rc, "bad --node '%s' for layout %s",
-                              a->nodes[i], label);
+                cli_lib_error("next", rc, "bad --node '%s' for layout %s", given, label);
             else
-                cli_lib_error("next", rc, "bad --node '%s'", a->nodes[i]);
+                cli_lib_error("next", rc, "bad --node '%s'", given);
             return CLI_USAGE;
         }
         for (unsigned b = 0; b < IDM_LAYOUT_MAX_FIELDS; b++) {
@@ -449,7 +359,7 @@ static int open_error(const next_args *a, const idm_snowflake_opts *opts,
         /* With an --epoch given, that epoch cannot mint at this time: bad
          * input. Without one, the clock is at fault. */
         cli_lib_error("next", rc, "cannot mint with this layout now");
-        if (a->layout.epoch != NULL)
+        if (cli_given(&a->in, CLI_ID_EPOCH))
             status = CLI_USAGE;
     } else {
         cli_lib_error("next", rc, "cannot start the generator");
@@ -558,7 +468,7 @@ static int mint(const next_args *a, idm_snowflake_opts *opts,
     idm_snowflake *g = NULL;
     idm_snowflake *legacy[LEGACY_MAX] = {NULL};
     int rc = 0;
-    if (!a->no_state) {
+    if (!cli_given(&a->in, OPT_NO_STATE)) {
         /* Let the library check the layout, nodes and clock on a generator
          * without a state file first, so that bad input creates no file. */
         rc = idm_snowflake_open(&g, opts);
@@ -566,7 +476,7 @@ static int mint(const next_args *a, idm_snowflake_opts *opts,
             idm_snowflake_close(g);
         g = NULL;
     }
-    if (rc == 0 && !a->no_state) {
+    if (rc == 0 && !cli_given(&a->in, OPT_NO_STATE)) {
         if (a->state_path != NULL) {
             opts->state_path = a->state_path;
         } else {
@@ -611,76 +521,64 @@ static int mint(const next_args *a, idm_snowflake_opts *opts,
     return status;
 }
 
+/* Report a failed idm_lease_start; returns the exit status. The lease's
+ * own failures (the claim, the wait for the mark, the first renewal) have
+ * a detail that starts "lease: "; the generator's (its check before the
+ * claim, its start after) are reported as without a lease. */
+static int start_error(const next_args *a, const idm_snowflake_opts *opts, int rc)
+{
+    const char *d = idm_error_detail();
+    if (strncmp(d, "lease: ", 7) != 0)
+        return open_error(a, opts, rc);
+    if (rc == IDM_ECLOCKBACK) {
+        cli_error("next", "%s", d + 7);
+        return CLI_FAIL;
+    }
+    return cli_lease_error("next", rc, "cannot claim a worker id");
+}
+
+/* The verbose notes of a claim, said before the wait for the mark. */
+typedef struct claim_note {
+    const char *field;
+} claim_note;
+
+static void note_claim(void *ctx, uint32_t worker, idm_unix_ms mark, int64_t wait_ms)
+{
+    const claim_note *n = ctx;
+    cli_note("next", "lease: %s=%u mark_ms=%lld", n->field, (unsigned)worker, (long long)mark);
+    if (wait_ms > 0)
+        cli_note("next", "waiting %lld ms for the clock to pass the previous holder's mark",
+                 (long long)wait_ms);
+}
+
 /*
- * Mint under a lease: claim a worker id for field lease_index, start above
- * the previous holder's mark, let the lease's keeper guard the generator,
- * and release the lease (recording the last tick minted) before closing the
- * generator.
+ * Mint under a lease: idm_lease_start checks the layout, the other nodes
+ * and the clock, claims a worker id for field lease_index, waits out the
+ * previous holder's mark (up to the TTL and IDM_LEASE_MARK_SLACK_MS: a
+ * damaged record's mark further ahead fails, naming it), and starts a
+ * generator above it that the lease guards; the lease is released
+ * (recording the last tick minted) before the generator is closed.
  */
 static int mint_leased(const next_args *a, idm_snowflake_opts *opts,
                        const idm_layout *l, int lease_index, uint64_t count,
                        out_format fmt)
 {
-    const uint32_t bit = UINT32_C(1) << lease_index;
     idm_field_info f;
     idm_layout_field(l, (size_t)lease_index, &f);
-
-    /* Check the layout, the other nodes and the clock before claiming. */
-    idm_snowflake *g = NULL;
-    opts->node[lease_index] = 0;
-    opts->node_set |= bit;
-    int rc = idm_snowflake_open(&g, opts);
-    if (rc != 0)
-        return open_error(a, opts, rc);
-    idm_snowflake_close(g);
-    g = NULL;
-
-    uint32_t max_workers = f.bits >= 16 ? CLI_LEASE_MAX_WORKERS
-                                        : UINT32_C(1) << f.bits;
-    /* The coordinator records what its worker ids are ids of (this field
-     * of this layout and epoch) and refuses a claimant of another: two
-     * spellings of a field's job must never share worker ids. */
-    char scope[IDM_LEASE_SCOPE_MAX];
-    rc = idm_lease_scope(l, f.name, scope, sizeof scope);
-    if (rc != 0)
-        return cli_lease_error("next", rc, "cannot name the lease's scope");
+    idm_lease_opts lo;
+    idm_lease_opts_init(&lo);
+    lo.url = a->lease_url;
+    lo.ttl_ms = a->lease_ttl_ms;
+    claim_note note = {f.name};
+    if (a->verbose) {
+        lo.on_claim = note_claim;
+        lo.on_claim_ctx = &note;
+    }
     idm_lease *lease = NULL;
-    int status = cli_lease_claim("next", a->lease_url, max_workers,
-                                 a->lease_ttl_ms, scope, &lease);
-    if (status != CLI_OK)
-        return status;
-    uint32_t worker = idm_lease_worker(lease);
-    idm_unix_ms mark = idm_lease_mark(lease);
-    if (a->verbose)
-        cli_note("next", "lease: %s=%u mark_ms=%lld", f.name,
-                 (unsigned)worker, (long long)mark);
-
-    /* A holder that died left a mark up to its TTL ahead: wait it out. A
-     * damaged record's mark can be up to an hour ahead (the longest TTL):
-     * then this gives up, naming the mark, rather than wait so long. */
-    int64_t max_wait = a->lease_ttl_ms > 60000 ? a->lease_ttl_ms : 60000;
-    status = cli_lease_wait_mark("next", mark, max_wait + 5000, a->verbose);
-    if (status != CLI_OK) {
-        idm_lease_close(lease);
-        return status;
-    }
-
-    opts->node[lease_index] = worker;
-    opts->guarded = true;
-    opts->after_ms = mark;
-    rc = idm_snowflake_open(&g, opts);
-    if (rc != 0) {
-        status = open_error(a, opts, rc);
-        idm_lease_close(lease);
-        return status;
-    }
-    rc = idm_lease_attach(lease, g);
-    if (rc != 0) {
-        cli_lease_error("next", rc, "cannot renew the lease");
-        idm_lease_close(lease);
-        idm_snowflake_close(g);
-        return CLI_FAIL;
-    }
+    idm_snowflake *g = NULL;
+    int rc = idm_lease_start(&lease, &g, &lo, opts, f.name);
+    if (rc != 0)
+        return start_error(a, opts, rc);
 
     /* SIGINT and SIGTERM stop minting and release the lease with the exact
      * mark, so the next holder need not wait out the TTL. */
@@ -691,7 +589,7 @@ static int mint_leased(const next_args *a, idm_snowflake_opts *opts,
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
 
-    status = mint_loop(g, l, count, fmt);
+    int status = mint_loop(g, l, count, fmt);
 
     rc = idm_lease_close(lease);
     /* When minting already failed (a lease past its deadline, a coordinator
@@ -719,20 +617,9 @@ int cli_cmd_next(int argc, char **argv)
 {
     next_args a;
     memset(&a, 0, sizeof a);
-    a.nodes = calloc((size_t)argc + 1, sizeof *a.nodes);
-    if (a.nodes == NULL) {
-        cli_error("next", "out of memory");
-        return CLI_FAIL;
-    }
-
-    bool help = false;
-    int status = parse_args(argc, argv, &a, &help);
-    if (status != CLI_OK || help) {
-        if (help)
-            fputs(usage_text, stdout);
-        free(a.nodes);
+    int status = cli_parse_args(&spec, argc, argv, &a.in, NULL);
+    if (status != CLI_OK || a.in.help)
         return status;
-    }
 
     idm_snowflake_opts opts;
     idm_snowflake_opts_init(&opts);
@@ -742,7 +629,7 @@ int cli_cmd_next(int argc, char **argv)
     int lease_index = -1;
     status = check_simple(&a, &count, &fmt, &opts);
     if (status == CLI_OK)
-        status = cli_build_layout("next", &a.layout, &l);
+        status = cli_build_layout("next", &a.in, &l);
     if (status == CLI_OK)
         status = check_tick(&a, l, &opts);
     if (status == CLI_OK && a.lease_url != NULL)
@@ -758,6 +645,5 @@ int cli_cmd_next(int argc, char **argv)
             status = mint(&a, &opts, l, count, fmt);
     }
     idm_layout_free(l);
-    free(a.nodes);
     return status;
 }

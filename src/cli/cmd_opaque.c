@@ -3,20 +3,16 @@
  * `idmint encrypt` and `idmint decrypt`: opaque public ids. encrypt maps
  * 63-bit ids through the keyed permutation of idmint/opaque.h and prints
  * their fixed-length text; decrypt maps such texts back to the ids. The key
- * is read from a regular file (one line of 32 hex digits; a FIFO or a
- * device is refused, never waited on) and never printed: error messages
- * name the file and what is wrong with it, not its content, and the buffer
- * that held it is cleared. Every argument is checked before anything is
- * printed.
+ * is read by idm_opaque_key_load from a regular file (one line of 32 hex
+ * digits; a FIFO or a device is refused, never waited on) and never
+ * printed: error messages name the file and what is wrong with it, not its
+ * content. Every argument is checked before anything is printed.
  */
 #include "cli.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 static const char encrypt_usage[] =
     "usage: idmint encrypt --key-file FILE [--format FORMAT] ID...\n"
@@ -46,35 +42,21 @@ static const char decrypt_usage[] =
     "                         base62 (11 characters of 0-9A-Za-z) or dec\n"
     "  -h, --help             show this help\n";
 
-enum { OPT_HELP, OPT_KEY_FILE, OPT_FORMAT };
+enum { OPT_KEY_FILE = CLI_ID_OWN };
 
 static const cli_opt options[] = {
-    {"help", 'h', false, OPT_HELP},
-    {"key-file", 0, true, OPT_KEY_FILE},
-    {"format", 0, true, OPT_FORMAT},
-    {NULL, 0, false, 0},
+    CLI_ROW_HELP, {"key-file", 0, true, OPT_KEY_FILE}, CLI_ROW_FORMAT, CLI_ROW_END,
 };
 
+static const cli_spec encrypt_spec = {"encrypt", encrypt_usage, options, CLI_POS_ANY, 0, 0, NULL};
+static const cli_spec decrypt_spec = {"decrypt", decrypt_usage, options, CLI_POS_ANY, 0, 0, NULL};
+
+/* In the order of format_names. */
 typedef enum text_format { FMT_BASE32, FMT_BASE62, FMT_DEC } text_format;
 
+static const char *const format_names[] = {"base32", "base62", "dec", NULL};
+
 #define LIMIT63 (UINT64_C(1) << 63)
-
-/* Longest key file taken: 32 hex digits and a line end, with room to spare
- * so that a longer file is told apart. */
-#define KEY_FILE_MAX 64
-
-static bool parse_format(const char *text, text_format *out)
-{
-    if (strcmp(text, "base32") == 0)
-        *out = FMT_BASE32;
-    else if (strcmp(text, "base62") == 0)
-        *out = FMT_BASE62;
-    else if (strcmp(text, "dec") == 0)
-        *out = FMT_DEC;
-    else
-        return false;
-    return true;
-}
 
 /* Clear memory in a way the compiler does not drop as a dead store. */
 static void wipe(void *p, size_t n)
@@ -84,84 +66,41 @@ static void wipe(void *p, size_t n)
         *q++ = 0;
 }
 
-/* What a file that is not a regular one is, for messages. */
-static const char *kind_of(mode_t m)
-{
-    return S_ISFIFO(m)   ? "a FIFO"
-           : S_ISDIR(m)  ? "a directory"
-           : S_ISCHR(m)  ? "a character device"
-           : S_ISBLK(m)  ? "a block device"
-           : S_ISSOCK(m) ? "a socket"
-                         : "of an unknown type";
-}
-
 /*
- * Read and parse the key file. On failure prints one line naming the file
- * and the problem (never the content) and returns CLI_USAGE (the file
- * cannot be opened, is not a regular file or does not hold a key) or
- * CLI_FAIL (a read error).
+ * Read the key file. On failure prints one line naming the file and the
+ * problem (never the content) and returns CLI_USAGE (the file cannot be
+ * opened, is not a regular file or does not hold a key) or CLI_FAIL (a
+ * read error). The library's detail, "key file 'PATH': WHY", is worded as
+ * the CLI's messages have always been: "cannot open key file 'PATH': ...",
+ * "bad key file 'PATH': ...".
  */
-static int read_key(const char *cmd, const char *path, idm_opaque_key *key)
+static int load_key(const char *cmd, const char *path, idm_opaque_key *key)
 {
-    char buf[KEY_FILE_MAX + 1];
-    int fd;
-    /* O_NONBLOCK so that a FIFO with no writer does not hang us before the
-     * type check (a regular file's reads ignore it). */
-    do
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-    while (fd < 0 && errno == EINTR);
-    if (fd < 0) {
-        cli_error(cmd, "cannot open key file '%s': %s", path, strerror(errno));
-        return CLI_USAGE;
+    int rc = idm_opaque_key_load(path, key);
+    if (rc == 0)
+        return CLI_OK;
+    char detail[1024], prefix[256];
+    snprintf(detail, sizeof detail, "%s", idm_error_detail());
+    int n = snprintf(prefix, sizeof prefix, "key file '%.160s': ", path);
+    const char *why = detail;
+    if (n > 0 && strncmp(detail, prefix, (size_t)n) == 0)
+        why += n;
+    if (rc == IDM_EIO) {
+        /* "cannot open it: ..." / "cannot read it: ...": a file that cannot
+         * be opened is bad input; one that fails midway is not. */
+        bool read = strncmp(why, "cannot read it: ", 16) == 0;
+        if (read || strncmp(why, "cannot open it: ", 16) == 0)
+            why += 16;
+        cli_error(cmd, "cannot %s key file '%s': %s", read ? "read" : "open", path, why);
+        return read ? CLI_FAIL : CLI_USAGE;
     }
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        int e = errno;
-        close(fd);
-        cli_error(cmd, "cannot stat key file '%s': %s", path, strerror(e));
-        return CLI_FAIL;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
-        cli_error(cmd, "bad key file '%s': not a regular file (it is %s)", path,
-                  kind_of(st.st_mode));
-        return CLI_USAGE;
-    }
-    size_t n = 0;
-    int status = CLI_OK;
-    while (n < sizeof buf - 1) {
-        ssize_t r = read(fd, buf + n, sizeof buf - 1 - n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0) {
-            int e = errno;
-            cli_error(cmd, "cannot read key file '%s': %s", path, strerror(e));
-            status = CLI_FAIL;
-            break;
-        }
-        if (r == 0)
-            break;
-        n += (size_t)r;
-    }
-    close(fd);
-    buf[n] = '\0';
-    if (status == CLI_OK) {
-        if (n == sizeof buf - 1) {
-            cli_error(cmd, "bad key file '%s': longer than one line of 32 hex digits", path);
-            status = CLI_USAGE;
-        } else if (memchr(buf, '\0', n) != NULL) {
-            cli_error(cmd, "bad key file '%s': it holds a NUL byte, not 32 hex digits", path);
-            status = CLI_USAGE;
-        } else {
-            int rc = idm_opaque_key_parse(buf, key);
-            if (rc != 0) {
-                cli_lib_error(cmd, rc, "bad key file '%s'", path);
-                status = CLI_USAGE;
-            }
-        }
-    }
-    wipe(buf, sizeof buf);
-    return status;
+    /* idm_opaque_key_parse's reasons come with the error's name, as
+     * cli_lib_error words them. */
+    if (rc == IDM_EPARSE && strncmp(why, "opaque key: ", 12) == 0)
+        cli_error(cmd, "bad key file '%s': %s (%s)", path, idm_strerror(rc), why);
+    else
+        cli_error(cmd, "bad key file '%s': %s", path, why);
+    return CLI_USAGE;
 }
 
 /* A decimal or 0x-hex value below 2^63 (an id, or an opaque value written
@@ -180,97 +119,58 @@ static int parse_63(const char *cmd, const char *what, const char *text, uint64_
     return CLI_OK;
 }
 
-static int run(int argc, char **argv, bool encrypt)
+/* The arguments before the key is read: the format, or -1 after printing
+ * why. */
+static int check_args(const char *cmd, const cli_args *a, bool encrypt)
 {
-    const char *cmd = encrypt ? "encrypt" : "decrypt";
-    const char *key_path = NULL, *format_text = NULL;
-    const char **inputs = calloc((size_t)argc + 1, sizeof *inputs);
-    if (inputs == NULL) {
-        cli_error(cmd, "out of memory");
-        return CLI_FAIL;
-    }
-    size_t n = 0;
-
-    cli_parser p;
-    const char *v;
-    int id;
-    cli_parser_init(&p, cmd, options, argc, argv);
-    while ((id = cli_next_opt(&p, &v)) != CLI_OPT_END) {
-        switch (id) {
-        case CLI_OPT_ERROR:
-            free(inputs);
-            return CLI_USAGE;
-        case OPT_HELP:
-            fputs(encrypt ? encrypt_usage : decrypt_usage, stdout);
-            free(inputs);
-            return CLI_OK;
-        case CLI_OPT_POS:
-            inputs[n++] = v;
-            break;
-        case OPT_KEY_FILE:
-            key_path = v;
-            break;
-        case OPT_FORMAT:
-            format_text = v;
-            break;
-        default:
-            break;
-        }
-    }
-
-    int status = CLI_OK;
-    text_format fmt = FMT_BASE32;
-    if (format_text != NULL && !parse_format(format_text, &fmt)) {
-        cli_error(cmd, "bad --format '%s': use base32, base62 or dec", format_text);
-        status = CLI_USAGE;
-    } else if (key_path == NULL) {
+    int fmt = cli_choice(cmd, "--format", a->opt[CLI_ID_FORMAT], format_names, FMT_BASE32);
+    if (fmt < 0)
+        return -1;
+    if (a->opt[OPT_KEY_FILE] == NULL) {
         cli_error(cmd, "no --key-file given (try 'idmint %s --help')", cmd);
-        status = CLI_USAGE;
-    } else if (n == 0) {
+        return -1;
+    }
+    if (a->pos_count == 0) {
         cli_error(cmd, "no %s given (try 'idmint %s --help')", encrypt ? "ID" : "TEXT", cmd);
-        status = CLI_USAGE;
+        return -1;
     }
+    return fmt;
+}
 
-    idm_opaque_key key;
-    memset(&key, 0, sizeof key);
-    if (status == CLI_OK)
-        status = read_key(cmd, key_path, &key);
-
-    uint64_t *out = NULL;
-    if (status == CLI_OK) {
-        out = calloc(n, sizeof *out);
-        if (out == NULL) {
-            cli_error(cmd, "out of memory");
-            status = CLI_FAIL;
-        }
-    }
+/* Map every argument through the key into out; CLI_OK or the exit status
+ * after printing why. */
+static int map_all(const char *cmd, const cli_args *a, bool encrypt, text_format fmt,
+                   const idm_opaque_key *key, uint64_t *out)
+{
     idm_opaque_encoding enc = fmt == FMT_BASE62 ? IDM_OPAQUE_BASE62 : IDM_OPAQUE_BASE32;
-    for (size_t i = 0; status == CLI_OK && i < n; i++) {
+    for (size_t i = 0; i < a->pos_count; i++) {
+        const char *text = a->pos[i];
         uint64_t in = 0;
         int rc;
         if (encrypt || fmt == FMT_DEC) {
-            status = parse_63(cmd, encrypt ? "ID" : "TEXT", inputs[i], &in);
+            int status = parse_63(cmd, encrypt ? "ID" : "TEXT", text, &in);
             if (status != CLI_OK)
-                break;
-        } else {
-            rc = idm_opaque_parse(inputs[i], enc, &in);
-            if (rc != 0) {
-                cli_lib_error(cmd, rc, "bad TEXT '%s'", inputs[i]);
-                status = CLI_USAGE;
-                break;
-            }
+                return status;
+        } else if ((rc = idm_opaque_parse(text, enc, &in)) != 0) {
+            cli_lib_error(cmd, rc, "bad TEXT '%s'", text);
+            return CLI_USAGE;
         }
-        rc = encrypt ? idm_opaque_encrypt(&key, in, &out[i]) : idm_opaque_decrypt(&key, in, &out[i]);
+        rc = encrypt ? idm_opaque_encrypt(key, in, &out[i]) : idm_opaque_decrypt(key, in, &out[i]);
         if (rc != 0) {
             /* Cannot happen: the value was checked to be below 2^63. */
-            cli_lib_error(cmd, rc, "cannot %s '%s'", cmd, inputs[i]);
-            status = CLI_FAIL;
+            cli_lib_error(cmd, rc, "cannot %s '%s'", cmd, text);
+            return CLI_FAIL;
         }
     }
-    wipe(&key, sizeof key);
+    return CLI_OK;
+}
 
+static int print_all(const char *cmd, const uint64_t *out, size_t n, bool encrypt,
+                     text_format fmt)
+{
+    idm_opaque_encoding enc = fmt == FMT_BASE62 ? IDM_OPAQUE_BASE62 : IDM_OPAQUE_BASE32;
     int write_errno = 0;
-    for (size_t i = 0; status == CLI_OK && i < n; i++) {
+    for (size_t i = 0; i < n; i++) {
         char text[CLI_U64_TEXT_MAX > IDM_OPAQUE_TEXT_MAX ? CLI_U64_TEXT_MAX : IDM_OPAQUE_TEXT_MAX];
         if (!encrypt || fmt == FMT_DEC)
             cli_u64_dec(out[i], text);
@@ -281,11 +181,35 @@ static int run(int argc, char **argv, bool encrypt)
             break;
         }
     }
-    if (status == CLI_OK)
-        status = cli_output_status(cmd, write_errno);
+    return cli_output_status(cmd, write_errno);
+}
 
+static int run(int argc, char **argv, bool encrypt)
+{
+    const cli_spec *spec = encrypt ? &encrypt_spec : &decrypt_spec;
+    const char *cmd = spec->cmd;
+    cli_args a;
+    int status = cli_parse_args(spec, argc, argv, &a, NULL);
+    if (status != CLI_OK || a.help)
+        return status;
+    int fmt = check_args(cmd, &a, encrypt);
+    if (fmt < 0)
+        return CLI_USAGE;
+
+    idm_opaque_key key;
+    if ((status = load_key(cmd, a.opt[OPT_KEY_FILE], &key)) != CLI_OK)
+        return status;
+    uint64_t *out = calloc(a.pos_count, sizeof *out);
+    if (out == NULL) {
+        cli_error(cmd, "out of memory");
+        status = CLI_FAIL;
+    }
+    if (status == CLI_OK)
+        status = map_all(cmd, &a, encrypt, (text_format)fmt, &key, out);
+    wipe(&key, sizeof key);
+    if (status == CLI_OK)
+        status = print_all(cmd, out, a.pos_count, encrypt, (text_format)fmt);
     free(out);
-    free(inputs);
     return status;
 }
 

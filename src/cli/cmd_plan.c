@@ -12,14 +12,15 @@
  * busiest process's share of the sequence space, the time field's lifespan
  * and the index bytes saved against 128-bit keys.
  *
- * Everything is checked before anything is printed. The math avoids libm:
- * the program does not link it.
+ * Everything is checked before anything is printed. Powers of two come
+ * from libm's ldexp, as in `idmint birthday` (the program links libm).
  */
 #include "cli.h"
 
 #include <errno.h>
 #include <float.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -137,23 +138,6 @@ static int parse_decimal(const char *cmd, const char *opt, const char *text,
     return CLI_OK;
 }
 
-/* A whole number from min to max (idm_u64_parse syntax). */
-static int parse_whole(const char *cmd, const char *opt, const char *text,
-                       uint64_t min, uint64_t max, const char *range,
-                       uint64_t *out)
-{
-    int rc = idm_u64_parse(text, out);
-    if (rc != 0) {
-        cli_lib_error(cmd, rc, "bad %s '%s'", opt, text);
-        return CLI_USAGE;
-    }
-    if (*out < min || *out > max) {
-        cli_error(cmd, "bad %s '%s': must be %s", opt, text, range);
-        return CLI_USAGE;
-    }
-    return CLI_OK;
-}
-
 /* ---- formatting ---- */
 
 /* Drop trailing zeros of a fraction, and the point if nothing is left. */
@@ -223,14 +207,6 @@ static const char *fmt_bytes(double b, char *buf, size_t len)
     return buf;
 }
 
-/* A time as ISO text, or "after year 9999". */
-static const char *time_or_far(idm_unix_ms t, char *buf)
-{
-    if (!cli_time_text(t, buf))
-        snprintf(buf, IDM_TIME_TEXT_MAX, "after year 9999");
-    return buf;
-}
-
 /* A JSON string member for a time: "\"...\"" or null. */
 static const char *json_time(idm_unix_ms t, char *buf)
 {
@@ -271,10 +247,7 @@ static idm_unix_ms now_ms(void)
 
 static double pow2(unsigned k)
 {
-    double v = 1;
-    while (k-- > 0)
-        v *= 2;
-    return v;
+    return ldexp(1.0, (int)k);
 }
 
 /* The smallest k >= 1 with 2^k >= x. */
@@ -352,36 +325,107 @@ static bool over_53_from(const layout_facts *f, idm_unix_ms *from)
     return true;
 }
 
-/* ---- plan ---- */
+/* ---- the options of both commands ---- */
 
 enum {
-    OPT_HELP,
-    OPT_LAYOUT,
-    OPT_EPOCH,
-    OPT_JSON,
-    OPT_WORKERS,
+    OPT_WORKERS = CLI_ID_OWN,
     OPT_PEAK,
     OPT_AT,
-    OPT_NODE,
     OPT_RATE,
     OPT_PROCESSES,
     OPT_SKEW,
     OPT_SURGE,
     OPT_ROWS,
-    OPT_INDEXES
+    OPT_INDEXES,
+    OPT_END_
+};
+_Static_assert((int)OPT_END_ <= (int)CLI_ID_MAX, "too many options for cli_args");
+
+/* The values of the numeric options, checked as they come. */
+typedef struct num_args {
+    uint64_t workers, processes, rows, indexes;
+    double peak, rate, skew, surge;
+} num_args;
+
+/* A numeric option: a whole number (idm_u64_parse's syntax) or a decimal
+ * one, within [min, max] (above min when min_open), kept at off. */
+typedef struct num_opt {
+    int id;
+    const char *name;
+    bool whole;
+    bool min_open;
+    double min, max;
+    const char *range; /* for messages */
+    size_t off;
+} num_opt;
+
+static const num_opt num_opts[] = {
+    {OPT_WORKERS, "--workers", true, false, 1, (double)WORKERS_MAX, "1 to 4294967296",
+     offsetof(num_args, workers)},
+    {OPT_PEAK, "--peak", false, true, 0, RATE_MAX, "above 0 and at most 1e12",
+     offsetof(num_args, peak)},
+    {OPT_RATE, "--rate", false, true, 0, RATE_MAX, "above 0 and at most 1e12",
+     offsetof(num_args, rate)},
+    {OPT_PROCESSES, "--processes", true, false, 1, PROCESSES_MAX, "1 to 10000000",
+     offsetof(num_args, processes)},
+    {OPT_SKEW, "--skew", false, false, 1, SKEW_MAX, "1 to 1e6", offsetof(num_args, skew)},
+    {OPT_SURGE, "--surge", false, false, 1, SURGE_MAX, "1 to 100", offsetof(num_args, surge)},
+    {OPT_ROWS, "--rows", true, false, 1, (double)ROWS_MAX, "1 to 1e18",
+     offsetof(num_args, rows)},
+    {OPT_INDEXES, "--indexes", true, false, 1, INDEXES_MAX, "1 to 1000",
+     offsetof(num_args, indexes)},
 };
 
+/* cli_spec.check: a numeric option's value into the num_args at ctx. */
+static int check_num(void *ctx, const char *cmd, int id, const char *v)
+{
+    for (size_t i = 0; i < sizeof num_opts / sizeof num_opts[0]; i++) {
+        const num_opt *o = &num_opts[i];
+        if (o->id != id)
+            continue;
+        void *at = (char *)ctx + o->off;
+        if (o->whole)
+            return cli_parse_u64(cmd, o->name, v, (uint64_t)o->min, (uint64_t)o->max, o->range,
+                               (uint64_t *)at);
+        return parse_decimal(cmd, o->name, v, o->min, o->min_open, o->max, o->range,
+                             (double *)at);
+    }
+    return CLI_OK;
+}
+
 static const cli_opt plan_options[] = {
-    {"help", 'h', false, OPT_HELP},
-    {"layout", 0, true, OPT_LAYOUT},
-    {"epoch", 0, true, OPT_EPOCH},
-    {"json", 0, false, OPT_JSON},
+    CLI_ROW_HELP,
+    CLI_ROWS_LAYOUT,
+    CLI_ROW_JSON,
+    CLI_ROW_NODE,
     {"workers", 0, true, OPT_WORKERS},
     {"peak", 0, true, OPT_PEAK},
     {"at", 0, true, OPT_AT},
-    {"node", 0, true, OPT_NODE},
-    {NULL, 0, false, 0},
+    CLI_ROW_END,
 };
+
+static const cli_spec plan_spec = {
+    "plan", plan_usage, plan_options, 0, CLI_ID_NODE, IDM_LAYOUT_MAX_FIELDS, check_num,
+};
+
+static const cli_opt estimate_options[] = {
+    CLI_ROW_HELP,
+    CLI_ROWS_LAYOUT,
+    CLI_ROW_JSON,
+    {"rate", 0, true, OPT_RATE},
+    {"processes", 0, true, OPT_PROCESSES},
+    {"skew", 0, true, OPT_SKEW},
+    {"surge", 0, true, OPT_SURGE},
+    {"rows", 0, true, OPT_ROWS},
+    {"indexes", 0, true, OPT_INDEXES},
+    CLI_ROW_END,
+};
+
+static const cli_spec estimate_spec = {
+    "estimate", estimate_usage, estimate_options, 0, 0, 0, check_num,
+};
+
+/* ---- plan ---- */
 
 /* The suggested layout: 63 bits, the given tick, node bits for the
  * workers, seq bits for the peak, the rest to time. */
@@ -426,11 +470,10 @@ static void suggest(const layout_facts *f, bool have_workers, uint64_t workers,
 }
 
 typedef struct plan_args {
-    bool json;
-    bool have_workers, have_peak, have_at;
+    bool have_workers, have_peak;
     uint64_t workers;
     double peak;
-    idm_unix_ms at;
+    idm_unix_ms at; /* of the example id */
 } plan_args;
 
 /* The example id's node values: all 0 but the last node field's, 1. */
@@ -448,17 +491,15 @@ static void example_nodes(const idm_layout *l, uint64_t *node)
         node[last] = 1;
 }
 
-static void plan_text(const idm_layout *l, const layout_facts *f,
-                      const plan_args *a, idm_unix_ms now, uint64_t id,
-                      const uint64_t *node, const suggestion *s)
+/* The text's first lines: the layout, when its time runs out, its worker
+ * ids and its rates. */
+static void text_capacity(const idm_layout *l, const layout_facts *f, const plan_args *a,
+                          idm_unix_ms now)
 {
-    char buf[IDM_TIME_TEXT_MAX], buf2[IDM_TIME_TEXT_MAX];
-    char n1[64], n2[64], n3[64];
-    char idtext[CLI_U64_TEXT_MAX];
-    size_t count = idm_layout_field_count(l);
-
+    char buf[IDM_TIME_TEXT_MAX], n1[64], n2[64], n3[64];
+    char workers[CLI_U64_TEXT_MAX];
     printf("layout: %s (%s), epoch %lld (%s), tick %lld ms\n", f->label,
-           f->text, (long long)f->epoch, time_or_far(f->epoch, buf),
+           f->text, (long long)f->epoch, cli_time_or_far(f->epoch, buf),
            (long long)f->tick_ms);
 
     double left = ((double)f->time_end - (double)now) / MS_PER_YEAR;
@@ -477,72 +518,79 @@ static void plan_text(const idm_layout *l, const layout_facts *f,
                "field spans %.1f years, %s)\n", left, f->span_years, n1);
     }
 
-    /* worker ids */
-    cli_u64_dec(f->worker_ids, idtext);
+    cli_u64_dec(f->worker_ids, workers);
     if (f->node_fields == 0) {
         printf("worker ids available: 1 (no node fields: one generator "
                "per layout and epoch)\n");
     } else {
-        printf("worker ids available: %s (", idtext);
-        bool first = true;
+        printf("worker ids available: %s (", workers);
+        const char *sep = "";
+        size_t count = idm_layout_field_count(l);
         for (size_t i = 0; i < count; i++) {
             idm_field_info fi;
-            if (idm_layout_field(l, i, &fi) != 0 ||
-                fi.kind != IDM_FIELD_NODE)
+            if (idm_layout_field(l, i, &fi) != 0 || fi.kind != IDM_FIELD_NODE)
                 continue;
-            printf("%s%s %u bits", first ? "" : " + ", fi.name, fi.bits);
-            first = false;
+            printf("%s%s %u bits", sep, fi.name, fi.bits);
+            sep = " + ";
         }
         printf(" = 2^%u)\n", f->node_bits);
     }
 
-    /* rates */
     printf("ids per second per worker: %s (%s per %lld ms tick)\n",
            fmt_num(f->per_second, n1, sizeof n1),
            fmt_num(f->per_tick, n2, sizeof n2), (long long)f->tick_ms);
     printf("ids per second, whole fleet: %s (x %s worker ids available)\n",
            fmt_num(f->per_second * (double)f->worker_ids, n1, sizeof n1),
-           idtext);
+           workers);
     if (a->have_workers) {
         cli_u64_dec(a->workers, n3);
         printf("ids per second, %s workers: %s (x %s)\n", n3,
                fmt_num(f->per_second * (double)a->workers, n1, sizeof n1),
                n3);
     }
+}
 
-    /* 2^53 */
+/* When ids pass 2^53 and when they turn negative as signed integers. */
+static void text_limits(const idm_layout *l, const layout_facts *f, idm_unix_ms now)
+{
+    char buf[IDM_TIME_TEXT_MAX];
     idm_unix_ms from = 0;
     if (!over_53_from(f, &from)) {
         printf("ids above 2^53: never (the layout uses %u bits): JSON "
                "numbers hold every id\n", f->bits);
     } else if (now >= from) {
         printf("ids above 2^53: yes, since %s: JSON consumers must get ids "
-               "as strings\n", time_or_far(from, buf));
+               "as strings\n", cli_time_or_far(from, buf));
     } else {
         printf("ids above 2^53: not yet; from %s (%.1f years from now): "
                "JSON consumers must get ids as strings\n",
-               time_or_far(from, buf),
+               cli_time_or_far(from, buf),
                ((double)from - (double)now) / MS_PER_YEAR);
     }
 
-    /* sign bit */
     if (!idm_layout_sign_bit(l, &from)) {
         printf("sign bit: not used: ids stay positive as signed 64-bit "
                "integers\n");
     } else if (now >= from) {
         printf("sign bit: USED: ids read as signed 64-bit integers (Java "
                "long, SQL bigint) are negative since %s\n",
-               time_or_far(from, buf));
+               cli_time_or_far(from, buf));
     } else {
         printf("sign bit: USED: ids read as signed 64-bit integers (Java "
                "long, SQL bigint) turn negative from %s (%.1f years from "
-               "now)\n", time_or_far(from, buf),
+               "now)\n", cli_time_or_far(from, buf),
                ((double)from - (double)now) / MS_PER_YEAR);
     }
+}
 
-    /* example */
+/* The example id, its node values and its decode. */
+static void text_example(const idm_layout *l, const plan_args *a, uint64_t id,
+                         const uint64_t *node)
+{
+    char buf[IDM_TIME_TEXT_MAX], idtext[CLI_U64_TEXT_MAX];
     cli_u64_dec(id, idtext);
-    printf("example id: %s (at %s,", idtext, time_or_far(a->at, buf2));
+    printf("example id: %s (at %s,", idtext, cli_time_or_far(a->at, buf));
+    size_t count = idm_layout_field_count(l);
     for (size_t i = 0; i < count; i++) {
         idm_field_info fi;
         if (idm_layout_field(l, i, &fi) == 0 && fi.kind == IDM_FIELD_NODE)
@@ -554,12 +602,18 @@ static void plan_text(const idm_layout *l, const layout_facts *f,
         fputs("decoded: ", stdout);
         cli_print_decoded(stdout, l, id, &d, false);
     }
+}
 
-    /* verdicts */
+/* A verdict per stated need, and the suggested layout. */
+static void text_verdicts(const layout_facts *f, const plan_args *a, idm_unix_ms now,
+                          const suggestion *s)
+{
+    char buf[IDM_TIME_TEXT_MAX], n1[64], n2[64];
     if (now < f->time_end)
-        printf("lifespan: ok (%.1f years left)\n", left);
+        printf("lifespan: ok (%.1f years left)\n",
+               ((double)f->time_end - (double)now) / MS_PER_YEAR);
     else
-        printf("lifespan: RAN OUT (on %s)\n", time_or_far(f->time_end, buf));
+        printf("lifespan: RAN OUT (on %s)\n", cli_time_or_far(f->time_end, buf));
     if (a->have_workers) {
         cli_u64_dec(a->workers, n1);
         cli_u64_dec(f->worker_ids, n2);
@@ -572,26 +626,25 @@ static void plan_text(const idm_layout *l, const layout_facts *f,
                fmt_num(a->peak, n1, sizeof n1),
                fmt_num(f->per_second, n2, sizeof n2));
 
-    /* suggestion */
     if (!s->fits) {
         printf("suggested layout: none: %u worker bits and %u sequence bits "
                "leave no time bits in 63\n", s->node_bits, s->seq_bits);
-    } else {
-        span_text(s->time_bits, f->tick_ms, n1, sizeof n1);
-        if (now < s->time_end)
-            snprintf(n2, sizeof n2, "%.1f years from now",
-                     ((double)s->time_end - (double)now) / MS_PER_YEAR);
-        else
-            snprintf(n2, sizeof n2, "ALREADY RAN OUT: needs a later epoch");
-        printf("suggested layout: %s --epoch %lld (time runs out %s, %s; "
-               "lifespan %.1f years, %s)\n", s->text, (long long)f->epoch,
-               time_or_far(s->time_end, buf), n2, s->span_years, n1);
+        return;
     }
+    span_text(s->time_bits, f->tick_ms, n1, sizeof n1);
+    if (now < s->time_end)
+        snprintf(n2, sizeof n2, "%.1f years from now",
+                 ((double)s->time_end - (double)now) / MS_PER_YEAR);
+    else
+        snprintf(n2, sizeof n2, "ALREADY RAN OUT: needs a later epoch");
+    printf("suggested layout: %s --epoch %lld (time runs out %s, %s; "
+           "lifespan %.1f years, %s)\n", s->text, (long long)f->epoch,
+           cli_time_or_far(s->time_end, buf), n2, s->span_years, n1);
 }
 
-static void plan_json(const idm_layout *l, const layout_facts *f,
-                      const plan_args *a, idm_unix_ms now, uint64_t id,
-                      const suggestion *s)
+/* The JSON object's members up to the example: capacity and limits. */
+static void json_capacity(const idm_layout *l, const layout_facts *f, const plan_args *a,
+                          idm_unix_ms now)
 {
     char t1[IDM_TIME_TEXT_MAX + 2], n1[64], n2[64];
     char num[CLI_U64_TEXT_MAX];
@@ -633,25 +686,13 @@ static void plan_json(const idm_layout *l, const layout_facts *f,
     else
         printf(",\"sign_bit\":false,\"negative_now\":false,"
                "\"negative_from_ms\":null,\"negative_from\":null");
+}
 
-    cli_u64_dec(id, num);
-    printf(",\"example\":{\"id\":\"%s\",\"at_ms\":%lld,\"at\":%s", num,
-           (long long)a->at, json_time(a->at, t1));
-    idm_decoded d;
-    if (idm_layout_decode(l, id, &d) == 0) {
-        printf(",\"time\":%s,\"unix_ms\":%lld", json_time(d.unix_ms, t1),
-               (long long)d.unix_ms);
-        size_t count = idm_layout_field_count(l);
-        for (size_t i = 0; i < count; i++) {
-            idm_field_info fi;
-            if (idm_layout_field(l, i, &fi) != 0 || fi.kind == IDM_FIELD_TIME)
-                continue;
-            cli_u64_dec(d.value[i], num);
-            printf(",\"%s\":%s", fi.name, num);
-        }
-    }
-    printf("}");
-
+/* The verdicts, the needs and the suggestion, closing the object. */
+static void json_verdicts(const layout_facts *f, const plan_args *a, idm_unix_ms now,
+                          const suggestion *s)
+{
+    char t1[IDM_TIME_TEXT_MAX + 2], n1[64];
     printf(",\"verdicts\":{\"lifespan\":\"%s\"",
            now < f->time_end ? "ok" : "RAN OUT");
     if (a->have_workers)
@@ -661,12 +702,10 @@ static void plan_json(const idm_layout *l, const layout_facts *f,
         printf(",\"peak\":\"%s\"",
                a->peak <= f->per_second ? "ok" : "NOT COVERED");
     printf("}");
-    if (a->have_workers) {
-        cli_u64_dec(a->workers, num);
-        printf(",\"workers_needed\":%s", num);
-    } else {
+    if (a->have_workers)
+        printf(",\"workers_needed\":%llu", (unsigned long long)a->workers);
+    else
         printf(",\"workers_needed\":null");
-    }
     if (a->have_peak)
         printf(",\"peak_needed\":%s", fmt_num(a->peak, n1, sizeof n1));
     else
@@ -686,363 +725,319 @@ static void plan_json(const idm_layout *l, const layout_facts *f,
         printf(",\"suggested\":null}\n");
 }
 
-int cli_cmd_plan(int argc, char **argv)
+static void plan_json(const idm_layout *l, const layout_facts *f,
+                      const plan_args *a, idm_unix_ms now, uint64_t id,
+                      const suggestion *s)
 {
-    const char *cmd = "plan";
-    cli_layout_args la = {NULL, NULL};
-    plan_args a;
-    memset(&a, 0, sizeof a);
-    const char *at_text = NULL;
-    const char *nodes[IDM_LAYOUT_MAX_FIELDS];
-    size_t nnodes = 0;
-
-    cli_parser p;
-    const char *v;
-    int id;
-    cli_parser_init(&p, cmd, plan_options, argc, argv);
-    while ((id = cli_next_opt(&p, &v)) != CLI_OPT_END) {
-        switch (id) {
-        case CLI_OPT_ERROR:
-            return CLI_USAGE;
-        case OPT_HELP:
-            fputs(plan_usage, stdout);
-            return CLI_OK;
-        case CLI_OPT_POS:
-            cli_error(cmd, "unexpected argument '%s'", v);
-            return CLI_USAGE;
-        case OPT_LAYOUT:
-            la.spec = v;
-            break;
-        case OPT_EPOCH:
-            la.epoch = v;
-            break;
-        case OPT_JSON:
-            a.json = true;
-            break;
-        case OPT_WORKERS:
-            if (parse_whole(cmd, "--workers", v, 1, WORKERS_MAX,
-                            "1 to 4294967296", &a.workers) != CLI_OK)
-                return CLI_USAGE;
-            a.have_workers = true;
-            break;
-        case OPT_PEAK:
-            if (parse_decimal(cmd, "--peak", v, 0, true, RATE_MAX,
-                              "above 0 and at most 1e12", &a.peak) != CLI_OK)
-                return CLI_USAGE;
-            a.have_peak = true;
-            break;
-        case OPT_AT:
-            at_text = v;
-            break;
-        case OPT_NODE:
-            if (nnodes == IDM_LAYOUT_MAX_FIELDS) {
-                cli_error(cmd, "more than %d --node options", IDM_LAYOUT_MAX_FIELDS);
-                return CLI_USAGE;
-            }
-            nodes[nnodes++] = v;
-            break;
-        default:
-            break;
-        }
+    char t1[IDM_TIME_TEXT_MAX + 2];
+    json_capacity(l, f, a, now);
+    printf(",\"example\":{\"id\":\"%llu\",\"at_ms\":%lld,\"at\":%s",
+           (unsigned long long)id, (long long)a->at, json_time(a->at, t1));
+    idm_decoded d;
+    if (idm_layout_decode(l, id, &d) == 0) {
+        cli_print_time(stdout, d.unix_ms, true);
+        cli_print_fields(stdout, l, &d, true);
     }
+    printf("}");
+    json_verdicts(f, a, now, s);
+}
 
-    idm_layout *l = NULL;
-    int status = cli_build_layout(cmd, &la, &l);
-    if (status != CLI_OK)
-        return status;
-    layout_facts f;
-    get_facts(l, &f);
-
-    idm_unix_ms now = now_ms();
-    a.at = now;
-    if (at_text != NULL) {
-        int rc = idm_time_parse(at_text, &a.at);
-        if (rc != 0) {
-            cli_lib_error(cmd, rc, "bad --at '%s'", at_text);
-            idm_layout_free(l);
-            return CLI_USAGE;
-        }
-        a.have_at = true;
-    }
+/* The time of the example id: --at, else now, within the layout's time.
+ * On failure prints why and returns CLI_USAGE. */
+static int example_time(const char *at_text, const layout_facts *f, idm_unix_ms now,
+                        idm_unix_ms *at)
+{
     char b1[IDM_TIME_TEXT_MAX], b2[IDM_TIME_TEXT_MAX];
-    if (a.at < f.epoch || a.at >= f.time_end) {
-        bool before = a.at < f.epoch;
-        if (at_text != NULL)
-            cli_error(cmd, "bad --at '%s': %s the layout's %s, %s", at_text,
-                      before ? "before" : "at or past",
-                      before ? "epoch" : "end",
-                      time_or_far(before ? f.epoch : f.time_end, b1));
-        else
-            cli_error(cmd, "now (%s) is %s the layout's %s, %s: give --at "
-                      "TIME for the example id", time_or_far(a.at, b2),
-                      before ? "before" : "at or past",
-                      before ? "epoch" : "end",
-                      time_or_far(before ? f.epoch : f.time_end, b1));
-        idm_layout_free(l);
-        return CLI_USAGE;
+    *at = now;
+    if (at_text != NULL) {
+        int rc = idm_time_parse(at_text, at);
+        if (rc != 0) {
+            cli_lib_error("plan", rc, "bad --at '%s'", at_text);
+            return CLI_USAGE;
+        }
     }
-    uint64_t node[IDM_LAYOUT_MAX_FIELDS];
+    if (*at >= f->epoch && *at < f->time_end)
+        return CLI_OK;
+    bool before = *at < f->epoch;
+    const char *rel = before ? "before" : "at or past", *bound = before ? "epoch" : "end";
+    cli_time_or_far(before ? f->epoch : f->time_end, b1);
+    if (at_text != NULL)
+        cli_error("plan", "bad --at '%s': %s the layout's %s, %s", at_text, rel, bound, b1);
+    else
+        cli_error("plan", "now (%s) is %s the layout's %s, %s: give --at TIME for the example "
+                  "id", cli_time_or_far(*at, b2), rel, bound, b1);
+    return CLI_USAGE;
+}
+
+/* The example id of a->at: its node values are the --node values given
+ * (the others 0), else example_nodes'. On failure prints why and returns
+ * the exit status. */
+static int example_id(const idm_layout *l, const cli_args *args, const plan_args *a,
+                      uint64_t *node, uint64_t *id)
+{
     example_nodes(l, node);
-    if (nnodes > 0) {
-        /* Given values replace the default example's; the others are 0. */
+    if (args->list_count > 0) {
         uint32_t set = 0;
-        memset(node, 0, sizeof node);
-        for (size_t i = 0; i < nnodes; i++) {
-            int nrc = idm_layout_parse_node(l, nodes[i], node, &set);
-            if (nrc != 0) {
-                cli_lib_error(cmd, nrc, "bad --node '%s'", nodes[i]);
-                idm_layout_free(l);
+        memset(node, 0, sizeof(uint64_t) * IDM_LAYOUT_MAX_FIELDS);
+        for (size_t i = 0; i < args->list_count; i++) {
+            int rc = idm_layout_parse_node(l, args->list[i], node, &set);
+            if (rc != 0) {
+                cli_lib_error("plan", rc, "bad --node '%s'", args->list[i]);
                 return CLI_USAGE;
             }
         }
     }
-    uint64_t example = 0;
-    int rc = idm_layout_compose(l, a.at, node, 0, &example);
+    int rc = idm_layout_compose(l, a->at, node, 0, id);
     if (rc != 0) {
-        cli_lib_error(cmd, rc, "cannot build the example id");
-        idm_layout_free(l);
+        cli_lib_error("plan", rc, "cannot build the example id");
         return CLI_FAIL;
     }
-    suggestion s;
-    suggest(&f, a.have_workers, a.workers, a.have_peak, a.peak, &s);
+    return CLI_OK;
+}
 
-    if (a.json)
-        plan_json(l, &f, &a, now, example, &s);
-    else
-        plan_text(l, &f, &a, now, example, node, &s);
+/* plan once the arguments are read: a checked, the layout built. */
+static int run_plan(const cli_args *args, plan_args *a, const idm_layout *l)
+{
+    layout_facts f;
+    get_facts(l, &f);
+    idm_unix_ms now = now_ms();
+    uint64_t node[IDM_LAYOUT_MAX_FIELDS], example = 0;
+    int status = example_time(args->opt[OPT_AT], &f, now, &a->at);
+    if (status == CLI_OK)
+        status = example_id(l, args, a, node, &example);
+    if (status != CLI_OK)
+        return status;
+    suggestion s;
+    suggest(&f, a->have_workers, a->workers, a->have_peak, a->peak, &s);
+    if (cli_given(args, CLI_ID_JSON)) {
+        plan_json(l, &f, a, now, example, &s);
+    } else {
+        text_capacity(l, &f, a, now);
+        text_limits(l, &f, now);
+        text_example(l, a, example, node);
+        text_verdicts(&f, a, now, &s);
+    }
+    return cli_output_status("plan", 0);
+}
+
+int cli_cmd_plan(int argc, char **argv)
+{
+    cli_args args;
+    num_args n;
+    memset(&n, 0, sizeof n);
+    int status = cli_parse_args(&plan_spec, argc, argv, &args, &n);
+    if (status != CLI_OK || args.help)
+        return status;
+    plan_args a = {cli_given(&args, OPT_WORKERS), cli_given(&args, OPT_PEAK), n.workers, n.peak,
+                   0};
+    idm_layout *l = NULL;
+    status = cli_build_layout("plan", &args, &l);
+    if (status != CLI_OK)
+        return status;
+    status = run_plan(&args, &a, l);
     idm_layout_free(l);
-    return cli_output_status(cmd, 0);
+    return status;
 }
 
 /* ---- estimate ---- */
 
-static const cli_opt estimate_options[] = {
-    {"help", 'h', false, OPT_HELP},
-    {"layout", 0, true, OPT_LAYOUT},
-    {"epoch", 0, true, OPT_EPOCH},
-    {"json", 0, false, OPT_JSON},
-    {"rate", 0, true, OPT_RATE},
-    {"processes", 0, true, OPT_PROCESSES},
-    {"skew", 0, true, OPT_SKEW},
-    {"surge", 0, true, OPT_SURGE},
-    {"rows", 0, true, OPT_ROWS},
-    {"indexes", 0, true, OPT_INDEXES},
-    {NULL, 0, false, 0},
-};
-
 #define WARN_MAX 3
 #define WARN_LEN 256
 
-int cli_cmd_estimate(int argc, char **argv)
+/* What estimate works out from its numbers and the layout's facts. */
+typedef struct estimate {
+    const num_args *n;
+    bool have_rows;
+    layout_facts f;
+    double avg, busiest, per_ms, per_tick; /* ids per s, s, ms, tick */
+    double seq_pct, use_pct, deploy_pct;
+    uint64_t deploy;    /* worker ids held during deploys */
+    uint64_t per_index; /* bytes saved per index */
+    double total;       /* in all */
+    char warn[WARN_MAX][WARN_LEN];
+    int nwarn;
+} estimate;
+
+static void estimate_compute(estimate *e)
+{
+    const num_args *n = e->n;
+    const layout_facts *f = &e->f;
+    e->avg = n->rate / (double)n->processes;
+    e->busiest = e->avg * n->skew;
+    e->per_ms = e->busiest / 1000.0;
+    e->per_tick = e->per_ms * (double)f->tick_ms;
+    e->seq_pct = e->per_tick / f->per_tick * 100.0;
+    /* processes x surge, rounded up (the small slack absorbs the binary
+     * representation of decimal surges: 10 x 1.1 is 11, not 12). */
+    double deploy_d = (double)n->processes * n->surge - 1e-9;
+    e->deploy = (uint64_t)deploy_d;
+    if ((double)e->deploy < deploy_d)
+        e->deploy++;
+    if (e->deploy < n->processes)
+        e->deploy = n->processes;
+    double space = (double)f->worker_ids;
+    e->use_pct = (double)n->processes / space * 100.0;
+    e->deploy_pct = (double)e->deploy / space * 100.0;
+    e->per_index = n->rows * 8; /* rows <= 1e18: fits */
+    e->total = (double)e->per_index * (double)n->indexes;
+
+    char n1[CLI_U64_TEXT_MAX], n2[CLI_U64_TEXT_MAX], n3[CLI_U64_TEXT_MAX], n4[64], n5[64];
+    cli_u64_dec(n->processes, n1);
+    cli_u64_dec(f->worker_ids, n2);
+    cli_u64_dec(e->deploy, n3);
+    e->nwarn = 0;
+    if (n->processes > f->worker_ids)
+        snprintf(e->warn[e->nwarn++], WARN_LEN,
+                 "warning: %s processes need more worker ids than the "
+                 "layout's %s", n1, n2);
+    else if (e->deploy > f->worker_ids)
+        snprintf(e->warn[e->nwarn++], WARN_LEN,
+                 "warning: during deploys %s processes hold worker ids, more "
+                 "than the layout's %s", n3, n2);
+    if (e->per_tick > f->per_tick)
+        snprintf(e->warn[e->nwarn++], WARN_LEN,
+                 "warning: the busiest process needs %s ids per %lld ms tick, "
+                 "more than the sequence's %s: it will wait for the next tick",
+                 fmt_num(e->per_tick, n4, sizeof n4), (long long)f->tick_ms,
+                 fmt_num(f->per_tick, n5, sizeof n5));
+}
+
+/* ',"NAME":V' with V by fmt_num. */
+static void json_num(const char *name, double v)
+{
+    char buf[64];
+    printf(",\"%s\":%s", name, fmt_num(v, buf, sizeof buf));
+}
+
+static void estimate_json(const estimate *e)
+{
+    const num_args *n = e->n;
+    const layout_facts *f = &e->f;
+    char t1[IDM_TIME_TEXT_MAX + 2], num[CLI_U64_TEXT_MAX];
+    printf("{\"layout\":\"%s\",\"text\":\"%s\",\"tick_ms\":%lld",
+           f->label, f->text, (long long)f->tick_ms);
+    json_num("rate", n->rate);
+    printf(",\"processes\":%llu", (unsigned long long)n->processes);
+    json_num("skew", n->skew);
+    json_num("surge", n->surge);
+    cli_u64_dec(f->worker_ids, num);
+    printf(",\"worker_ids\":%s,\"worker_ids_in_use\":%llu,"
+           "\"worker_ids_in_use_pct\":%.4g", num, (unsigned long long)n->processes,
+           e->use_pct);
+    printf(",\"worker_ids_during_deploys\":%llu,"
+           "\"worker_ids_during_deploys_pct\":%.4g", (unsigned long long)e->deploy,
+           e->deploy_pct);
+    json_num("average_ids_per_second", e->avg);
+    json_num("busiest_ids_per_second", e->busiest);
+    json_num("busiest_ids_per_ms", e->per_ms);
+    json_num("busiest_ids_per_tick", e->per_tick);
+    json_num("seq_per_tick", f->per_tick);
+    printf(",\"seq_share_pct\":%.4g", e->seq_pct);
+    printf(",\"time_bits\":%u,\"lifespan_years\":%.1f,"
+           "\"time_end_ms\":%lld,\"time_end\":%s", f->time_bits,
+           f->span_years, (long long)f->time_end, json_time(f->time_end, t1));
+    if (e->have_rows) {
+        cli_u64_dec(n->rows, num);
+        printf(",\"rows\":%s,\"indexes\":%llu", num, (unsigned long long)n->indexes);
+        cli_u64_dec(e->per_index, num);
+        printf(",\"bytes_saved_per_index\":%s", num);
+        if (e->per_index <= UINT64_MAX / n->indexes) {
+            cli_u64_dec(e->per_index * n->indexes, num);
+            printf(",\"bytes_saved_total\":%s", num);
+        } else {
+            printf(",\"bytes_saved_total\":%.0f", e->total);
+        }
+    } else {
+        printf(",\"rows\":null,\"indexes\":null,"
+               "\"bytes_saved_per_index\":null,"
+               "\"bytes_saved_total\":null");
+    }
+    printf(",\"warnings\":[");
+    for (int i = 0; i < e->nwarn; i++)
+        printf("%s\"%s\"", i > 0 ? "," : "", e->warn[i] + 9);
+    printf("]}\n");
+}
+
+static void estimate_text(const estimate *e)
+{
+    const num_args *n = e->n;
+    const layout_facts *f = &e->f;
+    char a1[64], a2[64], a3[64], a4[64], a5[64], span[64], buf[IDM_TIME_TEXT_MAX];
+    char procs[CLI_U64_TEXT_MAX], ids[CLI_U64_TEXT_MAX];
+    cli_u64_dec(n->processes, procs);
+    cli_u64_dec(f->worker_ids, ids);
+    printf("layout: %s (%s), tick %lld ms\n", f->label, f->text, (long long)f->tick_ms);
+    printf("average process: %s ids/s (%s ids/s over %s processes)\n",
+           fmt_num(e->avg, a1, sizeof a1), fmt_num(n->rate, a2, sizeof a2), procs);
+    printf("busiest process: %s ids/s (skew x%s) = %s ids/ms; per %lld "
+           "ms tick: %s of %s (%s of the sequence space)\n",
+           fmt_num(e->busiest, a1, sizeof a1), fmt_num(n->skew, a2, sizeof a2),
+           fmt_num(e->per_ms, a3, sizeof a3), (long long)f->tick_ms,
+           fmt_num(e->per_tick, a4, sizeof a4), fmt_num(f->per_tick, span, sizeof span),
+           fmt_pct(e->seq_pct, a5, sizeof a5));
+    printf("worker ids in use: %s of %s (%s); during deploys (x%s): %llu "
+           "(%s)\n", procs, ids, fmt_pct(e->use_pct, a1, sizeof a1),
+           fmt_num(n->surge, a3, sizeof a3), (unsigned long long)e->deploy,
+           fmt_pct(e->deploy_pct, a4, sizeof a4));
+    span_text(f->time_bits, f->tick_ms, span, sizeof span);
+    printf("time field lifespan: %.1f years (%s), runs out %s\n",
+           f->span_years, span, cli_time_or_far(f->time_end, buf));
+    if (e->have_rows) {
+        cli_u64_dec(n->rows, a3);
+        printf("index bytes saved against 128-bit keys: %s per index "
+               "(%s rows x 8 bytes); %s in all (%llu index%s)\n",
+               fmt_bytes((double)e->per_index, a1, sizeof a1), a3,
+               fmt_bytes(e->total, a2, sizeof a2),
+               (unsigned long long)n->indexes, n->indexes == 1 ? "" : "es");
+    }
+    for (int i = 0; i < e->nwarn; i++)
+        printf("%s\n", e->warn[i]);
+}
+
+/* The options estimate needs and the pairs it refuses; CLI_OK or CLI_USAGE
+ * after printing why. */
+static int estimate_check(const cli_args *args)
 {
     const char *cmd = "estimate";
-    cli_layout_args la = {NULL, NULL};
-    bool json = false, have_rate = false, have_processes = false;
-    bool have_rows = false, have_indexes = false;
-    double rate = 0, skew = 1, surge = 2;
-    uint64_t processes = 0, rows = 0, indexes = 1;
-
-    cli_parser p;
-    const char *v;
-    int id;
-    cli_parser_init(&p, cmd, estimate_options, argc, argv);
-    while ((id = cli_next_opt(&p, &v)) != CLI_OPT_END) {
-        int st = CLI_OK;
-        switch (id) {
-        case CLI_OPT_ERROR:
-            return CLI_USAGE;
-        case OPT_HELP:
-            fputs(estimate_usage, stdout);
-            return CLI_OK;
-        case CLI_OPT_POS:
-            cli_error(cmd, "unexpected argument '%s'", v);
-            return CLI_USAGE;
-        case OPT_LAYOUT:
-            la.spec = v;
-            break;
-        case OPT_EPOCH:
-            la.epoch = v;
-            break;
-        case OPT_JSON:
-            json = true;
-            break;
-        case OPT_RATE:
-            st = parse_decimal(cmd, "--rate", v, 0, true, RATE_MAX,
-                               "above 0 and at most 1e12", &rate);
-            have_rate = true;
-            break;
-        case OPT_PROCESSES:
-            st = parse_whole(cmd, "--processes", v, 1, PROCESSES_MAX,
-                             "1 to 10000000", &processes);
-            have_processes = true;
-            break;
-        case OPT_SKEW:
-            st = parse_decimal(cmd, "--skew", v, 1, false, SKEW_MAX,
-                               "1 to 1e6", &skew);
-            break;
-        case OPT_SURGE:
-            st = parse_decimal(cmd, "--surge", v, 1, false, SURGE_MAX,
-                               "1 to 100", &surge);
-            break;
-        case OPT_ROWS:
-            st = parse_whole(cmd, "--rows", v, 1, ROWS_MAX, "1 to 1e18",
-                             &rows);
-            have_rows = true;
-            break;
-        case OPT_INDEXES:
-            st = parse_whole(cmd, "--indexes", v, 1, INDEXES_MAX,
-                             "1 to 1000", &indexes);
-            have_indexes = true;
-            break;
-        default:
-            break;
-        }
-        if (st != CLI_OK)
-            return st;
-    }
-    if (!have_rate) {
+    if (!cli_given(args, OPT_RATE)) {
         cli_error(cmd, "missing --rate IDS_PER_S (the fleet's peak ids per "
                   "second)");
         return CLI_USAGE;
     }
-    if (!have_processes) {
+    if (!cli_given(args, OPT_PROCESSES)) {
         cli_error(cmd, "missing --processes N (the processes minting ids)");
         return CLI_USAGE;
     }
-    if (have_indexes && !have_rows) {
+    if (cli_given(args, OPT_INDEXES) && !cli_given(args, OPT_ROWS)) {
         cli_error(cmd, "--indexes needs --rows N");
         return CLI_USAGE;
     }
+    return CLI_OK;
+}
 
+int cli_cmd_estimate(int argc, char **argv)
+{
+    cli_args args;
+    num_args n = {0, 0, 0, 1, 0, 0, 1, 2}; /* indexes 1, skew 1, surge 2 */
+    int status = cli_parse_args(&estimate_spec, argc, argv, &args, &n);
+    if (status != CLI_OK || args.help)
+        return status;
+    if ((status = estimate_check(&args)) != CLI_OK)
+        return status;
     idm_layout *l = NULL;
-    int status = cli_build_layout(cmd, &la, &l);
+    status = cli_build_layout("estimate", &args, &l);
     if (status != CLI_OK)
         return status;
-    layout_facts f;
-    get_facts(l, &f);
+    estimate e;
+    memset(&e, 0, sizeof e);
+    e.n = &n;
+    e.have_rows = cli_given(&args, OPT_ROWS);
+    get_facts(l, &e.f);
     idm_layout_free(l);
-
-    double avg = rate / (double)processes;
-    double busiest = avg * skew;
-    double per_ms = busiest / 1000.0;
-    double per_tick = per_ms * (double)f.tick_ms;
-    double seq_pct = per_tick / f.per_tick * 100.0;
-    /* processes x surge, rounded up (the small slack absorbs the binary
-     * representation of decimal surges: 10 x 1.1 is 11, not 12). */
-    double deploy_d = (double)processes * surge - 1e-9;
-    uint64_t deploy = (uint64_t)deploy_d;
-    if ((double)deploy < deploy_d)
-        deploy++;
-    if (deploy < processes)
-        deploy = processes;
-    double space = (double)f.worker_ids;
-    double use_pct = (double)processes / space * 100.0;
-    double deploy_pct = (double)deploy / space * 100.0;
-    uint64_t per_index = rows * 8; /* rows <= 1e18: fits */
-    double total = (double)per_index * (double)indexes;
-
-    char warn[WARN_MAX][WARN_LEN];
-    int nwarn = 0;
-    char n1[64], n2[64], n3[64], n4[64];
-    char span[64], buf[IDM_TIME_TEXT_MAX];
-    cli_u64_dec(processes, n1);
-    cli_u64_dec(f.worker_ids, n2);
-    cli_u64_dec(deploy, n3);
-    if (processes > f.worker_ids)
-        snprintf(warn[nwarn++], WARN_LEN,
-                 "warning: %s processes need more worker ids than the "
-                 "layout's %s", n1, n2);
-    else if (deploy > f.worker_ids)
-        snprintf(warn[nwarn++], WARN_LEN,
-                 "warning: during deploys %s processes hold worker ids, more "
-                 "than the layout's %s", n3, n2);
-    if (per_tick > f.per_tick)
-        snprintf(warn[nwarn++], WARN_LEN,
-                 "warning: the busiest process needs %s ids per %lld ms tick, "
-                 "more than the sequence's %s: it will wait for the next tick",
-                 fmt_num(per_tick, n4, sizeof n4), (long long)f.tick_ms,
-                 fmt_num(f.per_tick, span, sizeof span));
-
-    span_text(f.time_bits, f.tick_ms, span, sizeof span);
-    if (json) {
-        char t1[IDM_TIME_TEXT_MAX + 2];
-        printf("{\"layout\":\"%s\",\"text\":\"%s\",\"tick_ms\":%lld",
-               f.label, f.text, (long long)f.tick_ms);
-        printf(",\"rate\":%s", fmt_num(rate, n4, sizeof n4));
-        printf(",\"processes\":%s", n1);
-        printf(",\"skew\":%s", fmt_num(skew, n4, sizeof n4));
-        printf(",\"surge\":%s", fmt_num(surge, n4, sizeof n4));
-        printf(",\"worker_ids\":%s,\"worker_ids_in_use\":%s,"
-               "\"worker_ids_in_use_pct\":%.4g", n2, n1, use_pct);
-        printf(",\"worker_ids_during_deploys\":%s,"
-               "\"worker_ids_during_deploys_pct\":%.4g", n3, deploy_pct);
-        printf(",\"average_ids_per_second\":%s",
-               fmt_num(avg, n4, sizeof n4));
-        printf(",\"busiest_ids_per_second\":%s",
-               fmt_num(busiest, n4, sizeof n4));
-        printf(",\"busiest_ids_per_ms\":%s", fmt_num(per_ms, n4, sizeof n4));
-        printf(",\"busiest_ids_per_tick\":%s",
-               fmt_num(per_tick, n4, sizeof n4));
-        printf(",\"seq_per_tick\":%s,\"seq_share_pct\":%.4g",
-               fmt_num(f.per_tick, n4, sizeof n4), seq_pct);
-        printf(",\"time_bits\":%u,\"lifespan_years\":%.1f,"
-               "\"time_end_ms\":%lld,\"time_end\":%s", f.time_bits,
-               f.span_years, (long long)f.time_end,
-               json_time(f.time_end, t1));
-        if (have_rows) {
-            cli_u64_dec(rows, n4);
-            printf(",\"rows\":%s,\"indexes\":%llu", n4,
-                   (unsigned long long)indexes);
-            cli_u64_dec(per_index, n4);
-            printf(",\"bytes_saved_per_index\":%s", n4);
-            if (per_index <= UINT64_MAX / indexes) {
-                cli_u64_dec(per_index * indexes, n4);
-                printf(",\"bytes_saved_total\":%s", n4);
-            } else {
-                printf(",\"bytes_saved_total\":%.0f", total);
-            }
-        } else {
-            printf(",\"rows\":null,\"indexes\":null,"
-                   "\"bytes_saved_per_index\":null,"
-                   "\"bytes_saved_total\":null");
-        }
-        printf(",\"warnings\":[");
-        for (int i = 0; i < nwarn; i++)
-            printf("%s\"%s\"", i > 0 ? "," : "", warn[i] + 9);
-        printf("]}\n");
-        return cli_output_status(cmd, 0);
-    }
-
-    printf("layout: %s (%s), tick %lld ms\n", f.label, f.text,
-           (long long)f.tick_ms);
-    printf("average process: %s ids/s (%s ids/s over %s processes)\n",
-           fmt_num(avg, n4, sizeof n4), fmt_num(rate, span, sizeof span), n1);
-    span_text(f.time_bits, f.tick_ms, span, sizeof span);
-    {
-        char a1[64], a2[64], a3[64], a4[64], a5[64];
-        printf("busiest process: %s ids/s (skew x%s) = %s ids/ms; per %lld "
-               "ms tick: %s of %s (%s of the sequence space)\n",
-               fmt_num(busiest, a1, sizeof a1), fmt_num(skew, a2, sizeof a2),
-               fmt_num(per_ms, a3, sizeof a3), (long long)f.tick_ms,
-               fmt_num(per_tick, a4, sizeof a4),
-               fmt_num(f.per_tick, n4, sizeof n4),
-               fmt_pct(seq_pct, a5, sizeof a5));
-        printf("worker ids in use: %s of %s (%s); during deploys (x%s): %s "
-               "(%s)\n", n1, n2, fmt_pct(use_pct, a1, sizeof a1),
-               fmt_num(surge, a3, sizeof a3), n3,
-               fmt_pct(deploy_pct, a4, sizeof a4));
-        printf("time field lifespan: %.1f years (%s), runs out %s\n",
-               f.span_years, span, time_or_far(f.time_end, buf));
-        if (have_rows) {
-            cli_u64_dec(rows, a3);
-            printf("index bytes saved against 128-bit keys: %s per index "
-                   "(%s rows x 8 bytes); %s in all (%llu index%s)\n",
-                   fmt_bytes((double)per_index, a1, sizeof a1), a3,
-                   fmt_bytes(total, a2, sizeof a2),
-                   (unsigned long long)indexes, indexes == 1 ? "" : "es");
-        }
-    }
-    for (int i = 0; i < nwarn; i++)
-        printf("%s\n", warn[i]);
-    return cli_output_status(cmd, 0);
+    estimate_compute(&e);
+    if (cli_given(&args, CLI_ID_JSON))
+        estimate_json(&e);
+    else
+        estimate_text(&e);
+    return cli_output_status("estimate", 0);
 }

@@ -29,15 +29,9 @@ static const char usage_text[] =
     "      --json             one JSON object: from, to, min, max\n"
     "  -h, --help             show this help\n";
 
-enum { OPT_HELP, OPT_LAYOUT, OPT_EPOCH, OPT_JSON };
+static const cli_opt options[] = {CLI_ROW_HELP, CLI_ROWS_LAYOUT, CLI_ROW_JSON, CLI_ROW_END};
 
-static const cli_opt options[] = {
-    {"help", 'h', false, OPT_HELP},
-    {"layout", 0, true, OPT_LAYOUT},
-    {"epoch", 0, true, OPT_EPOCH},
-    {"json", 0, false, OPT_JSON},
-    {NULL, 0, false, 0},
-};
+static const cli_spec spec = {"range", usage_text, options, 2, 0, 0, NULL};
 
 /* v as a signed 64-bit column holds its bits: v - 2^64 from 2^63 up. */
 static long long as_signed(uint64_t v)
@@ -77,42 +71,12 @@ static void warn_sign_bit(const idm_layout *l, const char *label, uint64_t lo,
 
 int cli_cmd_range(int argc, char **argv)
 {
-    cli_layout_args la = {NULL, NULL};
-    bool json = false;
-    const char *pos[2] = {NULL, NULL};
-    size_t n = 0;
-
-    cli_parser p;
-    const char *v;
-    int id;
-    cli_parser_init(&p, "range", options, argc, argv);
-    while ((id = cli_next_opt(&p, &v)) != CLI_OPT_END) {
-        switch (id) {
-        case CLI_OPT_ERROR:
-            return CLI_USAGE;
-        case OPT_HELP:
-            fputs(usage_text, stdout);
-            return CLI_OK;
-        case CLI_OPT_POS:
-            if (n == 2) {
-                cli_error("range", "unexpected argument '%s'", v);
-                return CLI_USAGE;
-            }
-            pos[n++] = v;
-            break;
-        case OPT_LAYOUT:
-            la.spec = v;
-            break;
-        case OPT_EPOCH:
-            la.epoch = v;
-            break;
-        case OPT_JSON:
-            json = true;
-            break;
-        default:
-            break;
-        }
-    }
+    cli_args a;
+    int status = cli_parse_args(&spec, argc, argv, &a, NULL);
+    if (status != CLI_OK || a.help)
+        return status;
+    char **pos = a.pos;
+    size_t n = a.pos_count;
     if (n < 2) {
         cli_error("range", "%s (try 'idmint range --help')",
                   n == 0 ? "missing FROM and TO" : "missing TO");
@@ -135,7 +99,7 @@ int cli_cmd_range(int argc, char **argv)
     }
 
     idm_layout *l = NULL;
-    int status = cli_build_layout("range", &la, &l);
+    status = cli_build_layout("range", &a, &l);
     if (status != CLI_OK)
         return status;
 
@@ -155,7 +119,7 @@ int cli_cmd_range(int argc, char **argv)
     char lo_text[CLI_U64_TEXT_MAX], hi_text[CLI_U64_TEXT_MAX];
     cli_u64_dec(lo, lo_text);
     cli_u64_dec(hi, hi_text);
-    if (json) {
+    if (cli_given(&a, CLI_ID_JSON)) {
         char from[IDM_TIME_TEXT_MAX], to[IDM_TIME_TEXT_MAX];
         cli_time_text(t[0], from);
         cli_time_text(t[1], to);

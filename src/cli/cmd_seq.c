@@ -50,17 +50,17 @@ static const char usage_text[] =
     "      --json             list: one JSON object per line\n"
     "  -h, --help             show this help\n";
 
-enum { OPT_HELP, OPT_STORE, OPT_START, OPT_COUNT, OPT_JSON };
+enum { OPT_STORE = CLI_ID_OWN, OPT_START };
 
 static const cli_opt options[] = {
-    {"help", 'h', false, OPT_HELP},  {"store", 0, true, OPT_STORE},
-    {"start", 0, true, OPT_START},   {"count", 'n', true, OPT_COUNT},
-    {"json", 0, false, OPT_JSON},    {NULL, 0, false, 0},
+    CLI_ROW_HELP, {"store", 0, true, OPT_STORE}, {"start", 0, true, OPT_START},
+    CLI_ROW_COUNT, CLI_ROW_JSON, CLI_ROW_END,
 };
 
 typedef struct seq_args {
+    unsigned takes; /* TAKES_*: what the subcommand takes */
     const char *name;
-    const char *stores[MAX_STORES];
+    const char *const *stores;
     size_t nstores;
     bool json;
     int64_t start;
@@ -81,79 +81,56 @@ static int store_error(const char *cmd, int rc, const char *what)
 /* What a subcommand takes besides --store and --help. */
 enum { TAKES_NAME = 1, TAKES_START = 2, TAKES_COUNT = 4, TAKES_JSON = 8 };
 
-/* Parse a subcommand's arguments; options it does not take are refused. On
- * --help prints the usage and sets *done; on an error prints it. */
-static int parse_args(const char *cmd, unsigned takes, int argc, char **argv, seq_args *a,
-                      bool *done)
+/* cli_spec.check: options the subcommand does not take are refused; the
+ * values of --start and --count are checked as they come. */
+static int check_opt(void *ctx, const char *cmd, int id, const char *v)
 {
     static const struct {
         int id;
         unsigned need;
         const char *name;
     } gated[] = {{OPT_START, TAKES_START, "--start"},
-                 {OPT_COUNT, TAKES_COUNT, "-n/--count"},
-                 {OPT_JSON, TAKES_JSON, "--json"}};
-    cli_parser p;
-    const char *v;
-    int id;
-    memset(a, 0, sizeof *a);
-    a->start = 1;
-    a->count = 1;
-    *done = false;
-    cli_parser_init(&p, cmd, options, argc, argv);
-    while ((id = cli_next_opt(&p, &v)) != CLI_OPT_END) {
-        for (size_t i = 0; i < sizeof gated / sizeof gated[0]; i++) {
-            if (id == gated[i].id && !(takes & gated[i].need)) {
-                cli_error(cmd, "%s does not apply here", gated[i].name);
-                return CLI_USAGE;
-            }
-        }
-        switch (id) {
-        case CLI_OPT_ERROR:
+                 {CLI_ID_COUNT, TAKES_COUNT, "-n/--count"},
+                 {CLI_ID_JSON, TAKES_JSON, "--json"}};
+    seq_args *a = ctx;
+    for (size_t i = 0; i < sizeof gated / sizeof gated[0]; i++) {
+        if (id == gated[i].id && !(a->takes & gated[i].need)) {
+            cli_error(cmd, "%s does not apply here", gated[i].name);
             return CLI_USAGE;
-        case CLI_OPT_POS:
-            if (!(takes & TAKES_NAME) || a->name != NULL) {
-                cli_error(cmd, "unexpected argument '%s'", v);
-                return CLI_USAGE;
-            }
-            a->name = v;
-            break;
-        case OPT_HELP:
-            fputs(usage_text, stdout);
-            *done = true;
-            return CLI_OK;
-        case OPT_STORE:
-            if (a->nstores == MAX_STORES) {
-                cli_error(cmd, "more than %d --store options", MAX_STORES);
-                return CLI_USAGE;
-            }
-            a->stores[a->nstores++] = v;
-            break;
-        case OPT_START: {
-            uint64_t s;
-            int rc = idm_u64_parse(v, &s);
-            if (rc != 0) {
-                cli_lib_error(cmd, rc, "bad --start '%s'", v);
-                return CLI_USAGE;
-            }
-            if (s >= (uint64_t)IDM_SEQ_MAX) {
-                cli_error(cmd, "bad --start '%s': must be 0 to 2^62-1", v);
-                return CLI_USAGE;
-            }
-            a->start = (int64_t)s;
-            break;
-        }
-        case OPT_COUNT:
-            if (cli_parse_count(cmd, v, &a->count) != CLI_OK)
-                return CLI_USAGE;
-            break;
-        case OPT_JSON:
-            a->json = true;
-            break;
-        default:
-            break;
         }
     }
+    if (id == CLI_ID_COUNT)
+        return cli_parse_count(cmd, v, &a->count);
+    if (id != OPT_START)
+        return CLI_OK;
+    uint64_t start;
+    if (cli_parse_u64(cmd, "--start", v, 0, (uint64_t)IDM_SEQ_MAX - 1, "0 to 2^62-1", &start) !=
+        CLI_OK)
+        return CLI_USAGE;
+    a->start = (int64_t)start;
+    return CLI_OK;
+}
+
+/* Read a subcommand's arguments into *a (args holds the texts). On --help
+ * prints the usage and sets *done; on an error prints it. */
+static int parse_args(const char *cmd, unsigned takes, int argc, char **argv, cli_args *args,
+                      seq_args *a, bool *done)
+{
+    const cli_spec spec = {
+        cmd, usage_text, options, (takes & TAKES_NAME) ? 1 : 0, OPT_STORE, MAX_STORES, check_opt,
+    };
+    memset(a, 0, sizeof *a);
+    a->takes = takes;
+    a->start = 1;
+    a->count = 1;
+    int status = cli_parse_args(&spec, argc, argv, args, a);
+    *done = args->help;
+    if (status != CLI_OK || *done)
+        return status;
+    a->name = args->pos_count > 0 ? args->pos[0] : NULL;
+    a->stores = args->list;
+    a->nstores = args->list_count;
+    a->json = cli_given(args, CLI_ID_JSON);
     if ((takes & TAKES_NAME) && a->name == NULL) {
         cli_error(cmd, "missing NAME (try 'idmint seq --help')");
         return CLI_USAGE;
@@ -244,10 +221,11 @@ static int check_absent(const char *cmd, const seq_args *a, idm_store **s)
 static int cmd_create(int argc, char **argv)
 {
     const char *cmd = "seq create";
+    cli_args args;
     seq_args a;
     idm_store *s[MAX_STORES];
     bool done;
-    int status = parse_args(cmd, TAKES_NAME | TAKES_START, argc, argv, &a, &done);
+    int status = parse_args(cmd, TAKES_NAME | TAKES_START, argc, argv, &args, &a, &done);
     if (status != CLI_OK || done)
         return status;
     if ((status = open_all(cmd, &a, s)) != CLI_OK)
@@ -275,11 +253,12 @@ static int cmd_create(int argc, char **argv)
 static int cmd_next(int argc, char **argv)
 {
     const char *cmd = "seq next";
+    cli_args args;
     seq_args a;
     bool done;
     int64_t first = 0;
     int rc = IDM_EUNAVAIL;
-    int status = parse_args(cmd, TAKES_NAME | TAKES_COUNT, argc, argv, &a, &done);
+    int status = parse_args(cmd, TAKES_NAME | TAKES_COUNT, argc, argv, &args, &a, &done);
     if (status != CLI_OK || done)
         return status;
     /* The first store that hands out a block. One that cannot be reached
@@ -315,11 +294,12 @@ static int cmd_next(int argc, char **argv)
 static int cmd_list(int argc, char **argv)
 {
     const char *cmd = "seq list";
+    cli_args args;
     seq_args a;
     idm_store *s[MAX_STORES];
     bool done;
     int write_errno = 0;
-    int status = parse_args(cmd, TAKES_JSON, argc, argv, &a, &done);
+    int status = parse_args(cmd, TAKES_JSON, argc, argv, &args, &a, &done);
     if (status != CLI_OK || done)
         return status;
     if (a.nstores > 1) {

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * idmint CLI helpers: a small getopt_long-style option parser (long and short
- * options in any order with the positional arguments, "--opt value" and
- * "--opt=value"), one-line error messages, layout building from the common
- * --layout/--epoch options and the formatting of ids, times and decoded ids.
+ * idmint CLI helpers: the option parser every command's table goes through
+ * (getopt_long-style: long and short options in any order with the
+ * arguments, "--opt value" and "--opt=value"), with the options several
+ * commands share (cli.h: the layout group, --node, --json, --format,
+ * --count); one-line error messages; the layout the layout group names; and
+ * the formatting of ids, times and decoded ids.
  */
 #include "cli.h"
 
@@ -13,16 +15,19 @@
 
 /* ---- option parsing ---- */
 
-void cli_parser_init(cli_parser *p, const char *cmd, const cli_opt *opts,
-                     int argc, char **argv)
-{
-    p->cmd = cmd;
-    p->opts = opts;
-    p->argc = argc;
-    p->argv = argv;
-    p->next = 1;
-    p->only_positional = false;
-}
+typedef struct cli_parser {
+    const char *cmd;
+    const cli_opt *opts; /* ends with an entry whose name is NULL */
+    int argc;
+    char **argv;
+    int next;
+    bool only_positional;
+} cli_parser;
+
+/* cli_next_opt results besides an option id (ids are >= 0). */
+#define CLI_OPT_END (-1)   /* no arguments left */
+#define CLI_OPT_POS (-2)   /* a positional argument, in *value */
+#define CLI_OPT_ERROR (-3) /* bad option; message already printed */
 
 static const cli_opt *find_long(const cli_opt *opts, const char *name,
                                 size_t len)
@@ -34,6 +39,13 @@ static const cli_opt *find_long(const cli_opt *opts, const char *name,
     return NULL;
 }
 
+static const cli_opt *find_id(const cli_opt *opts, int id)
+{
+    while (opts->name != NULL && opts->id != id)
+        opts++;
+    return opts;
+}
+
 static const cli_opt *find_short(const cli_opt *opts, char c)
 {
     for (; opts->name != NULL; opts++) {
@@ -43,7 +55,9 @@ static const cli_opt *find_short(const cli_opt *opts, char c)
     return NULL;
 }
 
-int cli_next_opt(cli_parser *p, const char **value)
+/* The next option's id (value in *value when it takes one), CLI_OPT_POS,
+ * CLI_OPT_END or CLI_OPT_ERROR. */
+static int cli_next_opt(cli_parser *p, const char **value)
 {
     *value = NULL;
     if (p->next >= p->argc)
@@ -108,6 +122,76 @@ int cli_next_opt(cli_parser *p, const char **value)
     return o->id;
 }
 
+int cli_parse_args(const cli_spec *s, int argc, char **argv, cli_args *a, void *ctx)
+{
+    cli_parser p = {s->cmd, s->opts, argc, argv, 1, false};
+    const char *v;
+    int id;
+    memset(a, 0, sizeof *a);
+    a->pos = argv + 1;
+    while ((id = cli_next_opt(&p, &v)) != CLI_OPT_END) {
+        if (id == CLI_OPT_ERROR)
+            return CLI_USAGE;
+        if (id == CLI_OPT_POS) {
+            if (a->pos_count == s->pos_max) {
+                cli_error(s->cmd, "unexpected argument '%s'", v);
+                return CLI_USAGE;
+            }
+            /* The k-th argument (from 1) goes to argv[k]: k words at
+             * least have been read by then, so that slot is one read. */
+            argv[1 + a->pos_count++] = (char *)v;
+            continue;
+        }
+        if (id >= CLI_ID_MAX) { /* a table's mistake, not the user's */
+            cli_error(s->cmd, "option id %d out of range", id);
+            return CLI_FAIL;
+        }
+        if (id == CLI_ID_HELP) {
+            fputs(s->usage, stdout);
+            a->help = true;
+            return CLI_OK;
+        }
+        if (id == s->list_id && id != 0) {
+            size_t max = s->list_max < CLI_LIST_MAX ? s->list_max : CLI_LIST_MAX;
+            if (a->list_count == max) {
+                cli_error(s->cmd, "more than %zu --%s options", max,
+                          find_id(s->opts, id)->name);
+                return CLI_USAGE;
+            }
+            a->list[a->list_count++] = v;
+        }
+        a->opt[id] = v != NULL ? v : "";
+        if (s->check != NULL) {
+            int status = s->check(ctx, s->cmd, id, v);
+            if (status != CLI_OK)
+                return status;
+        }
+    }
+    return CLI_OK;
+}
+
+int cli_choice(const char *cmd, const char *opt, const char *text, const char *const *names,
+               int def)
+{
+    if (text == NULL)
+        return def;
+    size_t n = 0;
+    for (; names[n] != NULL; n++) {
+        if (strcmp(text, names[n]) == 0)
+            return (int)n;
+    }
+    char list[256] = "";
+    size_t len = 0;
+    for (size_t i = 0; i < n; i++) {
+        int w = snprintf(list + len, sizeof list - len, "%s%s",
+                         i == 0 ? "" : i + 1 < n ? ", " : " or ", names[i]);
+        if (w > 0 && (size_t)w < sizeof list - len)
+            len += (size_t)w;
+    }
+    cli_error(cmd, "bad %s '%s': use %s", opt, text, list);
+    return -1;
+}
+
 /* ---- messages ---- */
 
 /* Write "idmint: [cmd: ]msg" on one line: control bytes become "\xHH". */
@@ -135,24 +219,31 @@ static void emit_line(const char *cmd, const char *msg)
         fprintf(stderr, "idmint: %s\n", line);
 }
 
-void cli_error(const char *cmd, const char *fmt, ...)
+static void vemit(const char *cmd, const char *fmt, va_list ap) CLI_PRINTF(2, 0);
+
+static void vemit(const char *cmd, const char *fmt, va_list ap)
 {
     char msg[4096];
-    va_list ap;
-    va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
     emit_line(cmd, msg);
 }
 
-void cli_note(const char *cmd, const char *fmt, ...)
+void cli_error(const char *cmd, const char *fmt, ...)
 {
-    char msg[4096];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    vemit(cmd, fmt, ap);
     va_end(ap);
-    emit_line(cmd, msg);
+}
+
+/* A notice has the error's form; it is its own function so that callers
+ * say which they mean. */
+void cli_note(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vemit(cmd, fmt, ap);
+    va_end(ap);
 }
 
 void cli_lib_error(const char *cmd, int rc, const char *fmt, ...)
@@ -180,6 +271,9 @@ void cli_lib_error(const char *cmd, int rc, const char *fmt, ...)
 
 int cli_parse_count(const char *cmd, const char *text, uint64_t *count)
 {
+    *count = 1;
+    if (text == NULL)
+        return CLI_OK;
     int rc = idm_u64_parse(text, count);
     if (rc != 0) {
         cli_lib_error(cmd, rc, "bad count '%s'", text);
@@ -187,6 +281,21 @@ int cli_parse_count(const char *cmd, const char *text, uint64_t *count)
     }
     if (*count < 1 || *count > CLI_COUNT_MAX) {
         cli_error(cmd, "bad count '%s': must be 1 to %u", text, CLI_COUNT_MAX);
+        return CLI_USAGE;
+    }
+    return CLI_OK;
+}
+
+int cli_parse_u64(const char *cmd, const char *opt, const char *text, uint64_t min,
+                  uint64_t max, const char *range, uint64_t *out)
+{
+    int rc = idm_u64_parse(text, out);
+    if (rc != 0) {
+        cli_lib_error(cmd, rc, "bad %s '%s'", opt, text);
+        return CLI_USAGE;
+    }
+    if (*out < min || *out > max) {
+        cli_error(cmd, "bad %s '%s': must be %s", opt, text, range);
         return CLI_USAGE;
     }
     return CLI_OK;
@@ -229,10 +338,10 @@ static void preset_list(char *buf, size_t len)
     }
 }
 
-int cli_build_layout(const char *cmd, const cli_layout_args *args,
-                     idm_layout **out)
+int cli_build_layout(const char *cmd, const cli_args *a, idm_layout **out)
 {
-    const char *spec = args->spec != NULL ? args->spec : CLI_DEFAULT_LAYOUT;
+    const char *given = a->opt[CLI_ID_LAYOUT], *epoch = a->opt[CLI_ID_EPOCH];
+    const char *spec = given != NULL ? given : CLI_DEFAULT_LAYOUT;
     bool preset = cli_is_preset(spec);
 
     if (spec[0] == '\0') {
@@ -246,11 +355,11 @@ int cli_build_layout(const char *cmd, const cli_layout_args *args,
                   "such as time:41@1ms,worker:10,seq:12)", spec, names);
         return CLI_USAGE;
     }
-    if (args->epoch != NULL) {
+    if (epoch != NULL) {
         idm_unix_ms t;
-        int rc = idm_time_parse(args->epoch, &t);
+        int rc = idm_time_parse(epoch, &t);
         if (rc != 0) {
-            cli_lib_error(cmd, rc, "bad --epoch '%s'", args->epoch);
+            cli_lib_error(cmd, rc, "bad --epoch '%s'", epoch);
             return CLI_USAGE;
         }
     } else if (!preset) {
@@ -258,7 +367,7 @@ int cli_build_layout(const char *cmd, const cli_layout_args *args,
                   "(unix ms or ISO-8601)", spec);
         return CLI_USAGE;
     }
-    int rc = idm_layout_from_spec(out, spec, args->epoch);
+    int rc = idm_layout_from_spec(out, spec, epoch);
     if (rc != 0) {
         cli_lib_error(cmd, rc, "bad --layout '%s'", spec);
         return CLI_USAGE;
@@ -320,25 +429,31 @@ bool cli_time_text(idm_unix_ms t, char *buf)
     return true;
 }
 
-void cli_print_decoded(FILE *out, const idm_layout *l, uint64_t id,
-                       const idm_decoded *d, bool json)
+const char *cli_time_or_far(idm_unix_ms t, char *buf)
 {
-    char idtext[CLI_U64_TEXT_MAX];
-    char when[IDM_TIME_TEXT_MAX];
-    cli_u64_dec(id, idtext);
-    bool have_time = cli_time_text(d->unix_ms, when);
+    if (!cli_time_text(t, buf))
+        snprintf(buf, IDM_TIME_TEXT_MAX, "after year 9999");
+    return buf;
+}
 
+void cli_print_time(FILE *out, idm_unix_ms ms, bool json)
+{
+    char when[IDM_TIME_TEXT_MAX];
+    bool have_time = cli_time_text(ms, when);
     if (json) {
-        fprintf(out, "{\"id\":\"%s\",\"time\":", idtext);
+        fputs(",\"time\":", out);
         if (have_time)
             fprintf(out, "\"%s\"", when);
         else
             fputs("null", out);
-        fprintf(out, ",\"unix_ms\":%lld", (long long)d->unix_ms);
+        fprintf(out, ",\"unix_ms\":%lld", (long long)ms);
     } else {
-        fprintf(out, "%s time=%s unix_ms=%lld", idtext,
-                have_time ? when : "-", (long long)d->unix_ms);
+        fprintf(out, " time=%s unix_ms=%lld", have_time ? when : "-", (long long)ms);
     }
+}
+
+void cli_print_fields(FILE *out, const idm_layout *l, const idm_decoded *d, bool json)
+{
     size_t count = idm_layout_field_count(l);
     for (size_t i = 0; i < count; i++) {
         idm_field_info f;
@@ -346,10 +461,17 @@ void cli_print_decoded(FILE *out, const idm_layout *l, uint64_t id,
             continue;
         char v[CLI_U64_TEXT_MAX];
         cli_u64_dec(d->value[i], v);
-        if (json)
-            fprintf(out, ",\"%s\":%s", f.name, v);
-        else
-            fprintf(out, " %s=%s", f.name, v);
+        fprintf(out, json ? ",\"%s\":%s" : " %s=%s", f.name, v);
     }
+}
+
+void cli_print_decoded(FILE *out, const idm_layout *l, uint64_t id,
+                       const idm_decoded *d, bool json)
+{
+    char idtext[CLI_U64_TEXT_MAX];
+    cli_u64_dec(id, idtext);
+    fprintf(out, json ? "{\"id\":\"%s\"" : "%s", idtext);
+    cli_print_time(out, d->unix_ms, json);
+    cli_print_fields(out, l, d, json);
     fputs(json ? "}\n" : "\n", out);
 }

@@ -28,6 +28,7 @@
  * starts above its mark.
  */
 #include "cli.h"
+#include "common.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -238,16 +239,9 @@ void cli_free_paths(char **paths)
     free(paths);
 }
 
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 int cli_open_generator(idm_snowflake **out, idm_snowflake_opts *opts)
 {
-    const int64_t deadline = mono_ms() + 2000;
+    const int64_t deadline = idm__mono_ns() + INT64_C(2000000000); /* 2 s */
     for (;;) {
         if (opts->state_path != NULL) {
             struct stat st;
@@ -255,7 +249,7 @@ int cli_open_generator(idm_snowflake **out, idm_snowflake_opts *opts)
                 stat(opts->state_path, &st) != 0 && errno == ENOENT;
         }
         int rc = idm_snowflake_open(out, opts);
-        if (rc != IDM_EBUSY || mono_ms() >= deadline)
+        if (rc != IDM_EBUSY || idm__mono_ns() >= deadline)
             return rc;
         struct timespec pause = {0, 10 * 1000 * 1000};
         nanosleep(&pause, NULL);
