@@ -46,9 +46,14 @@ const char *idm_error_detail(void)
     return detail;
 }
 
+/* Formatted apart first: a caller may pass the current detail as an
+ * argument ("layout: bad epoch: %s", idm_error_detail()), and vsnprintf's
+ * output must not overlap its input. */
 IDM__PRINTF(2, 0) static int vfail(int err, const char *fmt, va_list ap)
 {
-    vsnprintf(detail, sizeof detail, fmt, ap);
+    char line[sizeof detail];
+    vsnprintf(line, sizeof line, fmt, ap);
+    memcpy(detail, line, strlen(line) + 1);
     return err;
 }
 

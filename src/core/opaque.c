@@ -220,11 +220,8 @@ int idm_opaque_key_load(const char *path, idm_opaque_key *out)
         else if (memchr(buf, '\0', n) != NULL)
             rc = idm__fail(IDM_EPARSE, "key file '%.160s': it holds a NUL byte, not 32 hex digits",
                            path);
-        else if ((rc = idm_opaque_key_parse(buf, out)) != 0) {
-            char why[256];
-            snprintf(why, sizeof why, "%s", idm_error_detail());
-            rc = idm__fail(rc, "key file '%.160s': %s", path, why);
-        }
+        else if ((rc = idm_opaque_key_parse(buf, out)) != 0)
+            rc = idm__fail(rc, "key file '%.160s': %s", path, idm_error_detail());
     }
     wipe(buf, sizeof buf);
     return rc;
@@ -269,51 +266,47 @@ static uint64_t feistel_dec(const idm_opaque_key *k, unsigned bits, uint64_t y)
     return l << h | r;
 }
 
-static int check_domain(const idm_opaque_key *k, unsigned bits, uint64_t *limit,
-                        uint64_t v, const uint64_t *out)
+/* Cycle walking (see the top of the file): E, or D if dec, until below limit
+ * (0: no limit). */
+static uint64_t walk(const idm_opaque_key *k, unsigned bits, uint64_t limit, uint64_t v, bool dec)
 {
+    do
+        v = dec ? feistel_dec(k, bits, v) : feistel_enc(k, bits, v);
+    while (limit != 0 && v >= limit);
+    return v;
+}
+
+static int permute_bits(const idm_opaque_key *k, unsigned bits, uint64_t limit, uint64_t v,
+                        uint64_t *out, bool dec)
+{
+    idm__clear_detail();
     if (k == NULL || out == NULL)
         return idm__fail(IDM_EINVAL, "opaque: no key or no output pointer");
     if (bits < 8 || bits > 64 || bits % 2 != 0)
         return idm__fail(IDM_EINVAL, "opaque: domain of %u bits (need an even 8 to 64)", bits);
     uint64_t top = bits == 64 ? 0 : UINT64_C(1) << bits; /* 0: 2^64 */
-    if (*limit == 0)
-        *limit = top;
-    else if (top != 0 && *limit > top)
+    if (limit == 0)
+        limit = top;
+    else if (top != 0 && limit > top)
         return idm__fail(IDM_EINVAL, "opaque: limit %llu above 2^%u",
-                         (unsigned long long)*limit, bits);
-    if (*limit != 0 && v >= *limit)
+                         (unsigned long long)limit, bits);
+    if (limit != 0 && v >= limit)
         return idm__fail(IDM_ERANGE, "opaque: %llu is not below %llu",
-                         (unsigned long long)v, (unsigned long long)*limit);
+                         (unsigned long long)v, (unsigned long long)limit);
+    *out = walk(k, bits, limit, v, dec);
     return 0;
 }
 
 int idm__opaque_encrypt_bits(const idm_opaque_key *k, unsigned bits, uint64_t limit,
                              uint64_t x, uint64_t *out)
 {
-    idm__clear_detail();
-    int rc = check_domain(k, bits, &limit, x, out);
-    if (rc != 0)
-        return rc;
-    uint64_t y = feistel_enc(k, bits, x);
-    while (limit != 0 && y >= limit)
-        y = feistel_enc(k, bits, y);
-    *out = y;
-    return 0;
+    return permute_bits(k, bits, limit, x, out, false);
 }
 
 int idm__opaque_decrypt_bits(const idm_opaque_key *k, unsigned bits, uint64_t limit,
                              uint64_t y, uint64_t *out)
 {
-    idm__clear_detail();
-    int rc = check_domain(k, bits, &limit, y, out);
-    if (rc != 0)
-        return rc;
-    uint64_t x = feistel_dec(k, bits, y);
-    while (limit != 0 && x >= limit)
-        x = feistel_dec(k, bits, x);
-    *out = x;
-    return 0;
+    return permute_bits(k, bits, limit, y, out, true);
 }
 
 int idm_opaque_encrypt(const idm_opaque_key *k, uint64_t x, uint64_t *out)
@@ -323,10 +316,7 @@ int idm_opaque_encrypt(const idm_opaque_key *k, uint64_t x, uint64_t *out)
         return idm__fail(IDM_EINVAL, "opaque: no key or no output pointer");
     if (x >= IDM_OPAQUE_LIMIT)
         return idm__fail(IDM_ERANGE, "opaque: id %llu is above 2^63-1", (unsigned long long)x);
-    uint64_t y = feistel_enc(k, 64, x);
-    while (y >= IDM_OPAQUE_LIMIT)
-        y = feistel_enc(k, 64, y);
-    *out = y;
+    *out = walk(k, 64, IDM_OPAQUE_LIMIT, x, false);
     return 0;
 }
 
@@ -338,10 +328,7 @@ int idm_opaque_decrypt(const idm_opaque_key *k, uint64_t y, uint64_t *out)
     if (y >= IDM_OPAQUE_LIMIT)
         return idm__fail(IDM_ERANGE, "opaque: value %llu is above 2^63-1",
                          (unsigned long long)y);
-    uint64_t x = feistel_dec(k, 64, y);
-    while (x >= IDM_OPAQUE_LIMIT)
-        x = feistel_dec(k, 64, x);
-    *out = x;
+    *out = walk(k, 64, IDM_OPAQUE_LIMIT, y, true);
     return 0;
 }
 

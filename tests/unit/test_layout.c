@@ -387,9 +387,14 @@ static void test_from_spec(void **state)
     assert_true(idm_layout_from_spec(&l, "twiter", NULL) < 0);
     IDM_ASSERT_RC(idm_layout_from_spec(&l, "twiter", "2020-01-01"), IDM_ELAYOUT);
 
-    /* Bad epoch text. */
+    /* Bad epoch text: the time parser's own detail, after what failed (the
+     * detail passed to the next message it becomes part of). */
+    idm_unix_ms t;
+    char why[256];
+    assert_true(idm_time_parse("yesterday", &t) < 0);
+    snprintf(why, sizeof why, "layout: bad epoch: %s", idm_error_detail());
     assert_true(idm_layout_from_spec(&l, "twitter", "yesterday") < 0);
-    assert_true(strlen(idm_error_detail()) > 0);
+    assert_string_equal(idm_error_detail(), why);
     assert_true(idm_layout_from_spec(&l, "twitter", "") < 0);
     assert_true(idm_layout_from_spec(&l, "time:41@1ms,seq:12", "2020-13-01") < 0);
     assert_true(idm_layout_from_spec(&l, "time:41@1ms,seq:12", "-5") < 0);
