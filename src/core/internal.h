@@ -25,11 +25,9 @@
 
 #define IDM__NS_PER_MS INT64_C(1000000)
 
-/* Set the calling thread's error detail and return err, so a failure path
- * reads `return idm__fail(IDM_ERANGE, "worker %llu > %llu", ...)`. */
+/* Set the calling thread's error detail and return err. */
 int idm__fail(int err, const char *fmt, ...) IDM__PRINTF(2, 3);
-/* Clear the calling thread's detail (at the start of a public call that
- * may set one). */
+/* Clear it, at the start of a public call that may set one. */
 void idm__clear_detail(void);
 
 /* Up to 40 bytes of text for an error detail, with "..." if cut. Returns
@@ -74,9 +72,7 @@ void idm__chacha20_blocks(const uint32_t key[8], const uint32_t nonce[3], uint32
                           uint8_t *out, size_t nblocks);
 
 #ifdef IDM_TEST_HOOKS
-/* Test builds only: a test that needs one of these compiles the source that
- * defines it in, with IDM_TEST_HOOKS (tests/CMakeLists.txt,
- * idm_test_with_hooks); the library has none. */
+/* Test builds only (tests/CMakeLists.txt, idm_test_with_hooks). */
 #include <sys/types.h>
 struct idm_snowflake;
 /* rng.c: when set, seeds come from this function, called as getrandom(2)
@@ -90,11 +86,9 @@ extern void (*idm__snowflake_test_hook)(const char *point, struct idm_snowflake 
 /* ---- a small spinlock for critical sections of a few instructions ---- */
 
 #include <sched.h>
-#include <stdatomic.h>
 typedef struct idm__spin {
     atomic_flag f;
 } idm__spin;
-#define IDM__SPIN_INIT {ATOMIC_FLAG_INIT}
 
 static inline void idm__spin_lock(idm__spin *s)
 {
@@ -116,15 +110,11 @@ static inline void idm__spin_unlock(idm__spin *s)
     atomic_flag_clear_explicit(&s->f, memory_order_release);
 }
 
-/*
- * For a generator whose state lives under a spinlock and whose fork
- * generation (*fork_gen) differs from the process's: make it usable in this
- * forked child. See rng.c.
- */
+/* Make a spinlocked generator whose *fork_gen differs from the process's
+ * usable in this forked child. See rng.c. */
 void idm__spin_after_fork(_Atomic uint64_t *fork_gen, idm__spin *lock, idm_unix_ms *last_ms);
 
-/* The lock of a UUIDv7 or ULID generator, for tests that hold it across
- * fork(). */
+/* A UUIDv7 or ULID generator's lock, for tests that hold it across fork(). */
 idm__spin *idm__uuid7_gen_lock(idm_uuid7_gen *g);
 idm__spin *idm__ulid_gen_lock(idm_ulid_gen *g);
 
@@ -161,13 +151,11 @@ static inline int idm__unhex(char c)
     return -1;
 }
 
-/* Crockford base32, the one table pair (ULID text, opaque ids' base32). */
-extern const char idm__b32_alphabet[32]; /* "0123456789ABCDEFGHJKMNPQRSTVWXYZ" */
-/* Per byte, its Crockford value plus one (0: not in the alphabet). */
+/* Crockford base32 (ULIDs, opaque ids); idm__b32_rev holds value + 1 per byte. */
+extern const char idm__b32_alphabet[32];
 extern const uint8_t idm__b32_rev[256];
 /* Crockford value of a character, either case; -1 outside the alphabet (I,
- * L, O and U included: the ULID spec leaves them out). A table lookup: it
- * runs once per character of every ULID parsed. */
+ * L, O and U included). */
 static inline int idm__unbase32(unsigned char c)
 {
     return (int)idm__b32_rev[c] - 1;

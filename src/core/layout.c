@@ -287,26 +287,16 @@ int idm_layout_from_spec(idm_layout **out, const char *spec, const char *epoch_t
             return idm__fail(IDM_ELAYOUT, "layout: bad epoch: %s", idm_error_detail());
     }
     if (strchr(spec, ':') == NULL) {
-        idm_layout *l;
-        if (find_preset(spec) == NULL)
+        const preset *ps = find_preset(spec);
+        if (ps == NULL)
             return idm__fail(IDM_ELAYOUT,
                              "layout: unknown layout '%.40s' (presets: twitter, discord, instagram, "
                              "sonyflake; or a text form like time:41@1ms,worker:10,seq:12)",
                              spec);
-        rc = idm_layout_preset(&l, spec);
-        if (rc != 0)
-            return rc;
-        if (epoch_text != NULL && epoch != l->epoch) {
-            rc = parse_into(l, find_preset(spec)->text, epoch);
-            if (rc != 0) {
-                free(l);
-                return rc;
-            }
-            /* Same fields, another epoch: no longer the preset itself. */
-            snprintf(l->name, sizeof l->name, "custom");
-        }
-        *out = l;
-        return 0;
+        if (epoch_text == NULL || epoch == ps->epoch)
+            return idm_layout_preset(out, spec);
+        /* Same fields, another epoch: no longer the preset itself ("custom"). */
+        return idm_layout_parse(out, ps->text, epoch);
     }
     if (epoch_text == NULL)
         return idm__fail(IDM_ELAYOUT, "layout: a text layout needs an epoch (Unix ms or ISO-8601)");
@@ -341,16 +331,12 @@ int idm_layout_format(const idm_layout *l, char *buf, size_t len)
     for (unsigned i = 0; i < l->nfields; i++) {
         const struct idm__field *f = &l->f[i];
         int n;
-        if (f->kind == IDM_FIELD_TIME) {
-            if (l->tick_ms % 1000 == 0)
-                n = snprintf(buf + off, len - off, "%s:%u@%llds", f->name, f->bits,
-                             (long long)(l->tick_ms / 1000));
-            else
-                n = snprintf(buf + off, len - off, "%s:%u@%lldms", f->name, f->bits,
-                             (long long)l->tick_ms);
-        } else {
+        bool secs = l->tick_ms % 1000 == 0;
+        if (f->kind == IDM_FIELD_TIME)
+            n = snprintf(buf + off, len - off, "%s:%u@%lld%s", f->name, f->bits,
+                         (long long)(secs ? l->tick_ms / 1000 : l->tick_ms), secs ? "s" : "ms");
+        else
             n = snprintf(buf + off, len - off, ",%s:%u", f->name, f->bits);
-        }
         if (n < 0 || (size_t)n >= len - off)
             return idm__fail(IDM_EINVAL, "layout: buffer of %zu bytes too small", len);
         off += (size_t)n;

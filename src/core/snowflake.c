@@ -21,11 +21,7 @@
 #include "state.h"
 
 #define CACHELINE 64
-/*
- * Test builds only (tests/unit/test_inflight.c, see internal.h): a call can
- * be parked at a named point, to show what another thread's close does to a
- * mint in flight. Nothing in the library.
- */
+/* Test builds only (see internal.h): park a mint at a named point. */
 #ifdef IDM_TEST_HOOKS
 void (*idm__snowflake_test_hook)(const char *point, struct idm_snowflake *g);
 #define TEST_HOOK(point, g)                                                   \
@@ -148,11 +144,10 @@ static inline idm_mono_ns read_mono_coarse(const idm_snowflake *g)
     return g->clock->mono_ns(g->clock_ctx);
 }
 
-/* The tick a wall time falls in; t must be at or after the epoch. */
+/* The tick of a time since the epoch (>= 0). Dividing by a constant compiles
+ * to a multiply: the common 1 ms tick pays no hardware division per id. */
 static inline uint64_t tick_of(const idm_snowflake *g, int64_t since_epoch_ns)
 {
-    /* Dividing by a constant compiles to a multiply: the common 1 ms tick
-     * should not pay for a hardware division on every id. */
     if (g->tick_ns == IDM__NS_PER_MS)
         return (uint64_t)(since_epoch_ns / IDM__NS_PER_MS);
     return (uint64_t)(since_epoch_ns / g->tick_ns);
@@ -218,11 +213,8 @@ static int persist_state(idm_snowflake *g, uint64_t tick)
     return 0;
 }
 
-/*
- * The slow path for a tick past the combined limit: past the lease's mark
- * it is refused (only a renewal raises that); past the state file's, a new
- * mark is written first.
- */
+/* A tick past the combined limit: refused past the lease's mark (only a
+ * renewal raises it); past the state file's, a new mark is written. */
 static int raise_limit(idm_snowflake *g, uint64_t tick)
 {
     int rc = 0;
@@ -303,12 +295,10 @@ void idm_snowflake_guard_drop(idm_snowflake *g)
 }
 
 /*
- * Read the wall clock for a mint. Under a guard, the monotonic deadline is
- * checked before the wall clock is read, so an id's time is never read under
- * a lease already past its deadline, and the wall deadline after it (a
- * process paused between the two, or a machine resumed from suspend, fails
- * that one). Every clock reading a mint may hand an id out on goes through
- * here.
+ * Every clock reading a mint may hand an id out on comes from here. Under a
+ * guard the monotonic deadline is checked first, so no id's time is read
+ * under a lease already past it, and the wall deadline after (a process
+ * paused between the two, or a machine resumed from suspend, fails that one).
  */
 static IDM__ALWAYS_INLINE int read_guarded(idm_snowflake *g, int64_t *now_ns)
 {
@@ -331,11 +321,9 @@ enum ahead_action {
 };
 
 /*
- * The policy for states need_ns ahead of the clock, the one place it is
- * read: mint, open and check all ask here. A regression (the clock reads
- * below a tick already minted on, or at open below the mark of an earlier
- * run or lease holder) goes by the backwards policy; anything else is
- * exhaustion (the tick is full, or earlier mints ran ahead).
+ * The one reading of the policy for states need_ns ahead of the clock (mint,
+ * open and check). A regression (the clock below a tick minted on, or at open
+ * below an earlier mark) goes by the backwards policy; else it is exhaustion.
  */
 static enum ahead_action decide_ahead(const idm_snowflake *g, bool regression, int64_t need_ns)
 {
@@ -427,10 +415,9 @@ static int give_back(idm_snowflake *g, uint64_t end, uint64_t old, bool regressi
 
 /*
  * Sleep until the clock reaches need_ns past now_ns, the reading states
- * old + 1 to end were reserved on, for at most max_wait_ns in all. Each
- * reading after a sleep goes through read_guarded: the ids are handed out
- * on it, so the deadlines (and a drop while we slept) are checked there. On
- * failure the states are given back (see give_back).
+ * old + 1 to end were reserved on, for at most max_wait_ns in all. The ids
+ * are handed out on the reading after a sleep, so it goes through
+ * read_guarded (a drop while we slept is seen there).
  */
 static int wait_for_clock(idm_snowflake *g, uint64_t end, uint64_t old, bool regression,
                           int64_t now_ns, int64_t need_ns)
@@ -471,14 +458,10 @@ static IDM__ALWAYS_INLINE int reread(idm_snowflake *g, uint64_t *wall_seen, int6
 }
 
 /*
- * After the CAS reserved states old + 1 to end on the reading now_ns (tick
- * now_tick): hand them out, or fail and put them back. A drop (or a passed
- * deadline) while we reserved hands nothing out: the word goes back if no
- * later reservation stands, else the states are a gap. Then the highest
- * wall tick seen is raised (release: a thread that sees this tick, acquire
- * in reread, must also see that our reading came first), and the policy's
- * action is carried out: counted if ahead of the clock, slept out if it
- * waits.
+ * After the CAS reserved states old + 1 to end on the reading now_ns: a drop
+ * (or a passed deadline) meanwhile hands nothing out (see undo). The highest
+ * wall tick seen is raised with release: a thread that sees it (acquire, in
+ * reread) must also see that our reading came first.
  */
 static IDM__ALWAYS_INLINE int after_cas(idm_snowflake *g, enum ahead_action act, uint64_t end,
                                         uint64_t old, uint64_t now_tick, int64_t now_ns,
@@ -512,15 +495,7 @@ static IDM__ALWAYS_INLINE int after_cas(idm_snowflake *g, enum ahead_action act,
  * Waiting reserves first and sleeps after: the states are taken with the CAS,
  * then handed out only once the clock has reached the tick of the last one.
  * (Sleeping first and retrying would let a batch spanning several ticks chase
- * the clock forever.) If the clock does not get there within max_wait_ms, the
- * call fails and gives the states back (see give_back).
- *
- * Under a guard, every clock reading goes through read_guarded, and the wall
- * deadline is read once more right after the CAS: a drop (idm_lease_close)
- * that came before the CAS is seen there, so nothing is handed out, and one
- * that came after it finds our state when it reads the word (see
- * idm_snowflake_guard_drop). A call sleeping on the wait path re-reads the
- * clock through read_guarded before handing out.
+ * the clock forever.) Under a guard, see idm_snowflake_guard_drop.
  */
 static IDM__ALWAYS_INLINE int mint(idm_snowflake *g, uint64_t n, uint64_t *first_out)
 {
@@ -723,7 +698,6 @@ static void destroy(idm_snowflake *g)
     free(g);
 }
 
-/* The options, checked before anything is made. */
 static int check_opts(const idm_snowflake_opts *opts)
 {
     const idm_layout *l = opts->layout;
@@ -756,8 +730,7 @@ static int check_opts(const idm_snowflake_opts *opts)
     return 0;
 }
 
-/* A generator for (checked) opts, before its clock is read; NULL if out of
- * memory. */
+/* A generator for checked opts, its clock not read yet; NULL if out of memory. */
 static idm_snowflake *new_gen(const idm_snowflake_opts *opts)
 {
     const idm_layout *l = opts->layout;
@@ -825,11 +798,8 @@ static int read_start(idm_snowflake *g, int64_t *now_ns, uint64_t *now_tick)
     return 0;
 }
 
-/*
- * Where this generator must start above, into *mark: the state file's mark
- * (the file is opened here), or a previous lease holder's (opts->after_ms),
- * whichever is later; -1 if neither. src names it for messages.
- */
+/* Into *mark, the later of the state file's mark (the file is opened here)
+ * and opts->after_ms, or -1; src names it for messages. */
 static int find_mark(idm_snowflake *g, const idm_snowflake_opts *opts, idm_unix_ms *mark,
                      char *src, size_t cap)
 {
@@ -855,11 +825,9 @@ static int find_mark(idm_snowflake *g, const idm_snowflake_opts *opts, idm_unix_
 }
 
 /*
- * Start above mark (src names it), the clock reading now_ns: the next state
- * is the first sequence of the tick after the mark. A clock behind the mark
- * (a restart with the clock set back, or behind what an earlier holder may
- * have minted) goes by the backwards policy as a step back while running
- * would (decide_ahead): minted on logically, waited out, or refused.
+ * Start above mark: the next state is the first of the tick after it. A clock
+ * behind the mark (set back over a restart, or behind an earlier holder)
+ * goes by the backwards policy as a step back while running would.
  */
 static int start_above(idm_snowflake *g, idm_unix_ms mark, const char *src, int64_t now_ns,
                        uint64_t now_tick)

@@ -1,13 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * State file I/O for the generator's high-water mark. See state.h for the
- * format. Reads are strict: any byte out of place is corruption, because a
+ * State file I/O for the generator's high-water mark (format and paths: see
+ * state.h). Reads are strict: any byte out of place is corruption, because a
  * mark read wrong could let a restarted generator reuse time.
- *
- * Every open here that could meet a FIFO is non-blocking and followed by a
- * check of the file type: a FIFO at the path must be refused, not wait for a
- * writer forever. The path is resolved once, at open (see state.h), and not
- * again: a link changed while the generator runs is not followed.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -27,26 +22,15 @@
 #define MAGIC "idmint-state 1 "
 #define LINE_MAX_LEN 64
 
-static char *concat(const char *a, const char *b)
+/* The first la bytes of a, then b and c, malloc'd. */
+static char *concat(const char *a, size_t la, const char *b, const char *c)
 {
-    size_t la = strlen(a), lb = strlen(b);
-    char *p = malloc(la + lb + 1);
+    size_t lb = strlen(b), lc = strlen(c);
+    char *p = malloc(la + lb + lc + 1);
     if (p != NULL) {
         memcpy(p, a, la);
-        memcpy(p + la, b, lb + 1);
-    }
-    return p;
-}
-
-/* The first dir_len bytes of dir, "/" and name. */
-static char *join(const char *dir, size_t dir_len, const char *name)
-{
-    size_t ln = strlen(name);
-    char *p = malloc(dir_len + 1 + ln + 1);
-    if (p != NULL) {
-        memcpy(p, dir, dir_len);
-        p[dir_len] = '/';
-        memcpy(p + dir_len + 1, name, ln + 1);
+        memcpy(p + la, b, lb);
+        memcpy(p + la + lb, c, lc + 1);
     }
     return p;
 }
@@ -73,11 +57,8 @@ static int resolve(const char *path, char **out)
             *out = r;
             return 0;
         }
-        if (errno != ENOENT) {
-            e = errno;
-            free(cur);
-            return e;
-        }
+        if (errno != ENOENT)
+            goto fail;
         slash = strrchr(cur, '/');
         name = slash != NULL ? slash + 1 : cur;
         if (lstat(cur, &st) == 0 && S_ISLNK(st.st_mode)) {
@@ -89,16 +70,13 @@ static int resolve(const char *path, char **out)
                 return ELOOP;
             }
             n = readlink(cur, target, sizeof target - 1);
-            if (n < 0) {
-                e = errno;
-                free(cur);
-                return e;
-            }
+            if (n < 0)
+                goto fail;
             target[n] = '\0';
             if (target[0] == '/' || slash == NULL)
                 next = strdup(target);
             else
-                next = join(cur, (size_t)(slash - cur), target);
+                next = concat(cur, (size_t)(slash - cur), "/", target);
             free(cur);
             if (next == NULL)
                 return ENOMEM;
@@ -118,12 +96,9 @@ static int resolve(const char *path, char **out)
             *slash = '\0';
             r = realpath(cur, NULL);
         }
-        if (r == NULL) {
-            e = errno;
-            free(cur);
-            return e;
-        }
-        next = join(r, strcmp(r, "/") == 0 ? 0 : strlen(r), name);
+        if (r == NULL)
+            goto fail;
+        next = concat(r, strcmp(r, "/") == 0 ? 0 : strlen(r), "/", name);
         free(r);
         free(cur);
         if (next == NULL)
@@ -131,6 +106,10 @@ static int resolve(const char *path, char **out)
         *out = next;
         return 0;
     }
+fail:
+    e = errno;
+    free(cur);
+    return e;
 }
 
 /* Parse the file's bytes; 0 and *mark on success, -1 if corrupt. */
@@ -170,8 +149,8 @@ static int make_paths(idm__state *s, const char *path)
         return idm__fail(IDM_EIO, "state: %s names a directory, not a file", path);
     if (e != 0)
         return idm__fail(IDM_EIO, "state: cannot resolve %s: %s", path, strerror(e));
-    s->tmp_path = concat(s->path, ".tmp");
-    s->lock_path = concat(s->path, ".lock");
+    s->tmp_path = concat(s->path, strlen(s->path), ".tmp", "");
+    s->lock_path = concat(s->path, strlen(s->path), ".lock", "");
     s->dir_path = strdup(s->path);
     if (s->tmp_path == NULL || s->lock_path == NULL || s->dir_path == NULL)
         return IDM_ENOMEM;

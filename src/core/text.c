@@ -1,10 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Strict text codecs: unsigned integers and ISO-8601 timestamps, and the
- * Crockford base32 tables (ULID, opaque ids). Each parser
- * walks its input byte by byte and accepts one form only; strtoull and
- * strptime are avoided on purpose (strtoull takes "-1", " 5" and "+5", and
- * strptime's leniency differs between C libraries).
+ * Strict text codecs: unsigned integers and ISO-8601 timestamps (and the
+ * Crockford base32 tables). Each parser walks its input byte by byte and
+ * accepts one form only; strtoull and strptime are avoided on purpose
+ * (strtoull takes "-1", " 5" and "+5"; strptime's leniency varies by libc).
  */
 #include <stdio.h>
 #include <string.h>
@@ -41,18 +40,12 @@ int idm_u64_parse(const char *text, uint64_t *out)
         if (text[2] == '\0')
             return idm__fail(IDM_EPARSE, "'%.40s' has no hex digits", text);
         for (p = text + 2; *p != '\0'; p++) {
-            unsigned d;
-            if (*p >= '0' && *p <= '9')
-                d = (unsigned)(*p - '0');
-            else if (*p >= 'a' && *p <= 'f')
-                d = (unsigned)(*p - 'a' + 10);
-            else if (*p >= 'A' && *p <= 'F')
-                d = (unsigned)(*p - 'A' + 10);
-            else
+            int d = idm__unhex(*p);
+            if (d < 0)
                 return idm__fail(IDM_EPARSE, "'%.40s' is not a hex number", text);
             if (v >> 60 != 0)
                 overflow = 1;
-            v = (v << 4) | d;
+            v = (v << 4) | (unsigned)d;
         }
         if (overflow)
             return idm__fail(IDM_ERANGE, "'%.40s' exceeds 64 bits", text);
@@ -104,15 +97,11 @@ static void civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d)
     *y = (int64_t)yoe + era * 400 + (*m <= 2);
 }
 
-static int is_leap(int64_t y)
-{
-    return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-}
-
 static unsigned days_in_month(int64_t y, unsigned m)
 {
     static const unsigned dm[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-    return m == 2 && is_leap(y) ? 29 : dm[m - 1];
+    bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    return m == 2 && leap ? 29 : dm[m - 1];
 }
 
 int idm_time_format(idm_unix_ms t, char *buf, size_t len)
@@ -124,15 +113,13 @@ int idm_time_format(idm_unix_ms t, char *buf, size_t len)
     idm__clear_detail();
     if (buf == NULL || len < IDM_TIME_TEXT_MAX)
         return idm__fail(IDM_EINVAL, "time buffer smaller than %d bytes", IDM_TIME_TEXT_MAX);
-    /* Check the range first: the arithmetic below would overflow for
-     * values near INT64_MIN. */
+    /* Years 0000-9999 exactly; checked first, as the arithmetic below would
+     * overflow near INT64_MIN. */
     if (t < INT64_C(-62167219200000) || t > INT64_C(253402300799999))
         return idm__fail(IDM_ERANGE, "time %lld ms is outside years 0000-9999", (long long)t);
     days = idm__floordiv(t, 86400000);
     ms_of_day = t - days * 86400000;
     civil_from_days(days, &y, &m, &d);
-    if (y < 0 || y > 9999)
-        return idm__fail(IDM_ERANGE, "time %lld ms is outside years 0000-9999", (long long)t);
     snprintf(buf, len, "%04d-%02u-%02uT%02d:%02d:%02d.%03dZ", (int)y, m, d,
              (int)(ms_of_day / 3600000), (int)(ms_of_day / 60000 % 60),
              (int)(ms_of_day / 1000 % 60), (int)(ms_of_day % 1000));
@@ -235,8 +222,7 @@ bad:
                      text);
 }
 
-/* Table-driven CRC-32 (reflected polynomial 0xEDB88320), used by the state
- * file. The table is built at compile time by the macro below. */
+/* CRC-32 (reflected polynomial 0xEDB88320), its table built at compile time. */
 #define C1(c) (((c) & 1) ? 0xEDB88320u ^ ((c) >> 1) : ((c) >> 1))
 #define C8(c) C1(C1(C1(C1(C1(C1(C1(C1(c))))))))
 #define R2(n) C8(n), C8(n + 1)

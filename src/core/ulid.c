@@ -11,10 +11,12 @@
 
 #define MS_LIMIT (INT64_C(1) << 48)
 
-static void put48(uint8_t *b, uint64_t v)
+/* A ULID of ms (checked) and 10 random bytes. */
+static void pack(idm_ulid *out, uint64_t ms, const uint8_t rand[10])
 {
     for (int i = 0; i < 6; i++)
-        b[i] = (uint8_t)(v >> (40 - 8 * i));
+        out->b[i] = (uint8_t)(ms >> (40 - 8 * i));
+    memcpy(out->b + 6, rand, 10);
 }
 
 int idm_ulid_build(idm_unix_ms ms, const uint8_t rand[10], idm_ulid *out)
@@ -22,8 +24,7 @@ int idm_ulid_build(idm_unix_ms ms, const uint8_t rand[10], idm_ulid *out)
     idm__clear_detail();
     if (ms < 0 || ms >= MS_LIMIT)
         return idm__fail(IDM_ERANGE, "ulid: time %lld ms is outside 0 to 2^48-1", (long long)ms);
-    put48(out->b, (uint64_t)ms);
-    memcpy(out->b + 6, rand, 10);
+    pack(out, (uint64_t)ms, rand);
     return 0;
 }
 
@@ -35,9 +36,8 @@ struct idm_ulid_gen {
     idm_unix_ms last_ms; /* -1 before the first id */
     uint16_t last_hi;    /* the 80-bit random part: top 16 bits */
     uint64_t last_lo;    /* and low 64 bits */
-    /* The fork generation (idm__fork_gen) the lock and state belong to, or
-     * a generation | FORK_RESETTING while a thread of that generation
-     * resets them; see idm__spin_after_fork. */
+    /* The fork generation the lock and state belong to (| FORK_RESETTING
+     * while being reset); see idm__spin_after_fork. */
     _Atomic uint64_t fork_gen;
 };
 
@@ -75,7 +75,8 @@ int idm_ulid_next(idm_ulid_gen *g, idm_ulid *out)
 {
     uint8_t rnd[10];
     idm_unix_ms now = idm__clock_ms(g->clock), ms;
-    uint64_t gen;
+    uint16_t hi;
+    uint64_t lo, gen;
     int rc;
 
     if (IDM__UNLIKELY(now < 0 || now >= MS_LIMIT))
@@ -85,8 +86,7 @@ int idm_ulid_next(idm_ulid_gen *g, idm_ulid *out)
         rc = idm__rng_fill(g->rng, rnd, sizeof rnd);
         if (rc != 0)
             return rc;
-        put48(out->b, (uint64_t)now);
-        memcpy(out->b + 6, rnd, 10);
+        pack(out, (uint64_t)now, rnd);
         return 0;
     }
 
@@ -122,13 +122,11 @@ int idm_ulid_next(idm_ulid_gen *g, idm_ulid *out)
         g->last_hi++;
 emit:
     ms = g->last_ms;
-    {
-        uint16_t hi = g->last_hi;
-        uint64_t lo = g->last_lo;
-        idm__spin_unlock(&g->lock);
-        idm__store_be64(out->b, (uint64_t)ms << 16 | hi);
-        idm__store_be64(out->b + 8, lo);
-    }
+    hi = g->last_hi;
+    lo = g->last_lo;
+    idm__spin_unlock(&g->lock);
+    idm__store_be64(out->b, (uint64_t)ms << 16 | hi);
+    idm__store_be64(out->b + 8, lo);
     return 0;
 }
 
@@ -191,10 +189,7 @@ int idm_ulid_parse(const char *text, idm_ulid *out)
 
 idm_unix_ms idm_ulid_time(const idm_ulid *u)
 {
-    uint64_t t = 0;
-    for (int i = 0; i < 6; i++)
-        t = t << 8 | u->b[i];
-    return (idm_unix_ms)t;
+    return (idm_unix_ms)(load40(u->b) << 8 | u->b[5]);
 }
 
 void idm_ulid_to_uuid(const idm_ulid *in, idm_uuid *out)
