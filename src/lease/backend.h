@@ -14,10 +14,6 @@
 #include <idmint/error.h>
 #include <idmint/lease.h>
 
-/* The TTLs a backend is asked for are those idm_lease_open accepts,
- * IDM_LEASE_TTL_MIN_MS to IDM_LEASE_TTL_MAX_MS (lease.h); a backend that
- * must guess a lost mark (file.c, a damaged record) adds the longest. */
-
 typedef struct idm__lease_backend {
     /* Open a handle on the coordinator named by the rest of the URL. */
     int (*open)(void **be, const char *rest, const idm_lease_opts *opts);

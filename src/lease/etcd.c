@@ -80,8 +80,6 @@
 #define MAX_KEY 1024           /* largest key decoded */
 #define RANGE_PAGE 2048        /* keys per range request */
 #define CLAIM_PASSES 3         /* re-reads of the taken ids after lost races */
-#define MAX_TTL_S IDM__ETCD_MAX_TTL_S
-#define JSON_DEPTH IDM__ETCD_JSON_DEPTH
 #define MARK_DIGITS 16          /* stored marks: zero-padded to this many digits */
 #define MARK_MAX INT64_C(9999999999999999)
 #define GRPC_NOT_FOUND 5
@@ -107,9 +105,7 @@ typedef struct etcd_be {
     uint64_t cluster_id;
     bool have_cluster;
     bool foreign;             /* another cluster answered: send nothing more */
-    /* The transport (etcd_internal.h): libcurl, or a fuzz target's
-     * stand-in. */
-    idm__etcd_post_fn post;
+    idm__etcd_post_fn post;   /* libcurl, or a fuzz target's (etcd_internal.h) */
     /* the claim */
     bool held;
     int64_t lease_id;
@@ -162,12 +158,6 @@ static void b64_encode(const unsigned char *in, size_t n, char *out)
     out[o] = '\0';
 }
 
-static int b64_value(char c)
-{
-    const char *p = c != '\0' ? strchr(b64_alphabet, c) : NULL;
-    return p != NULL ? (int)(p - b64_alphabet) : -1;
-}
-
 /* Strict standard base64 (padding required) into out[0..cap); -1 if
  * malformed or longer than cap. */
 static int b64_decode(const char *in, size_t n, unsigned char *out, size_t cap, size_t *outlen)
@@ -179,8 +169,10 @@ static int b64_decode(const char *in, size_t n, unsigned char *out, size_t cap, 
         int v[4];
         bool last = i + 4 == n;
         for (int k = 0; k < 4; k++) {
-            v[k] = b64_value(in[i + (size_t)k]);
-            if (v[k] < 0 && !(last && k >= 2 && in[i + (size_t)k] == '='))
+            char c = in[i + (size_t)k];
+            const char *p = c != '\0' ? strchr(b64_alphabet, c) : NULL;
+            v[k] = p != NULL ? (int)(p - b64_alphabet) : -1;
+            if (v[k] < 0 && !(last && k >= 2 && c == '='))
                 return -1;
         }
         if (v[2] < 0 && v[3] >= 0)
@@ -255,37 +247,17 @@ static int get_field(json_object *o, const char *k, json_type t, json_object **o
     return 0;
 }
 
-/* The string value of an optional 64-bit field: *v is NULL when the field is
- * absent (etcd omits zero values), -1 when it is present but no string. */
-static int get_num_text(json_object *o, const char *k, json_object **v, bool *present)
-{
-    if (present != NULL)
-        *present = false;
-    if (get_field(o, k, json_type_string, v) != 0)
-        return -1;
-    if (*v != NULL && present != NULL)
-        *present = true;
-    return 0;
-}
-
+/* 64-bit fields are JSON strings; *present tells an absent one from 0. */
 static int get_i64(json_object *o, const char *k, int64_t *out, bool *present)
 {
     json_object *v;
     *out = 0;
-    if (get_num_text(o, k, &v, present) != 0)
+    if (get_field(o, k, json_type_string, &v) != 0)
         return -1;
+    if (present != NULL)
+        *present = v != NULL;
     return v == NULL ? 0
                      : dec_i64(json_object_get_string(v), (size_t)json_object_get_string_len(v), out);
-}
-
-static int get_u64(json_object *o, const char *k, uint64_t *out, bool *present)
-{
-    json_object *v;
-    *out = 0;
-    if (get_num_text(o, k, &v, present) != 0)
-        return -1;
-    return v == NULL ? 0
-                     : dec_u64(json_object_get_string(v), (size_t)json_object_get_string_len(v), out);
 }
 
 static int get_bool(json_object *o, const char *k, bool *out)
@@ -360,8 +332,8 @@ static size_t tree_members(json_object *o)
 
 static int garbage(etcd_be *e, const char *path, const char *what)
 {
-    return idm__lease_fail(IDM_EIO, "lease: etcd %s%s: malformed answer (%s)",
-                           e->ep != NULL ? e->ep : "?", path, what);
+    return idm_error_fail(IDM_EIO, "lease: etcd %s%s: malformed answer (%s)",
+                          e->ep != NULL ? e->ep : "?", path, what);
 }
 
 /* The last answer as one JSON object: strict, whole, no duplicate keys. */
@@ -375,7 +347,7 @@ static int parse_answer(etcd_be *e, const char *path, json_object **out)
         return garbage(e, path, "empty");
     if (memchr(e->buf, '\0', e->len) != NULL)
         return garbage(e, path, "a NUL byte");
-    tok = json_tokener_new_ex(JSON_DEPTH);
+    tok = json_tokener_new_ex(IDM__ETCD_JSON_DEPTH);
     if (tok == NULL)
         return IDM_ENOMEM;
     json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_ALLOW_TRAILING_CHARS |
@@ -412,12 +384,13 @@ static int parse_answer(etcd_be *e, const char *path, json_object **out)
  * the first answer's. */
 static int check_header(etcd_be *e, json_object *resp, const char *path)
 {
-    json_object *h;
+    json_object *h, *c;
     uint64_t cid;
-    bool present;
     if (get_field(resp, "header", json_type_object, &h) != 0 || h == NULL)
         return garbage(e, path, "no header");
-    if (get_u64(h, "cluster_id", &cid, &present) != 0 || !present || cid == 0)
+    if (get_field(h, "cluster_id", json_type_string, &c) != 0 || c == NULL ||
+        dec_u64(json_object_get_string(c), (size_t)json_object_get_string_len(c), &cid) != 0 ||
+        cid == 0)
         return garbage(e, path, "no cluster id in the header");
     if (!e->have_cluster) {
         e->cluster_id = cid;
@@ -426,10 +399,10 @@ static int check_header(etcd_be *e, json_object *resp, const char *path)
     }
     if (cid != e->cluster_id) {
         e->foreign = true;
-        return idm__lease_fail(IDM_ELEASE,
-                               "lease: etcd %s answered for cluster %" PRIu64 ", not %" PRIu64
-                               " (re-created, or a misrouted endpoint): the claim is lost",
-                               e->ep, cid, e->cluster_id);
+        return idm_error_fail(IDM_ELEASE,
+                              "lease: etcd %s answered for cluster %" PRIu64 ", not %" PRIu64
+                              " (re-created, or a misrouted endpoint): the claim is lost",
+                              e->ep, cid, e->cluster_id);
     }
     return 0;
 }
@@ -470,7 +443,7 @@ static void error_answer(etcd_be *e, int *code, char *msg, size_t msglen)
     snprintf(msg, msglen, "(no message)");
     if (e->len == 0 || memchr(e->buf, '\0', e->len) != NULL)
         return;
-    tok = json_tokener_new_ex(JSON_DEPTH);
+    tok = json_tokener_new_ex(IDM__ETCD_JSON_DEPTH);
     if (tok == NULL)
         return;
     o = json_tokener_parse_ex(tok, e->buf, (int)e->len);
@@ -524,20 +497,17 @@ static int post_curl(void *be, const char *url, const char *body, long timeout_m
     return 0;
 }
 
-/*
- * POST body to path; 0 and the answer (a JSON object, status 200), or an
+/* POST body to path; 0 and the answer (a JSON object, status 200), or an
  * error: IDM_EIO with e->grpc_code set for an error answer (0 if it had no
- * code). A transport error or "unavailable" moves on to the next endpoint,
- * each tried once, within the operation's budget.
- */
+ * code). Each endpoint is tried once (see the comment at the top). */
 static int call(etcd_be *e, const char *path, const char *body, json_object **out)
 {
     char last[320] = "no endpoint tried";
     *out = NULL;
     e->grpc_code = 0;
     if (e->foreign)
-        return idm__lease_fail(IDM_ELEASE,
-                               "lease: a different etcd cluster answered earlier: the claim is lost");
+        return idm_error_fail(IDM_ELEASE,
+                              "lease: a different etcd cluster answered earlier: the claim is lost");
     for (size_t i = 0; i < e->neps; i++) {
         size_t k = (e->cur + i) % e->neps;
         char url[MAX_HOST + 64];
@@ -561,8 +531,8 @@ static int call(etcd_be *e, const char *path, const char *body, json_object **ou
         e->errbuf[0] = '\0';
         if (e->post(e, url, body, (long)t, &status) != 0) {
             if (e->overflow)
-                return idm__lease_fail(IDM_EIO, "lease: etcd %s%s: answer larger than %d bytes",
-                                       e->eps[k], path, MAX_BODY);
+                return idm_error_fail(IDM_EIO, "lease: etcd %s%s: answer larger than %d bytes",
+                                      e->eps[k], path, MAX_BODY);
             snprintf(last, sizeof last, "%s%s: %s", e->eps[k], path, e->errbuf);
             continue;
         }
@@ -580,11 +550,49 @@ static int call(etcd_be *e, const char *path, const char *body, json_object **ou
             }
             e->cur = k;
             e->grpc_code = code;
-            return idm__lease_fail(IDM_EIO, "lease: etcd %s%s: HTTP %ld: %s", e->eps[k], path,
-                                   status, msg);
+            return idm_error_fail(IDM_EIO, "lease: etcd %s%s: HTTP %ld: %s", e->eps[k], path,
+                                  status, msg);
         }
     }
-    return idm__lease_fail(IDM_EIO, "lease: etcd unreachable: %s", last);
+    return idm_error_fail(IDM_EIO, "lease: etcd unreachable: %s", last);
+}
+
+/* call, then check_header: 0 and the answer, or an error and *out NULL. */
+static int call_checked(etcd_be *e, const char *path, const char *body, json_object **out)
+{
+    int rc = call(e, path, body, out);
+    if (rc == 0 && (rc = check_header(e, *out, path)) != 0) {
+        json_object_put(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
+/* The object k in a txn's answer op; NULL if op is no object or has none. */
+static json_object *op_member(json_object *op, const char *k)
+{
+    json_object *v = NULL;
+    if (op != NULL && json_object_is_type(op, json_type_object))
+        (void)get_field(op, k, json_type_object, &v);
+    return v;
+}
+
+/* The one kv of a range answer's kvs, whose key must be key: 0 and *kv
+ * (NULL if kvs is empty), or -1. */
+static int only_kv(json_object *kvs, const char *key, json_object **kv)
+{
+    unsigned char k[MAX_KEY + 1];
+    size_t klen;
+    *kv = NULL;
+    if (kvs == NULL || json_object_array_length(kvs) == 0)
+        return 0;
+    *kv = json_object_array_get_idx(kvs, 0);
+    if (json_object_array_length(kvs) != 1 || *kv == NULL ||
+        !json_object_is_type(*kv, json_type_object) ||
+        get_bytes(*kv, "key", k, sizeof k, &klen) != 0 || klen != strlen(key) ||
+        memcmp(k, key, klen) != 0)
+        return -1;
+    return 0;
 }
 
 static void key_of(const etcd_be *e, const char *kind, uint32_t id, char *out, size_t len)
@@ -596,7 +604,6 @@ void idm__etcd_b64_str(const char *s, char *out)
 {
     b64_encode((const unsigned char *)s, strlen(s), out);
 }
-#define b64_str idm__etcd_b64_str
 
 /* The id in a key <prefix>/<kind>/<id>, if it is one of ours (canonical
  * decimal below max); else -1. */
@@ -613,12 +620,9 @@ static int64_t id_of_key(const etcd_be *e, const char *kind, const unsigned char
     return (int64_t)id;
 }
 
-/* A mark as stored: MARK_DIGITS decimal digits of Unix ms, zero-padded, so
- * that etcd's bytewise VALUE comparison orders marks as numbers. Read
- * leniently (any decimal, leading zeros allowed); a short form left by hand
- * then fails the "raised to at least" check after a write, with an error.
- * A value above INT64_MAX (19 digits can be) is no mark: refused, never
- * wrapped to some other number. */
+/* A stored mark, read leniently (any decimal, leading zeros allowed): a
+ * short form left by hand then fails the "raised to at least" check after a
+ * write. Above INT64_MAX (19 digits can be) is refused, never wrapped. */
 static int parse_mark(const unsigned char *v, size_t len, idm_unix_ms *mark)
 {
     int64_t m = 0;
@@ -634,18 +638,11 @@ static int parse_mark(const unsigned char *v, size_t len, idm_unix_ms *mark)
     return 0;
 }
 
-static void mark_text(idm_unix_ms mark, char out[MARK_DIGITS + 1])
-{
-    if (mark < 0)
-        mark = 0;
-    if (mark > MARK_MAX)
-        mark = MARK_MAX;
-    snprintf(out, MARK_DIGITS + 1, "%0*lld", MARK_DIGITS, (long long)mark);
-}
-
 /* ------------------------------------------------------------ range pages */
 
-typedef int (*kv_fn)(etcd_be *e, json_object *kv, void *ud);
+/* One kv of a range answer, with its key (decoded, klen bytes). */
+typedef int (*kv_fn)(etcd_be *e, json_object *kv, const unsigned char *key, size_t klen,
+                     void *ud);
 
 /* A range request's body (a kv/range call, or a txn's request_range) for
  * keys from from[0..fromlen) up to <prefix>/<kind>0 ('/' + 1), a page. */
@@ -655,19 +652,16 @@ static void range_request(const etcd_be *e, const char *kind, const char *from, 
     char end[MAX_PREFIX + 32], from64[4 * (MAX_KEY + 2) / 3 + 8], end64[4 * sizeof end / 3 + 8];
     snprintf(end, sizeof end, "%s/%s0", e->prefix, kind);
     b64_encode((const unsigned char *)from, fromlen, from64);
-    b64_str(end, end64);
+    idm__etcd_b64_str(end, end64);
     snprintf(out, cap, "{\"key\":\"%s\",\"range_end\":\"%s\",\"limit\":\"%d\"%s}", from64,
              end64, RANGE_PAGE, keys_only ? ",\"keys_only\":true" : "");
 }
 
 #define RANGE_REQUEST_MAX (4 * (MAX_KEY + 2) / 3 + 4 * (MAX_PREFIX + 32) / 3 + 160)
 
-/*
- * One page of a range answer rr (a kv/range answer, or a txn's
- * response_range): each kv to fn; *more and *n as the answer says, and
- * from[0..*fromlen) set to just after the last key, where the next page
- * starts.
- */
+/* One page of a range answer rr (kv/range, or a txn's response_range): each
+ * kv to fn; *more and *n as the answer says; from[0..*fromlen) just after
+ * the last key, where the next page starts. */
 static int range_page(etcd_be *e, const char *path, json_object *rr, kv_fn fn, void *ud,
                       char *from, size_t *fromlen, bool *more, size_t *n)
 {
@@ -687,9 +681,8 @@ static int range_page(etcd_be *e, const char *path, json_object *rr, kv_fn fn, v
             get_bytes(kv, "key", key, sizeof key, &klen) != 0 || klen == 0)
             rc = garbage(e, path, "a key");
         else
-            rc = fn(e, kv, ud);
+            rc = fn(e, kv, key, klen, ud);
         if (rc == 0 && i + 1 == *n) {
-            /* the next page starts just after the last key */
             if (klen + 1 > MAX_KEY) {
                 rc = garbage(e, path, "a key too long");
             } else {
@@ -715,12 +708,10 @@ static int range_from(etcd_be *e, const char *kind, bool keys_only, kv_fn fn, vo
         size_t n = 0;
         int rc;
         range_request(e, kind, from, fromlen, keys_only, body, sizeof body);
-        rc = call(e, path, body, &resp);
+        rc = call_checked(e, path, body, &resp);
         if (rc != 0)
             return rc;
-        rc = check_header(e, resp, path);
-        if (rc == 0)
-            rc = range_page(e, path, resp, fn, ud, from, &fromlen, &more, &n);
+        rc = range_page(e, path, resp, fn, ud, from, &fromlen, &more, &n);
         json_object_put(resp);
         if (rc != 0)
             return rc;
@@ -746,12 +737,12 @@ static int range_all(etcd_be *e, const char *kind, bool keys_only, kv_fn fn, voi
 static int bad_url(const char *why, const char *rest)
 {
     char url[128], shown[128];
-    snprintf(url, sizeof url, "etcd://%s", rest);
+    snprintf(url, sizeof url, "etcd://%.120s", rest); /* as much as fits */
     idm__url_mask(url, shown, sizeof shown);
-    return idm__lease_fail(IDM_EINVAL,
-                           "lease: etcd URL '%.87s': %s (want "
-                           "etcd://host:port[,host:port...]/prefix)",
-                           shown, why);
+    return idm_error_fail(IDM_EINVAL,
+                          "lease: etcd URL '%.87s': %s (want "
+                          "etcd://host:port[,host:port...]/prefix)",
+                          shown, why);
 }
 
 static bool host_char(char c)
@@ -788,13 +779,12 @@ static int check_endpoint(const char *s, size_t n)
     return 0;
 }
 
-static bool prefix_char(char c)
+/* Also the backend's close: a claim still held here was lost (lease.c
+ * releases the others), and its lease expires by itself. Revoking it could
+ * reach another cluster. */
+static void eb_free(void *be)
 {
-    return host_char(c) || c == '/';
-}
-
-static void eb_free(etcd_be *e)
-{
+    etcd_be *e = be;
     if (e == NULL)
         return;
     for (size_t i = 0; i < e->neps; i++)
@@ -804,27 +794,6 @@ static void eb_free(etcd_be *e)
     curl_slist_free_all(e->hdrs);
     free(e->buf);
     free(e);
-}
-
-/* The prefix: "/" and then 1 to MAX_PREFIX - 1 bytes of letters, digits,
- * '.', '-', '_' and single '/' inside. */
-static int check_prefix(const char *slash, const char *rest)
-{
-    size_t plen = strlen(slash);
-    if (plen < 2)
-        return bad_url("the prefix is empty", rest);
-    if (plen > MAX_PREFIX)
-        return bad_url("the prefix is longer than 256 bytes", rest);
-    if (slash[plen - 1] == '/')
-        return bad_url("the prefix ends with '/'", rest);
-    for (size_t i = 0; i < plen; i++) {
-        if (!prefix_char(slash[i]))
-            return bad_url("the prefix may hold only letters, digits, '.', '-', '_' and '/'",
-                           rest);
-        if (slash[i] == '/' && slash[i + 1] == '/')
-            return bad_url("the prefix holds '//'", rest);
-    }
-    return 0;
 }
 
 /* The endpoints, rest up to slash, "host:port[,host:port...]", into e. */
@@ -854,8 +823,8 @@ static int curl_setup(etcd_be *e)
     struct curl_slist *h;
     pthread_once(&curl_once, curl_init);
     if (curl_init_rc != CURLE_OK)
-        return idm__lease_fail(IDM_EIO, "lease: libcurl does not start: %s",
-                               curl_easy_strerror(curl_init_rc));
+        return idm_error_fail(IDM_EIO, "lease: libcurl does not start: %s",
+                              curl_easy_strerror(curl_init_rc));
     e->curl = curl_easy_init();
     h = curl_slist_append(NULL, "Content-Type: application/json");
     e->hdrs = h;
@@ -886,24 +855,37 @@ static int curl_setup(etcd_be *e)
 static int eb_open(void **be, const char *rest, const idm_lease_opts *opts)
 {
     const char *slash = strchr(rest, '/');
+    size_t plen = slash != NULL ? strlen(slash) : 0;
     etcd_be *e;
     int rc;
     if (slash == NULL)
         return bad_url("no /prefix", rest);
-    rc = check_prefix(slash, rest);
-    if (rc != 0)
-        return rc;
+    /* The prefix: "/" and then 1 to MAX_PREFIX - 1 bytes of letters, digits,
+     * '.', '-', '_' and single '/' inside. */
+    if (plen < 2)
+        return bad_url("the prefix is empty", rest);
+    if (plen > MAX_PREFIX)
+        return bad_url("the prefix is longer than 256 bytes", rest);
+    if (slash[plen - 1] == '/')
+        return bad_url("the prefix ends with '/'", rest);
+    for (size_t i = 0; i < plen; i++) {
+        if (!host_char(slash[i]) && slash[i] != '/')
+            return bad_url("the prefix may hold only letters, digits, '.', '-', '_' and '/'",
+                           rest);
+        if (slash[i] == '/' && slash[i + 1] == '/')
+            return bad_url("the prefix holds '//'", rest);
+    }
     if (slash == rest)
         return bad_url("no host:port", rest);
     e = calloc(1, sizeof *e);
     if (e == NULL)
         return IDM_ENOMEM;
-    memcpy(e->prefix, slash, strlen(slash) + 1);
+    memcpy(e->prefix, slash, plen + 1);
     rc = parse_endpoints(e, rest, slash);
     if (rc == 0) {
         e->ttl_ms = opts->ttl_ms > 0 ? opts->ttl_ms : IDM_LEASE_TTL_DEFAULT_MS;
         snprintf(e->scope_key, sizeof e->scope_key, "%s/scope", e->prefix);
-        b64_str(e->scope_key, e->scope_key64);
+        idm__etcd_b64_str(e->scope_key, e->scope_key64);
         snprintf(e->where, sizeof e->where, "etcd://%s%s%s", e->eps[0],
                  e->neps > 1 ? ",..." : "", e->prefix);
         rc = curl_setup(e);
@@ -928,20 +910,18 @@ static int grant(etcd_be *e, int64_t ttl_ms, int64_t *granted_s)
     int rc;
     snprintf(body, sizeof body, "{\"TTL\":\"%lld\",\"ID\":\"0\"}",
              (long long)((ttl_ms + 999) / 1000));
-    rc = call(e, path, body, &resp);
+    rc = call_checked(e, path, body, &resp);
     if (rc != 0)
         return rc;
-    rc = check_header(e, resp, path);
-    if (rc == 0 && (get_i64(resp, "ID", &id, &has_id) != 0 ||
-                    get_i64(resp, "TTL", &ttl, &has_ttl) != 0 ||
-                    get_field(resp, "error", json_type_string, &err) != 0))
+    if (get_i64(resp, "ID", &id, &has_id) != 0 || get_i64(resp, "TTL", &ttl, &has_ttl) != 0 ||
+        get_field(resp, "error", json_type_string, &err) != 0)
         rc = garbage(e, path, "ID, TTL or error");
     if (rc == 0 && err != NULL && json_object_get_string_len(err) > 0)
-        rc = idm__lease_fail(IDM_EIO, "lease: etcd %s%s: %.100s", e->ep, path,
-                             json_object_get_string(err));
+        rc = idm_error_fail(IDM_EIO, "lease: etcd %s%s: %.100s", e->ep, path,
+                            json_object_get_string(err));
     if (rc == 0 && (!has_id || id == 0))
         rc = garbage(e, path, "no lease ID");
-    if (rc == 0 && (!has_ttl || ttl <= 0 || ttl > MAX_TTL_S))
+    if (rc == 0 && (!has_ttl || ttl <= 0 || ttl > IDM__ETCD_MAX_TTL_S))
         rc = garbage(e, path, "no TTL, or one out of range");
     json_object_put(resp);
     if (rc == 0) {
@@ -951,21 +931,22 @@ static int grant(etcd_be *e, int64_t ttl_ms, int64_t *granted_s)
     return rc;
 }
 
-static int revoke(etcd_be *e)
+/* Give the lease back. After a failure rc (not 0), the result is rc with
+ * its detail, whatever the revoke says: the first error is the one
+ * reported. */
+static int revoke(etcd_be *e, int rc)
 {
     static const char path[] = "/v3/lease/revoke";
-    char body[64];
+    char body[64], keep[256];
     json_object *resp;
-    int rc;
+    int r;
+    snprintf(keep, sizeof keep, "%s", idm_error_detail());
     snprintf(body, sizeof body, "{\"ID\":\"%" PRId64 "\"}", e->lease_id);
-    rc = call(e, path, body, &resp);
-    if (rc == IDM_EIO && e->grpc_code == GRPC_NOT_FOUND)
-        return 0; /* expired already: as good */
-    if (rc != 0)
-        return rc;
-    rc = check_header(e, resp, path);
+    r = call_checked(e, path, body, &resp);
     json_object_put(resp);
-    return rc;
+    if (r == IDM_EIO && e->grpc_code == GRPC_NOT_FOUND)
+        r = 0; /* expired already: as good */
+    return rc == 0 ? r : idm_error_fail(rc, "%s", keep);
 }
 
 typedef struct taken_set {
@@ -973,15 +954,11 @@ typedef struct taken_set {
     uint32_t max;
 } taken_set;
 
-static int note_taken(etcd_be *e, json_object *kv, void *ud)
+static int note_taken(etcd_be *e, json_object *kv, const unsigned char *key, size_t klen, void *ud)
 {
     taken_set *t = ud;
-    unsigned char key[MAX_KEY + 1];
-    size_t klen;
-    int64_t id;
-    if (get_bytes(kv, "key", key, sizeof key, &klen) != 0)
-        return garbage(e, "/v3/kv/range", "a key");
-    id = id_of_key(e, "workers", key, klen, t->max);
+    int64_t id = id_of_key(e, "workers", key, klen, t->max);
+    (void)kv;
     if (id >= 0)
         t->taken[id] = 1;
     return 0;
@@ -991,27 +968,23 @@ static int note_taken(etcd_be *e, json_object *kv, void *ud)
 static int mark_of(etcd_be *e, json_object *op, uint32_t id, idm_unix_ms *mark)
 {
     static const char path[] = "/v3/kv/txn";
-    json_object *rr, *kvs, *kv;
-    unsigned char key[MAX_KEY + 1], val[64];
-    size_t klen, vlen;
+    json_object *rr = op_member(op, "response_range"), *kvs, *kv;
+    char key[MAX_PREFIX + 32];
+    unsigned char val[64];
+    size_t vlen;
     *mark = 0;
-    if (op == NULL || !json_object_is_type(op, json_type_object) ||
-        get_field(op, "response_range", json_type_object, &rr) != 0 || rr == NULL ||
-        get_field(rr, "kvs", json_type_array, &kvs) != 0)
+    if (rr == NULL || get_field(rr, "kvs", json_type_array, &kvs) != 0)
         return garbage(e, path, "the mark's range");
-    if (kvs == NULL || json_object_array_length(kvs) == 0)
-        return 0;
-    kv = json_object_array_get_idx(kvs, 0);
-    if (json_object_array_length(kvs) != 1 || kv == NULL ||
-        !json_object_is_type(kv, json_type_object) ||
-        get_bytes(kv, "key", key, sizeof key, &klen) != 0 ||
-        id_of_key(e, "hwm", key, klen, UINT32_MAX) != (int64_t)id)
+    key_of(e, "hwm", id, key, sizeof key);
+    if (only_kv(kvs, key, &kv) != 0)
         return garbage(e, path, "the mark's key");
+    if (kv == NULL)
+        return 0;
     if (get_bytes(kv, "value", val, sizeof val, &vlen) != 0 || parse_mark(val, vlen, mark) != 0)
-        return idm__lease_fail(IDM_EIO,
-                               "lease: etcd %s/hwm/%u does not hold a mark (decimal Unix ms); "
-                               "refusing to use worker id %u without knowing its last mark",
-                               e->prefix, (unsigned)id, (unsigned)id);
+        return idm_error_fail(IDM_EIO,
+                              "lease: etcd %s/hwm/%u does not hold a mark (decimal Unix ms); "
+                              "refusing to use worker id %u without knowing its last mark",
+                              e->prefix, (unsigned)id, (unsigned)id);
     return 0;
 }
 
@@ -1023,36 +996,21 @@ static int check_raised(etcd_be *e, json_object *op, uint32_t id, idm_unix_ms wa
     idm_unix_ms now;
     int rc = mark_of(e, op, id, &now);
     if (rc == 0 && now < want)
-        rc = idm__lease_fail(IDM_EIO,
-                             "lease: etcd %s/hwm/%u holds %lld, which a write of %lld did not "
-                             "raise (is it a %d-digit mark?); not minting up to %lld",
-                             e->prefix, (unsigned)id, (long long)now, (long long)want, MARK_DIGITS,
-                             (long long)want);
+        rc = idm_error_fail(IDM_EIO,
+                            "lease: etcd %s/hwm/%u holds %lld, which a write of %lld did not "
+                            "raise (is it a %d-digit mark?); not minting up to %lld",
+                            e->prefix, (unsigned)id, (long long)now, (long long)want, MARK_DIGITS,
+                            (long long)want);
     return rc;
 }
 
 /*
- * A txn operation that raises <prefix>/hwm/<id> to the mark val64 (base64
- * of its MARK_DIGITS text) and never lowers it: put it if the stored value
- * is smaller bytewise (the same as numerically, at equal widths), or if the
- * key does not exist (a VALUE comparison with a missing key is false, so
- * the inner txn checks for that). A late-applied earlier write can thus
- * only raise the mark, never undo a later one. (One put per branch: etcd
- * refuses two puts of one key in a txn unless they are alternatives.)
+ * id's worker and mark keys, their base64 forms, and raise: a txn operation
+ * that puts want in the mark key if the stored value is smaller bytewise
+ * (as numerically, at equal widths) or the key does not exist (a VALUE
+ * comparison with a missing key is false: the inner txn checks that). One
+ * put per branch: etcd refuses two puts of one key in a txn.
  */
-static int raise_op(char *out, size_t cap, const char *hwm64, const char *val64)
-{
-    int n = snprintf(out, cap,
-                     "{\"request_txn\":{\"compare\":[{\"target\":\"VALUE\",\"result\":\"LESS\","
-                     "\"key\":\"%s\",\"value\":\"%s\"}],\"success\":[{\"request_put\":{\"key\":"
-                     "\"%s\",\"value\":\"%s\"}}],\"failure\":[{\"request_txn\":{\"compare\":[{"
-                     "\"target\":\"MOD\",\"result\":\"EQUAL\",\"key\":\"%s\",\"mod_revision\":"
-                     "\"0\"}],\"success\":[{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\"}}]}}]}}",
-                     hwm64, val64, hwm64, val64, hwm64, hwm64, val64);
-    return n > 0 && (size_t)n < cap ? 0 : -1;
-}
-
-/* The base64 forms of id's worker key, mark key and of the mark want. */
 typedef struct keys64 {
     char key[MAX_PREFIX + 32], hwm[MAX_PREFIX + 32];
     char key64[4 * (MAX_PREFIX + 32) / 3 + 8], hwm64[4 * (MAX_PREFIX + 32) / 3 + 8];
@@ -1063,14 +1021,23 @@ typedef struct keys64 {
 static int keys_of(etcd_be *e, uint32_t id, idm_unix_ms want, keys64 *k)
 {
     char val[MARK_DIGITS + 1];
+    int n;
     key_of(e, "workers", id, k->key, sizeof k->key);
     key_of(e, "hwm", id, k->hwm, sizeof k->hwm);
-    mark_text(want, val);
-    b64_str(k->key, k->key64);
-    b64_str(k->hwm, k->hwm64);
-    b64_str(val, k->val64);
-    if (raise_op(k->raise, sizeof k->raise, k->hwm64, k->val64) != 0)
-        return idm__lease_fail(IDM_EINVAL, "lease: etcd request too long");
+    snprintf(val, sizeof val, "%0*lld", MARK_DIGITS,
+             (long long)(want < 0 ? 0 : want > MARK_MAX ? MARK_MAX : want));
+    idm__etcd_b64_str(k->key, k->key64);
+    idm__etcd_b64_str(k->hwm, k->hwm64);
+    idm__etcd_b64_str(val, k->val64);
+    n = snprintf(k->raise, sizeof k->raise,
+                 "{\"request_txn\":{\"compare\":[{\"target\":\"VALUE\",\"result\":\"LESS\","
+                 "\"key\":\"%s\",\"value\":\"%s\"}],\"success\":[{\"request_put\":{\"key\":"
+                 "\"%s\",\"value\":\"%s\"}}],\"failure\":[{\"request_txn\":{\"compare\":[{"
+                 "\"target\":\"MOD\",\"result\":\"EQUAL\",\"key\":\"%s\",\"mod_revision\":"
+                 "\"0\"}],\"success\":[{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\"}}]}}]}}",
+                 k->hwm64, k->val64, k->hwm64, k->val64, k->hwm64, k->hwm64, k->val64);
+    if (n <= 0 || (size_t)n >= sizeof k->raise)
+        return idm_error_fail(IDM_EINVAL, "lease: etcd request too long");
     return 0;
 }
 
@@ -1082,24 +1049,18 @@ static int keys_of(etcd_be *e, uint32_t id, idm_unix_ms want, keys64 *k)
  */
 static int scope_check(etcd_be *e, const char *path, json_object *op)
 {
-    json_object *rr, *kvs, *kv;
-    unsigned char key[MAX_KEY + 1], val[2 * IDM_LEASE_SCOPE_MAX];
-    size_t klen, vlen;
-    if (op == NULL || !json_object_is_type(op, json_type_object) ||
-        get_field(op, "response_range", json_type_object, &rr) != 0 || rr == NULL ||
-        get_field(rr, "kvs", json_type_array, &kvs) != 0)
+    json_object *rr = op_member(op, "response_range"), *kvs, *kv;
+    unsigned char val[2 * IDM_LEASE_SCOPE_MAX];
+    size_t vlen;
+    if (rr == NULL || get_field(rr, "kvs", json_type_array, &kvs) != 0)
         return garbage(e, path, "the scope's range");
-    if (kvs == NULL || json_object_array_length(kvs) == 0)
-        return idm__lease_fail(IDM_EIO,
-                               "lease: etcd %s vanished during the claim (removed by hand?); "
-                               "not claiming",
-                               e->scope_key);
-    kv = json_object_array_get_idx(kvs, 0);
-    if (json_object_array_length(kvs) != 1 || kv == NULL ||
-        !json_object_is_type(kv, json_type_object) ||
-        get_bytes(kv, "key", key, sizeof key, &klen) != 0 || klen != strlen(e->scope_key) ||
-        memcmp(key, e->scope_key, klen) != 0)
+    if (only_kv(kvs, e->scope_key, &kv) != 0)
         return garbage(e, path, "the scope's key");
+    if (kv == NULL)
+        return idm_error_fail(IDM_EIO,
+                              "lease: etcd %s vanished during the claim (removed by hand?); "
+                              "not claiming",
+                              e->scope_key);
     if (get_bytes(kv, "value", val, sizeof val, &vlen) != 0)
         return garbage(e, path, "the scope's value");
     if (vlen == strlen(e->scope) && memcmp(val, e->scope, vlen) == 0)
@@ -1107,20 +1068,16 @@ static int scope_check(etcd_be *e, const char *path, json_object *op)
     return idm__lease_scope_refuse(e->where, (const char *)val, vlen, e->scope);
 }
 
-/*
- * The claim's first request, one txn: the first page of the taken ids and,
- * for a claimant with a scope, the scope: created (no lease) if the key
- * was never created, else read and compared. A scope that differs refuses
- * the claim; nothing was written then. Further pages of taken ids (more
- * than RANGE_PAGE) follow as kv/range calls.
- */
+/* The claim's first txn (see the comment at the top): the taken ids into t,
+ * and the scope recorded or compared. Further pages of taken ids (more than
+ * RANGE_PAGE) follow as kv/range calls. */
 static int claim_view(etcd_be *e, taken_set *t)
 {
     static const char path[] = "/v3/kv/txn";
     char from[MAX_KEY + 2], rq[RANGE_REQUEST_MAX];
     char body[2 * RANGE_REQUEST_MAX + 3 * sizeof e->scope_key64 + sizeof e->scope64 + 512];
     size_t fromlen, n = 0, nops;
-    json_object *resp, *ops = NULL, *rr = NULL, *last;
+    json_object *resp, *ops = NULL, *rr;
     bool ok = false, more = false;
     int rc;
     fromlen = (size_t)snprintf(from, sizeof from, "%s/workers/", e->prefix);
@@ -1135,28 +1092,25 @@ static int claim_view(etcd_be *e, taken_set *t)
                  e->scope_key64, e->scope_key64, e->scope64, rq, e->scope_key64, rq);
     else
         snprintf(body, sizeof body, "{\"success\":[{\"request_range\":%s}]}", rq);
-    rc = call(e, path, body, &resp);
+    rc = call_checked(e, path, body, &resp);
     if (rc != 0)
         return rc;
     nops = e->has_scope ? 2 : 1;
-    rc = check_header(e, resp, path);
     /* Without a compare the txn always succeeds. */
-    if (rc == 0 && (get_bool(resp, "succeeded", &ok) != 0 ||
-                    get_field(resp, "responses", json_type_array, &ops) != 0 || ops == NULL ||
-                    json_object_array_length(ops) != nops || (!e->has_scope && !ok)))
+    if (get_bool(resp, "succeeded", &ok) != 0 ||
+        get_field(resp, "responses", json_type_array, &ops) != 0 || ops == NULL ||
+        json_object_array_length(ops) != nops || (!e->has_scope && !ok))
         rc = garbage(e, path, "succeeded or responses");
     if (rc == 0 && e->has_scope) {
-        json_object *op0 = json_object_array_get_idx(ops, 0), *put = NULL;
+        json_object *op0 = json_object_array_get_idx(ops, 0);
         if (!ok)
             rc = scope_check(e, path, op0); /* recorded already */
-        else if (op0 == NULL || !json_object_is_type(op0, json_type_object) ||
-                 get_field(op0, "response_put", json_type_object, &put) != 0 || put == NULL)
+        else if (op_member(op0, "response_put") == NULL)
             rc = garbage(e, path, "no response_put for the scope");
     }
     if (rc == 0) {
-        last = json_object_array_get_idx(ops, nops - 1);
-        if (last == NULL || !json_object_is_type(last, json_type_object) ||
-            get_field(last, "response_range", json_type_object, &rr) != 0 || rr == NULL)
+        rr = op_member(json_object_array_get_idx(ops, nops - 1), "response_range");
+        if (rr == NULL)
             rc = garbage(e, path, "the taken ids' range");
         else
             rc = range_page(e, path, rr, note_taken, t, from, &fromlen, &more, &n);
@@ -1175,14 +1129,13 @@ static int claim_view(etcd_be *e, taken_set *t)
 static int claim_failed(etcd_be *e, const char *path, json_object *ops, uint32_t id,
                         idm_unix_ms want, bool *won, idm_unix_ms *mark)
 {
-    json_object *first = json_object_array_get_idx(ops, 0), *rr, *kvs, *kv, *hwm;
+    json_object *rr = op_member(json_object_array_get_idx(ops, 0), "response_range");
+    json_object *kvs, *kv, *hwm = json_object_array_get_idx(ops, 1);
     int64_t lease;
     int rc = e->has_scope ? scope_check(e, path, json_object_array_get_idx(ops, 2)) : 0;
     if (rc != 0)
         return rc;
-    if (first == NULL || !json_object_is_type(first, json_type_object) ||
-        get_field(first, "response_range", json_type_object, &rr) != 0 || rr == NULL ||
-        get_field(rr, "kvs", json_type_array, &kvs) != 0)
+    if (rr == NULL || get_field(rr, "kvs", json_type_array, &kvs) != 0)
         return garbage(e, path, "the key's range");
     if (kvs == NULL || json_object_array_length(kvs) == 0 ||
         (kv = json_object_array_get_idx(kvs, 0)) == NULL ||
@@ -1192,7 +1145,6 @@ static int claim_failed(etcd_be *e, const char *path, json_object *ops, uint32_t
         return garbage(e, path, "the key's lease");
     if (lease != e->lease_id)
         return 0;
-    hwm = json_object_array_get_idx(ops, 1);
     rc = mark_of(e, hwm, id, mark);
     if (rc == 0)
         rc = check_raised(e, hwm, id, want);
@@ -1201,15 +1153,13 @@ static int claim_failed(etcd_be *e, const char *path, json_object *ops, uint32_t
 }
 
 /*
- * One claim attempt on id, in one txn: if the worker key was never created
- * (and, for a claimant with a scope, <prefix>/scope still holds it), read
- * the id's mark, put the key bound to our lease and raise the mark to want,
- * reading it back. *won with the previous mark, or not won (a race lost).
+ * One claim attempt on id, in one txn (see the comment at the top), raising
+ * the mark to want: *won with the previous mark, or not won (a race lost).
  * If an earlier attempt of ours went through but its answer was lost (a
  * timeout, then the next endpoint), the key is already bound to our lease:
- * that counts as won too, with the mark stored now as the previous one (it
- * may be our own raise: safe, at worst a wait). A scope that changed since
- * claim_view read it (only by hand) refuses the claim.
+ * won too, with the mark stored now as the previous one (it may be our own
+ * raise: safe, at worst a wait). A scope changed since claim_view (only by
+ * hand) refuses the claim.
  */
 static int try_claim(etcd_be *e, uint32_t id, const char *value64, idm_unix_ms want, bool *won,
                      idm_unix_ms *mark)
@@ -1245,21 +1195,18 @@ static int try_claim(etcd_be *e, uint32_t id, const char *value64, idm_unix_ms w
                  "\"%s\"}}%s]}",
                  k.key64, scope_cmp, k.hwm64, k.key64, value64, e->lease_id, k.raise, k.hwm64,
                  k.key64, k.hwm64, scope_rng) >= (int)sizeof body)
-        return idm__lease_fail(IDM_EINVAL, "lease: claim request too long");
-    rc = call(e, path, body, &resp);
+        return idm_error_fail(IDM_EINVAL, "lease: claim request too long");
+    rc = call_checked(e, path, body, &resp);
     if (rc == IDM_EIO && e->grpc_code == GRPC_NOT_FOUND)
-        return idm__lease_fail(IDM_EIO, "lease: etcd: the new lease expired during the claim");
+        return idm_error_fail(IDM_EIO, "lease: etcd: the new lease expired during the claim");
     if (rc != 0)
         return rc;
-    rc = check_header(e, resp, path);
-    if (rc == 0 && (get_bool(resp, "succeeded", &ok) != 0 ||
-                    get_field(resp, "responses", json_type_array, &ops) != 0 || ops == NULL ||
-                    json_object_array_length(ops) != (ok ? 4u : e->has_scope ? 3u : 2u)))
+    if (get_bool(resp, "succeeded", &ok) != 0 ||
+        get_field(resp, "responses", json_type_array, &ops) != 0 || ops == NULL ||
+        json_object_array_length(ops) != (ok ? 4u : e->has_scope ? 3u : 2u))
         rc = garbage(e, path, "succeeded or responses");
     if (rc == 0 && ok) {
-        json_object *put = NULL, *op1 = json_object_array_get_idx(ops, 1);
-        if (op1 == NULL || !json_object_is_type(op1, json_type_object) ||
-            get_field(op1, "response_put", json_type_object, &put) != 0 || put == NULL)
+        if (op_member(json_object_array_get_idx(ops, 1), "response_put") == NULL)
             rc = garbage(e, path, "no response_put");
         if (rc == 0)
             rc = mark_of(e, json_object_array_get_idx(ops, 0), id, mark);
@@ -1285,26 +1232,10 @@ static int holder_value(const char *holder, int64_t granted_s, char *value64, si
     json_object_object_add(v, "ttl_ms", json_object_new_int64(granted_s * 1000));
     s = json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
     if (s != NULL && strlen(s) <= 3 * (cap / 4) - 8)
-        b64_str(s, value64);
+        idm__etcd_b64_str(s, value64);
     else
-        rc = idm__lease_fail(IDM_EINVAL, "lease: holder too long");
+        rc = idm_error_fail(IDM_EINVAL, "lease: holder too long");
     json_object_put(v);
-    return rc;
-}
-
-/* A claim that failed with rc: give the lease back, if one was granted (and
- * any key a lost answer bound to it); if this fails too, it expires by
- * itself. Returns rc, with the claim's detail. */
-static int claim_undo(etcd_be *e, int rc)
-{
-    if (e->lease_id != 0 && !e->foreign) {
-        char keep[256];
-        snprintf(keep, sizeof keep, "%s", idm_error_detail());
-        begin_op(e, e->ttl_ms / 3 > 500 ? e->ttl_ms / 3 : 500);
-        revoke(e);
-        idm__lease_fail(rc, "%s", keep);
-    }
-    e->lease_id = 0;
     return rc;
 }
 
@@ -1319,11 +1250,11 @@ static int eb_claim(void *be, uint32_t max_workers, int64_t ttl_ms, const char *
     int rc = 0;
 
     if (e->held)
-        return idm__lease_fail(IDM_EINVAL, "lease: this etcd handle holds a claim already");
+        return idm_error_fail(IDM_EINVAL, "lease: this etcd handle holds a claim already");
     e->has_scope = scope != NULL;
     if (scope != NULL) {
         snprintf(e->scope, sizeof e->scope, "%s", scope);
-        b64_str(e->scope, e->scope64);
+        idm__etcd_b64_str(e->scope, e->scope64);
     }
     t.taken = calloc(max_workers, 1);
     if (t.taken == NULL)
@@ -1375,10 +1306,17 @@ static int eb_claim(void *be, uint32_t max_workers, int64_t ttl_ms, const char *
     }
     free(t.taken);
     if (rc == 0)
-        rc = idm__lease_fail(IDM_EBUSY, "lease: no free worker id: all %u under etcd %s/workers/ "
-                                        "are held",
-                             (unsigned)max_workers, e->prefix);
-    return claim_undo(e, rc);
+        rc = idm_error_fail(IDM_EBUSY, "lease: no free worker id: all %u under etcd %s/workers/ "
+                                       "are held",
+                            (unsigned)max_workers, e->prefix);
+    /* Give the lease back, if one was granted (and any key a lost answer
+     * bound to it); if this fails too, it expires by itself. */
+    if (e->lease_id != 0 && !e->foreign) {
+        begin_op(e, e->ttl_ms / 3 > 500 ? e->ttl_ms / 3 : 500);
+        rc = revoke(e, rc);
+    }
+    e->lease_id = 0;
+    return rc;
 }
 
 /* ----------------------------------------------------------------- renew */
@@ -1399,10 +1337,10 @@ static int keepalive(etcd_be *e, int64_t *ttl_s)
     if (get_field(root, "error", json_type_object, &err) != 0 || err != NULL) {
         json_object *m = NULL;
         json_object_object_get_ex(err, "message", &m);
-        rc = idm__lease_fail(IDM_EIO, "lease: etcd %s%s: %.100s", e->ep, path,
-                             m != NULL && json_object_is_type(m, json_type_string)
-                                 ? json_object_get_string(m)
-                                 : "an error");
+        rc = idm_error_fail(IDM_EIO, "lease: etcd %s%s: %.100s", e->ep, path,
+                            m != NULL && json_object_is_type(m, json_type_string)
+                                ? json_object_get_string(m)
+                                : "an error");
         json_object_put(root);
         return rc;
     }
@@ -1414,25 +1352,21 @@ static int keepalive(etcd_be *e, int64_t *ttl_s)
         rc = garbage(e, path, "ID or TTL");
     if (rc == 0 && (!has_id || id != e->lease_id))
         rc = garbage(e, path, "another lease's ID");
-    if (rc == 0 && ttl > MAX_TTL_S)
+    if (rc == 0 && ttl > IDM__ETCD_MAX_TTL_S)
         rc = garbage(e, path, "TTL out of range");
     if (rc == 0 && ttl <= 0)
-        rc = idm__lease_fail(IDM_ELEASE,
-                             "lease: etcd lease %" PRId64 " of worker id %u expired or was "
-                             "revoked: the claim is lost",
-                             e->lease_id, (unsigned)e->worker);
+        rc = idm_error_fail(IDM_ELEASE,
+                            "lease: etcd lease %" PRId64 " of worker id %u expired or was "
+                            "revoked: the claim is lost",
+                            e->lease_id, (unsigned)e->worker);
     json_object_put(root);
     if (rc == 0)
         *ttl_s = ttl;
     return rc;
 }
 
-/*
- * If <prefix>/workers/<id> is still bound to our lease: raise the mark to
- * mark (renewal), or set it to mark even if lower (release, when the
- * generator has stopped and mark is exactly the last tick it minted).
- * IDM_ELEASE if the key is not ours.
- */
+/* If <prefix>/workers/<id> is still bound to our lease: raise the mark to
+ * mark (renewal), or set it (release); else IDM_ELEASE. */
 static int write_mark(etcd_be *e, idm_unix_ms mark, bool raise)
 {
     static const char path[] = "/v3/kv/txn";
@@ -1456,18 +1390,17 @@ static int write_mark(etcd_be *e, idm_unix_ms mark, bool raise)
                      "\"value\":\"%s\"}}]}",
                      k.key64, e->lease_id, k.hwm64, k.val64);
     if (n < 0 || (size_t)n >= sizeof body)
-        return idm__lease_fail(IDM_EINVAL, "lease: etcd request too long");
-    rc = call(e, path, body, &resp);
+        return idm_error_fail(IDM_EINVAL, "lease: etcd request too long");
+    rc = call_checked(e, path, body, &resp);
     if (rc != 0)
         return rc;
-    rc = check_header(e, resp, path);
-    if (rc == 0 && get_bool(resp, "succeeded", &ok) != 0)
+    if (get_bool(resp, "succeeded", &ok) != 0)
         rc = garbage(e, path, "succeeded");
     if (rc == 0 && !ok)
-        rc = idm__lease_fail(IDM_ELEASE,
-                             "lease: etcd %s was deleted or is bound to another lease: the claim "
-                             "is lost",
-                             k.key);
+        rc = idm_error_fail(IDM_ELEASE,
+                            "lease: etcd %s was deleted or is bound to another lease: the claim "
+                            "is lost",
+                            k.key);
     if (rc == 0 && raise &&
         (get_field(resp, "responses", json_type_array, &ops) != 0 || ops == NULL ||
          json_object_array_length(ops) != 2))
@@ -1484,7 +1417,7 @@ static int eb_renew(void *be, idm_unix_ms mark, int64_t *granted_ttl_ms)
     int64_t ttl_s = 0;
     int rc;
     if (!e->held)
-        return idm__lease_fail(IDM_ELEASE, "lease: no claim to renew");
+        return idm_error_fail(IDM_ELEASE, "lease: no claim to renew");
     begin_op(e, e->ttl_ms / 3 > 300 ? e->ttl_ms / 3 : 300);
     rc = keepalive(e, &ttl_s);
     if (rc == 0)
@@ -1505,16 +1438,9 @@ static int eb_release(void *be, idm_unix_ms mark)
     begin_op(e, e->ttl_ms / 3 > 300 ? e->ttl_ms / 3 : 300);
     rc = write_mark(e, mark, false);
     /* Revoke even if the mark was refused (the key is not ours then; our
-     * lease binds nothing of anyone else's), but never on another cluster.
-     * The first error is the one reported. */
-    if (rc != 0 && !e->foreign) {
-        char keep[256];
-        snprintf(keep, sizeof keep, "%s", idm_error_detail());
-        revoke(e);
-        idm__lease_fail(rc, "%s", keep);
-    } else if (!e->foreign) {
-        rc = revoke(e);
-    }
+     * lease binds nothing of anyone else's), but never on another cluster. */
+    if (!e->foreign)
+        rc = revoke(e, rc);
     e->held = false;
     return rc;
 }
@@ -1527,15 +1453,13 @@ typedef struct list_state {
     uint32_t max;
 } list_state;
 
-static int list_worker(etcd_be *e, json_object *kv, void *ud)
+static int list_worker(etcd_be *e, json_object *kv, const unsigned char *key, size_t klen,
+                       void *ud)
 {
     list_state *s = ud;
-    unsigned char key[MAX_KEY + 1], val[1024];
-    size_t klen, vlen;
-    int64_t id;
-    if (get_bytes(kv, "key", key, sizeof key, &klen) != 0)
-        return garbage(e, "/v3/kv/range", "a key");
-    id = id_of_key(e, "workers", key, klen, s->max);
+    unsigned char val[1024];
+    size_t vlen;
+    int64_t id = id_of_key(e, "workers", key, klen, s->max);
     if (id < 0)
         return 0;
     s->seen[id] = 1;
@@ -1551,15 +1475,12 @@ static int list_worker(etcd_be *e, json_object *kv, void *ud)
     return 0;
 }
 
-static int list_mark(etcd_be *e, json_object *kv, void *ud)
+static int list_mark(etcd_be *e, json_object *kv, const unsigned char *key, size_t klen, void *ud)
 {
     list_state *s = ud;
-    unsigned char key[MAX_KEY + 1], val[64];
-    size_t klen, vlen;
-    int64_t id;
-    if (get_bytes(kv, "key", key, sizeof key, &klen) != 0)
-        return garbage(e, "/v3/kv/range", "a key");
-    id = id_of_key(e, "hwm", key, klen, s->max);
+    unsigned char val[64];
+    size_t vlen;
+    int64_t id = id_of_key(e, "hwm", key, klen, s->max);
     if (id < 0)
         return 0;
     s->seen[id] = 1;
@@ -1614,42 +1535,28 @@ static int eb_scope(void *be, char *buf, size_t cap)
     static const char path[] = "/v3/kv/range";
     etcd_be *e = be;
     char body[sizeof e->scope_key64 + 32];
-    unsigned char key[MAX_KEY + 1], val[2 * IDM_LEASE_SCOPE_MAX];
-    size_t klen, vlen;
-    json_object *resp, *kvs = NULL, *kv;
+    unsigned char val[2 * IDM_LEASE_SCOPE_MAX];
+    size_t vlen;
+    json_object *resp, *kvs = NULL, *kv = NULL;
     int rc;
     buf[0] = '\0';
     begin_op(e, e->ttl_ms > 2000 ? e->ttl_ms : 2000);
     snprintf(body, sizeof body, "{\"key\":\"%s\"}", e->scope_key64);
-    rc = call(e, path, body, &resp);
+    rc = call_checked(e, path, body, &resp);
     if (rc != 0)
         return rc;
-    rc = check_header(e, resp, path);
-    if (rc == 0 && get_field(resp, "kvs", json_type_array, &kvs) != 0)
+    if (get_field(resp, "kvs", json_type_array, &kvs) != 0)
         rc = garbage(e, path, "kvs");
-    if (rc == 0 && kvs != NULL && json_object_array_length(kvs) > 0) {
-        kv = json_object_array_get_idx(kvs, 0);
-        if (json_object_array_length(kvs) != 1 || kv == NULL ||
-            !json_object_is_type(kv, json_type_object) ||
-            get_bytes(kv, "key", key, sizeof key, &klen) != 0 ||
-            klen != strlen(e->scope_key) || memcmp(key, e->scope_key, klen) != 0)
-            rc = garbage(e, path, "the scope's key");
-        else if (get_bytes(kv, "value", val, sizeof val, &vlen) != 0)
-            rc = garbage(e, path, "the scope's value");
-        else
-            rc = idm__lease_scope_text(e->where, (const char *)val, vlen, buf, cap);
-    }
+    else if (only_kv(kvs, e->scope_key, &kv) != 0)
+        rc = garbage(e, path, "the scope's key");
+    else if (kv != NULL && get_bytes(kv, "value", val, sizeof val, &vlen) != 0)
+        rc = garbage(e, path, "the scope's value");
+    else if (kv != NULL)
+        rc = idm__lease_scope_text(e->where, (const char *)val, vlen, buf, cap);
     json_object_put(resp);
     return rc;
 }
 
-static void eb_close(void *be)
-{
-    /* A claim still held here was lost (lease.c releases the others): its
-     * lease expires by itself. Revoking it could reach another cluster. */
-    eb_free(be);
-}
-
 const idm__lease_backend idm__lease_etcd = {
-    eb_open, eb_claim, eb_renew, eb_release, eb_list, eb_scope, eb_close,
+    eb_open, eb_claim, eb_renew, eb_release, eb_list, eb_scope, eb_free,
 };

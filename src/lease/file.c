@@ -74,9 +74,6 @@
  * Every claimant with a scope reads and compares it before it opens any
  * record file, so a refused one creates, locks and writes nothing.
  *
- * Record and scope files are opened with O_NONBLOCK and must be regular
- * files: an open for reading of a FIFO would wait for a writer forever.
- *
  * What it does not do: work across machines (flock is local), expire a
  * live holder (it holds its id as long as it lives), or remove a recorded
  * scope. A temporary scope file left by a claimant killed between writing
@@ -182,7 +179,7 @@ static int lost_record_mark(int fd, const char *path, idm_unix_ms *mark)
     const int64_t add = IDM_LEASE_TTL_MAX_MS + LOST_RECORD_SLACK_MS;
     struct stat st;
     if (fstat(fd, &st) != 0)
-        return idm__lease_fail(IDM_EIO, "lease: cannot stat %s: %s", path, strerror(errno));
+        return idm_error_fail(IDM_EIO, "lease: cannot stat %s: %s", path, strerror(errno));
     if (st.st_mtim.tv_sec < 0)
         *mark = add;
     else if (st.st_mtim.tv_sec >= (INT64_MAX - add) / 1000 - 1)
@@ -227,7 +224,7 @@ static int read_record(int fd, const char *path, record *r)
         if (got < 0 && errno == EINTR)
             continue;
         if (got < 0)
-            return idm__lease_fail(IDM_EIO, "lease: cannot read %s: %s", path, strerror(errno));
+            return idm_error_fail(IDM_EIO, "lease: cannot read %s: %s", path, strerror(errno));
         if (got == 0)
             break;
         n += (size_t)got;
@@ -314,35 +311,24 @@ static int write_slot(int fd, const char *path, const sites *at_site, uint64_t s
     buf[SLOT - 1] = '\n';
     if (idm__fault(at_site->write) != 0 || pwrite(fd, buf, len, at) != (ssize_t)len ||
         idm__fault(at_site->fsync) != 0 || fdatasync(fd) != 0)
-        return idm__lease_fail(IDM_EIO, "lease: cannot write %s: %s", path, strerror(errno));
+        return idm_error_fail(IDM_EIO, "lease: cannot write %s: %s", path, strerror(errno));
     return 0;
 }
 
-/* Take (F_OFD_SETLK) or test (F_OFD_GETLK) a write lock on the whole file. */
-static int ofd_lock(int fd, int cmd, short *type)
-{
-    struct flock fl;
-    memset(&fl, 0, sizeof fl);
-    fl.l_type = F_WRLCK;
-    fl.l_whence = SEEK_SET;
-    if (fcntl(fd, cmd, &fl) != 0)
-        return -1;
-    if (type != NULL)
-        *type = fl.l_type;
-    return 0;
-}
-
-/* Take and wait for (F_OFD_SETLKW, type F_WRLCK) or release (type
- * F_UNLCK) a lock on the whole file. */
-static int ofd_set(int fd, short type)
+/* A lock of type (F_WRLCK, F_UNLCK) on the whole file: take it (cmd
+ * F_OFD_SETLK), take or release it and wait (F_OFD_SETLKW, retried on
+ * EINTR), or test it (F_OFD_GETLK; *found: the type of the lock found). */
+static int ofd_lock(int fd, int cmd, short type, short *found)
 {
     struct flock fl;
     int rc;
     memset(&fl, 0, sizeof fl);
     fl.l_type = type;
     fl.l_whence = SEEK_SET;
-    while ((rc = fcntl(fd, F_OFD_SETLKW, &fl)) != 0 && errno == EINTR)
+    while ((rc = fcntl(fd, cmd, &fl)) != 0 && cmd == F_OFD_SETLKW && errno == EINTR)
         ;
+    if (rc == 0 && found != NULL)
+        *found = fl.l_type;
     return rc;
 }
 
@@ -388,10 +374,10 @@ static int open_regular(const char *path, int flags, const char *site, int *fd)
         return 1;
     /* (a directory as the system says it, as earlier versions did) */
     if (kind != NULL)
-        return idm__lease_fail(IDM_EIO, "lease: %s is not a regular file: %s", path,
-                               strcmp(kind, idm__file_kind(S_IFDIR)) == 0 ? strerror(EISDIR)
-                                                                          : kind);
-    return idm__lease_fail(IDM_EIO, "lease: cannot open %s: %s", path, strerror(errno));
+        return idm_error_fail(IDM_EIO, "lease: %s is not a regular file: %s", path,
+                              strcmp(kind, idm__file_kind(S_IFDIR)) == 0 ? strerror(EISDIR)
+                                                                         : kind);
+    return idm_error_fail(IDM_EIO, "lease: cannot open %s: %s", path, strerror(errno));
 }
 
 /* ----------------------------------------------------------------- scope */
@@ -423,7 +409,7 @@ static int read_scope(const file_be *f, char *buf, size_t cap, size_t *len)
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0) {
-            rc = idm__lease_fail(IDM_EIO, "lease: cannot read %s: %s", path, strerror(errno));
+            rc = idm_error_fail(IDM_EIO, "lease: cannot read %s: %s", path, strerror(errno));
             close(fd);
             return rc;
         }
@@ -434,10 +420,10 @@ static int read_scope(const file_be *f, char *buf, size_t cap, size_t *len)
     close(fd);
     if (n < 2 || n >= IDM_LEASE_SCOPE_MAX + 1 || buf[n - 1] != '\n' ||
         memchr(buf, '\n', n - 1) != NULL)
-        return idm__lease_fail(IDM_EIO,
-                               "lease: %s holds no scope (one line of 1 to %d bytes); remove it "
-                               "only if no holder is left",
-                               path, IDM_LEASE_SCOPE_MAX - 1);
+        return idm_error_fail(IDM_EIO,
+                              "lease: %s holds no scope (one line of 1 to %d bytes); remove it "
+                              "only if no holder is left",
+                              path, IDM_LEASE_SCOPE_MAX - 1);
     *len = n - 1;
     return 0;
 }
@@ -448,8 +434,7 @@ static int sync_dir(const char *dir, const char *site)
 {
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc = 0;
     if (fd < 0 || idm__fault(site) != 0 || fsync(fd) != 0)
-        rc = idm__lease_fail(IDM_EIO, "lease: cannot sync directory %s: %s", dir,
-                             strerror(errno));
+        rc = idm_error_fail(IDM_EIO, "lease: cannot sync directory %s: %s", dir, strerror(errno));
     if (fd >= 0)
         close(fd);
     return rc;
@@ -474,19 +459,18 @@ static int record_scope(const file_be *f, const char *scope)
                  ? -1
                  : open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
         if (fd < 0 && (errno != EEXIST || tries == 8))
-            return idm__lease_fail(IDM_EIO, "lease: cannot create %s: %s", tmp,
-                                   strerror(errno));
+            return idm_error_fail(IDM_EIO, "lease: cannot create %s: %s", tmp, strerror(errno));
     }
     if (idm__fault("lease-file.scope-write") != 0 || write(fd, scope, n) != (ssize_t)n ||
         write(fd, "\n", 1) != 1 || idm__fault("lease-file.scope-fsync") != 0 || fsync(fd) != 0)
-        rc = idm__lease_fail(IDM_EIO, "lease: cannot write %s: %s", tmp, strerror(errno));
+        rc = idm_error_fail(IDM_EIO, "lease: cannot write %s: %s", tmp, strerror(errno));
     close(fd);
     if (rc == 0 && (idm__fault("lease-file.link") != 0 || link(tmp, path) != 0)) {
         if (errno == EEXIST)
             rc = 1;
         else
-            rc = idm__lease_fail(IDM_EIO, "lease: cannot link %s to %s: %s", tmp, path,
-                                 strerror(errno));
+            rc = idm_error_fail(IDM_EIO, "lease: cannot link %s to %s: %s", tmp, path,
+                                strerror(errno));
     }
     /* A temporary file left behind is never read: a failed unlink is no
      * failure of the claim. */
@@ -516,8 +500,7 @@ static int check_scope(const file_be *f, const char *scope)
         /* Another's came first: read it. It cannot go away again unless
          * removed by hand. */
         if (tries == 3)
-            return idm__lease_fail(IDM_EIO, "lease: %s/scope keeps appearing and vanishing",
-                                   f->dir);
+            return idm_error_fail(IDM_EIO, "lease: %s/scope keeps appearing and vanishing", f->dir);
     }
     if (rc != 0)
         return rc;
@@ -561,22 +544,21 @@ static int marks_lock(file_be *f)
             marks_dir(f, mdir, sizeof mdir);
             if ((idm__fault("lease-file.marks-mkdir") != 0 || mkdir(mdir, 0700) != 0) &&
                 errno != EEXIST)
-                return idm__lease_fail(IDM_EIO, "lease: cannot make directory %s: %s", mdir,
-                                       strerror(errno));
+                return idm_error_fail(IDM_EIO, "lease: cannot make directory %s: %s", mdir,
+                                      strerror(errno));
             rc = open_regular(f->mpath, O_RDWR | O_CREAT, "lease-file.marks-open", &f->mfd);
             if (rc != 0)
                 return rc;
         }
-        if (ofd_set(f->mfd, F_WRLCK) != 0)
-            return idm__lease_fail(IDM_EIO, "lease: cannot lock %s: %s", f->mpath,
-                                   strerror(errno));
+        if (ofd_lock(f->mfd, F_OFD_SETLKW, F_WRLCK, NULL) != 0)
+            return idm_error_fail(IDM_EIO, "lease: cannot lock %s: %s", f->mpath, strerror(errno));
         if (same_file(f->mfd, f->mpath))
             return 0;
-        ofd_set(f->mfd, F_UNLCK);
+        ofd_lock(f->mfd, F_OFD_SETLKW, F_UNLCK, NULL);
         close(f->mfd);
         f->mfd = -1;
         if (tries == 8)
-            return idm__lease_fail(IDM_EIO, "lease: %s keeps vanishing", f->mpath);
+            return idm_error_fail(IDM_EIO, "lease: %s keeps vanishing", f->mpath);
     }
 }
 
@@ -585,12 +567,9 @@ static int marks_lock(file_be *f)
  * lock file is still ours (the one at its path): raised to the mark the
  * file holds, or with exact as it is (the final mark at release). *held:
  * the mark the file held, 0 if none. Returns 0; 1 if our lock file was
- * removed or replaced (nothing recorded); IDM_EIO with a detail.
- *
- * The check and the record under one lock are what keep a new claimant of
- * a removed lock file above us: its claim creates the new file before it
- * takes this lock, so either we recorded first and it reads our mark, or
- * we find its file at the path and record nothing.
+ * removed or replaced (nothing recorded); IDM_EIO with a detail. The check
+ * and the record under one lock keep a new claimant of a removed lock file
+ * above us (see the comment at the top).
  */
 static int marks_record(file_be *f, idm_unix_ms mark, bool exact, idm_unix_ms *held)
 {
@@ -615,7 +594,7 @@ static int marks_record(file_be *f, idm_unix_ms mark, bool exact, idm_unix_ms *h
         if (rc == 0)
             rc = sync_dir(f->dir, "lease-file.fsyncdir");
     }
-    ofd_set(f->mfd, F_UNLCK);
+    ofd_lock(f->mfd, F_OFD_SETLKW, F_UNLCK, NULL);
     return rc;
 }
 
@@ -662,30 +641,25 @@ static int fb_open(void **be, const char *rest, const idm_lease_opts *opts)
     const char *net;
     (void)opts;
     if (rest[0] != '/')
-        return idm__lease_fail(IDM_EINVAL,
-                               "lease: file URL needs an absolute directory, as file:///dir");
+        return idm_error_fail(IDM_EINVAL,
+                              "lease: file URL needs an absolute directory, as file:///dir");
     if (strlen(rest) > 3000)
-        return idm__lease_fail(IDM_EINVAL, "lease: directory name too long");
+        return idm_error_fail(IDM_EINVAL, "lease: directory name too long");
     /* Two processes may create it at once: EEXIST is success. */
-    if ((idm__fault("lease-file.mkdir") != 0 || mkdir(rest, 0700) != 0) && errno != EEXIST)
-        return idm__lease_fail(IDM_EIO, "lease: cannot use directory %s: %s", rest,
-                               strerror(errno));
-    if (stat(rest, &st) != 0) {
-        return idm__lease_fail(IDM_EIO, "lease: cannot use directory %s: %s", rest,
-                               strerror(errno));
-    } else if (!S_ISDIR(st.st_mode)) {
-        return idm__lease_fail(IDM_EINVAL, "lease: %s is not a directory", rest);
-    }
+    if (((idm__fault("lease-file.mkdir") != 0 || mkdir(rest, 0700) != 0) && errno != EEXIST) ||
+        stat(rest, &st) != 0)
+        return idm_error_fail(IDM_EIO, "lease: cannot use directory %s: %s", rest, strerror(errno));
+    if (!S_ISDIR(st.st_mode))
+        return idm_error_fail(IDM_EINVAL, "lease: %s is not a directory", rest);
     if (statfs(rest, &sf) != 0)
-        return idm__lease_fail(IDM_EIO, "lease: cannot use directory %s: %s", rest,
-                               strerror(errno));
+        return idm_error_fail(IDM_EIO, "lease: cannot use directory %s: %s", rest, strerror(errno));
     net = network_fs_name((unsigned long)sf.f_type);
     if (net != NULL)
-        return idm__lease_fail(IDM_EINVAL,
-                               "lease: %.100s is on a network file system (%s); file:// leases "
-                               "are for one machine: use etcd:// to share worker ids between "
-                               "machines",
-                               rest, net);
+        return idm_error_fail(IDM_EINVAL,
+                              "lease: %.100s is on a network file system (%s); file:// leases "
+                              "are for one machine: use etcd:// to share worker ids between "
+                              "machines",
+                              rest, net);
     f = calloc(1, sizeof *f);
     if (f == NULL || (f->dir = strdup(rest)) == NULL) {
         free(f);
@@ -728,12 +702,12 @@ static int fb_claim(void *be, uint32_t max_workers, int64_t ttl_ms, const char *
         rc = open_regular(path, O_RDWR | O_CREAT, "lease-file.open", &fd);
         if (rc != 0)
             return rc;
-        if (ofd_lock(fd, F_OFD_SETLK, NULL) != 0) {
+        if (ofd_lock(fd, F_OFD_SETLK, F_WRLCK, NULL) != 0) {
             int e = errno;
             close(fd);
             if (e == EAGAIN || e == EACCES)
                 continue;
-            return idm__lease_fail(IDM_EIO, "lease: cannot lock %s: %s", path, strerror(e));
+            return idm_error_fail(IDM_EIO, "lease: cannot lock %s: %s", path, strerror(e));
         }
         /* Ours. The file may have been unlinked by a releasing holder's
          * cleanup between our open and our lock: check it is still the one
@@ -780,55 +754,45 @@ static int fb_claim(void *be, uint32_t max_workers, int64_t ttl_ms, const char *
         *granted_ttl_ms = ttl_ms;
         return 0;
     }
-    return idm__lease_fail(IDM_EBUSY, "lease: no free worker id: all %u in %s are held",
-                           (unsigned)max_workers, f->dir);
+    return idm_error_fail(IDM_EBUSY, "lease: no free worker id: all %u in %s are held",
+                          (unsigned)max_workers, f->dir);
 }
 
-/* The lock file is no longer ours: the claim is lost. */
-static int lost_claim(const file_be *f)
+/* Record mark (exact: as it is) in the marks file, then the lock file:
+ * only while the lock file is ours. The lock cannot expire while we live,
+ * but the file can be removed (an operator cleaning up): then another
+ * process could lock a new file of the same name, and the id would have
+ * two holders. Checked under the marks file's lock (see marks_record). */
+static int record_mark(file_be *f, idm_unix_ms mark, bool exact)
 {
-    return idm__lease_fail(IDM_ELEASE, "lease: %s was removed or replaced; the claim is lost",
-                           f->path);
+    idm_unix_ms held;
+    int rc = marks_record(f, mark, exact, &held);
+    if (rc == 1)
+        return idm_error_fail(IDM_ELEASE,
+                              "lease: %s was removed or replaced; the claim is lost", f->path);
+    if (rc == 0 &&
+        (rc = write_slot(f->fd, f->path, &lock_sites, f->seq + 1, mark, f->holder)) == 0)
+        f->seq++;
+    return rc;
 }
 
 static int fb_renew(void *be, idm_unix_ms mark, int64_t *granted_ttl_ms)
 {
-    file_be *f = be;
-    idm_unix_ms held;
-    int rc;
     (void)granted_ttl_ms;
-    /* The lock cannot expire while we live, but the file can be removed
-     * (an operator cleaning up): then another process could lock a new
-     * file of the same name, and the id would have two holders. Checked
-     * under the marks file's lock, with the record (see marks_record). */
-    rc = marks_record(f, mark, false, &held);
-    if (rc == 1)
-        return lost_claim(f);
-    if (rc != 0)
-        return rc;
-    rc = write_slot(f->fd, f->path, &lock_sites, f->seq + 1, mark, f->holder);
-    if (rc == 0)
-        f->seq++;
-    return rc;
+    return record_mark(be, mark, false);
 }
 
 static int fb_release(void *be, idm_unix_ms mark)
 {
     file_be *f = be;
-    idm_unix_ms held;
     int rc;
     if (f->fd < 0)
         return 0;
-    /* The exact final mark, which may be below the last one recorded: only
-     * while the lock file is ours. After its removal a new holder may have
-     * recorded its own mark, which ours must not lower; ours as recorded
-     * before covers every id we minted. */
-    rc = marks_record(f, mark, true, &held);
-    if (rc == 1)
-        rc = lost_claim(f);
-    if (rc == 0 &&
-        (rc = write_slot(f->fd, f->path, &lock_sites, f->seq + 1, mark, f->holder)) == 0)
-        f->seq++;
+    /* The exact final mark, which may be below the last one recorded. After
+     * the lock file's removal a new holder may have recorded its own mark,
+     * which ours must not lower; ours as recorded before covers every id we
+     * minted. */
+    rc = record_mark(f, mark, true);
     drop_files(f);
     return rc;
 }
@@ -850,20 +814,14 @@ static int fb_list(void *be, uint32_t max_workers, idm_lease_entry **entries, si
             rc = open_regular(mpath, O_RDONLY, NULL, &mfd);
         if (rc == 1 && fd < 0 && mfd < 0)
             continue; /* no record */
-        if (rc != 0 && rc != 1) {
-            if (fd >= 0)
-                close(fd);
-            free(e);
-            return rc;
-        }
-        grown = realloc(e, (n + 1) * sizeof *e);
-        if (grown == NULL) {
+        grown = rc == 0 || rc == 1 ? realloc(e, (n + 1) * sizeof *e) : NULL;
+        if (grown == NULL) { /* an error opening a file, or no memory */
             if (fd >= 0)
                 close(fd);
             if (mfd >= 0)
                 close(mfd);
             free(e);
-            return IDM_ENOMEM;
+            return rc == 0 || rc == 1 ? IDM_ENOMEM : rc;
         }
         e = grown;
         memset(&e[n], 0, sizeof e[n]);
@@ -871,7 +829,7 @@ static int fb_list(void *be, uint32_t max_workers, idm_lease_entry **entries, si
         rc = 0;
         if (fd >= 0) {
             short type = F_UNLCK;
-            e[n].held = ofd_lock(fd, F_OFD_GETLK, &type) == 0 && type != F_UNLCK;
+            e[n].held = ofd_lock(fd, F_OFD_GETLK, F_WRLCK, &type) == 0 && type != F_UNLCK;
             /* An unreadable record is an error, not an id without a mark. */
             rc = read_record(fd, path, &r);
             if (rc == 0) {

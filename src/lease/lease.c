@@ -80,8 +80,6 @@ static const idm__scheme backends[] = {
 };
 #define N_BACKENDS (sizeof backends / sizeof backends[0])
 
-/* The backend of url and the rest of it after "://"; a URL in a message is
- * shown with its password masked. */
 /* What a lease URL looks like, for messages. */
 #define LEASE_URL_FORMS "file:///dir or etcd://host:port/prefix"
 
@@ -91,17 +89,15 @@ int idm_lease_url_check(const char *url)
     return idm__scheme_pick(backends, N_BACKENDS, "lease", LEASE_URL_FORMS, url, &row);
 }
 
+/* The backend of url and the rest of it after "://"; a URL in a message is
+ * shown with its password masked. */
 static int pick_backend(const char *url, const idm__lease_backend **ops, const char **rest)
 {
     const idm__scheme *row;
     int rc = idm__scheme_pick(backends, N_BACKENDS, "lease", LEASE_URL_FORMS, url, &row);
-    *ops = NULL;
-    *rest = NULL;
-    if (rc != 0)
-        return rc;
-    *ops = row->backend;
-    *rest = strstr(url, "://") + 3;
-    return 0;
+    *ops = rc == 0 ? row->backend : NULL;
+    *rest = rc == 0 ? strstr(url, "://") + 3 : NULL;
+    return rc;
 }
 
 /*
@@ -133,25 +129,24 @@ int idm_lease_scope(const idm_layout *l, const char *field, char *buf, size_t le
     if (buf != NULL && len > 0)
         buf[0] = '\0';
     if (l == NULL || field == NULL || buf == NULL || len == 0)
-        return idm__lease_fail(IDM_EINVAL, "lease: a scope needs a layout, a field name and a "
-                                           "buffer");
+        return idm_error_fail(IDM_EINVAL, "lease: a scope needs a layout, a field name and a "
+                                          "buffer");
     idx = idm_layout_field_index(l, field);
     if (idx < 0)
-        return idm__lease_fail(IDM_EINVAL, "lease: the layout has no field '%.40s' to lease",
-                               field);
+        return idm_error_fail(IDM_EINVAL, "lease: the layout has no field '%.40s' to lease", field);
     if (idm_layout_field(l, (size_t)idx, &f) != 0 || f.kind != IDM_FIELD_NODE)
-        return idm__lease_fail(IDM_EINVAL,
-                               "lease: '%s' is the layout's %s field; only a node field can be "
-                               "leased",
-                               field, f.kind == IDM_FIELD_TIME ? "time" : "sequence");
+        return idm_error_fail(IDM_EINVAL,
+                              "lease: '%s' is the layout's %s field; only a node field can be "
+                              "leased",
+                              field, f.kind == IDM_FIELD_TIME ? "time" : "sequence");
     if (idm_layout_format(l, text, sizeof text) != 0)
-        return idm__lease_fail(IDM_EINVAL, "lease: the layout has no text form");
+        return idm_error_fail(IDM_EINVAL, "lease: the layout has no text form");
     n = snprintf(buf, len, "%s of %s epoch %lld", f.name, text, (long long)idm_layout_epoch(l));
     if (n < 0 || (size_t)n >= len) {
         buf[0] = '\0';
-        return idm__lease_fail(IDM_EINVAL,
-                               "lease: a scope buffer of %zu bytes is too small (%d needed)", len,
-                               n + 1);
+        return idm_error_fail(IDM_EINVAL,
+                              "lease: a scope buffer of %zu bytes is too small (%d needed)", len,
+                              n + 1);
     }
     return 0;
 }
@@ -161,14 +156,14 @@ static int check_scope(const char *scope)
 {
     size_t n = strnlen(scope, IDM_LEASE_SCOPE_MAX);
     if (n == 0 || n >= IDM_LEASE_SCOPE_MAX)
-        return idm__lease_fail(IDM_EINVAL, "lease: the scope must be 1 to %d bytes, not %s",
-                               IDM_LEASE_SCOPE_MAX - 1, n == 0 ? "empty" : "longer");
+        return idm_error_fail(IDM_EINVAL, "lease: the scope must be 1 to %d bytes, not %s",
+                              IDM_LEASE_SCOPE_MAX - 1, n == 0 ? "empty" : "longer");
     for (size_t i = 0; i < n; i++)
         if (scope[i] < ' ' || scope[i] > '~')
-            return idm__lease_fail(IDM_EINVAL,
-                                   "lease: the scope has byte 0x%02x at offset %zu (printable "
-                                   "ASCII only)",
-                                   (unsigned)(unsigned char)scope[i], i);
+            return idm_error_fail(IDM_EINVAL,
+                                  "lease: the scope has byte 0x%02x at offset %zu (printable "
+                                  "ASCII only)",
+                                  (unsigned)(unsigned char)scope[i], i);
     return 0;
 }
 
@@ -182,23 +177,23 @@ int idm_lease_open(idm_lease **out, const idm_lease_opts *opts)
     int rc;
 
     if (out == NULL || opts == NULL)
-        return idm__lease_fail(IDM_EINVAL, "lease: no options");
+        return idm_error_fail(IDM_EINVAL, "lease: no options");
     if (opts->max_workers == 0 || opts->max_workers > IDM_LEASE_WORKERS_MAX)
-        return idm__lease_fail(IDM_EINVAL, "lease: max_workers %u is outside 1 to %u",
-                               (unsigned)opts->max_workers, (unsigned)IDM_LEASE_WORKERS_MAX);
+        return idm_error_fail(IDM_EINVAL, "lease: max_workers %u is outside 1 to %u",
+                              (unsigned)opts->max_workers, (unsigned)IDM_LEASE_WORKERS_MAX);
     if (opts->ttl_ms < IDM_LEASE_TTL_MIN_MS || opts->ttl_ms > IDM_LEASE_TTL_MAX_MS)
-        return idm__lease_fail(IDM_EINVAL, "lease: TTL %lld ms is outside 1 s to 1 h",
-                               (long long)opts->ttl_ms);
+        return idm_error_fail(IDM_EINVAL, "lease: TTL %lld ms is outside 1 s to 1 h",
+                              (long long)opts->ttl_ms);
     margin = opts->margin_ms >= 0 ? opts->margin_ms : opts->ttl_ms / 5;
     if (margin < idm__lease_min_margin_ms(opts->clock))
-        return idm__lease_fail(IDM_EINVAL,
-                               "lease: margin %lld ms is under the %lld ms minimum (10 ms plus "
-                               "twice the resolution of the guard's monotonic clock)",
-                               (long long)margin, (long long)idm__lease_min_margin_ms(opts->clock));
+        return idm_error_fail(IDM_EINVAL,
+                              "lease: margin %lld ms is under the %lld ms minimum (10 ms plus "
+                              "twice the resolution of the guard's monotonic clock)",
+                              (long long)margin, (long long)idm__lease_min_margin_ms(opts->clock));
     if (margin >= opts->ttl_ms * 2 / 3)
-        return idm__lease_fail(IDM_EINVAL,
-                               "lease: margin %lld ms leaves no time between renewals (TTL %lld ms)",
-                               (long long)margin, (long long)opts->ttl_ms);
+        return idm_error_fail(IDM_EINVAL,
+                              "lease: margin %lld ms leaves no time between renewals (TTL %lld ms)",
+                              (long long)margin, (long long)opts->ttl_ms);
     if (opts->scope != NULL && (rc = check_scope(opts->scope)) != 0)
         return rc;
     rc = pick_backend(opts->url, &ops, &rest);
@@ -268,6 +263,17 @@ int64_t idm__lease_ttl_ms(const idm_lease *l)
     return l->ttl_ms;
 }
 
+/* A renewal sent at mono and wall recorded mark, for ttl: the generator
+ * may mint up to mark until the deadline. */
+static void feed(idm_lease *l, idm_mono_ns mono, idm_wall_ns wall, int64_t ttl, idm_unix_ms mark)
+{
+    int64_t d = (ttl - l->margin_ms) * NS_PER_MS;
+    idm_snowflake_guard(l->g, mono + d, wall + d, mark);
+    atomic_store(&l->deadline, mono + d);
+    atomic_store(&l->mark_ms, mark);
+    atomic_fetch_add(&l->renewals, 1);
+}
+
 /* One renewal: record a mark, then let the generator mint up to it. */
 static int renew_once(idm_lease *l)
 {
@@ -280,14 +286,10 @@ static int renew_once(idm_lease *l)
         mark = l->recorded;
     rc = l->ops->renew(l->be, mark, &ttl);
     if (rc == 0) {
-        int64_t d = (ttl - l->margin_ms) * NS_PER_MS;
         l->recorded = mark;
         if (ttl < l->ttl_ms)
             l->ttl_ms = ttl;
-        idm_snowflake_guard(l->g, send_mono + d, send_wall + d, mark);
-        atomic_store(&l->deadline, send_mono + d);
-        atomic_store(&l->mark_ms, mark);
-        atomic_fetch_add(&l->renewals, 1);
+        feed(l, send_mono, send_wall, ttl, mark);
         atomic_store(&l->last_error, 0);
         return 0;
     }
@@ -304,8 +306,8 @@ static int renew_once(idm_lease *l)
 
 static int refuse_forked(void)
 {
-    return idm__lease_fail(IDM_EFORKED, "lease: this worker id was claimed by the parent process; "
-                                        "a forked child must claim its own");
+    return idm_error_fail(IDM_EFORKED, "lease: this worker id was claimed by the parent process; "
+                                       "a forked child must claim its own");
 }
 
 static void *keeper(void *arg)
@@ -334,32 +336,24 @@ int idm_lease_attach(idm_lease *l, idm_snowflake *g)
 {
     int rc;
     if (l == NULL || g == NULL || l->g != NULL)
-        return idm__lease_fail(IDM_EINVAL, "lease: attach needs a lease and a generator, once");
+        return idm_error_fail(IDM_EINVAL, "lease: attach needs a lease and a generator, once");
     if (l->pid != getpid())
         return refuse_forked();
     l->g = g;
+    /* Claimed a moment ago, with a mark: that was the first renewal (its
+     * deadline runs from the claim's start), so the generator may mint now,
+     * with no further round trip. */
     if (l->claim_mark > 0 &&
         l->clock->mono_ns(l->clock->ctx) - l->claim_mono < l->ttl_ms * NS_PER_MS / 6) {
-        /* Claimed a moment ago, with a mark: that was the first renewal
-         * (its deadline runs from the claim's start), so the generator may
-         * mint now, with no further round trip. */
-        int64_t d = (l->ttl_ms - l->margin_ms) * NS_PER_MS;
-        idm_snowflake_guard(g, l->claim_mono + d, l->claim_wall + d, l->claim_mark);
-        atomic_store(&l->deadline, l->claim_mono + d);
-        atomic_store(&l->mark_ms, l->claim_mark);
-        atomic_fetch_add(&l->renewals, 1);
-        rc = 0;
-    } else {
-        rc = renew_once(l);
-    }
-    if (rc != 0) {
+        feed(l, l->claim_mono, l->claim_wall, l->ttl_ms, l->claim_mark);
+    } else if ((rc = renew_once(l)) != 0) {
         l->g = NULL;
         return rc;
     }
     if (pthread_create(&l->thread, NULL, keeper, l) != 0) {
         idm_snowflake_guard_drop(g);
         l->g = NULL;
-        return idm__lease_fail(IDM_ENOMEM, "lease: cannot start the keeper thread");
+        return idm_error_fail(IDM_ENOMEM, "lease: cannot start the keeper thread");
     }
     l->running = true;
     return 0;
@@ -426,46 +420,43 @@ int idm_lease_close(idm_lease *l)
     return rc;
 }
 
-int idm_lease_list(const char *url, uint32_t max_workers, idm_lease_entry **entries, size_t *count)
+/* A look at url's coordinator without a claim: the listing (entries not
+ * NULL) or the recorded scope (into buf). */
+static int look(const char *url, uint32_t max_workers, idm_lease_entry **entries, size_t *count,
+                char *buf, size_t len)
 {
     const idm__lease_backend *ops;
     const char *rest;
     void *be = NULL;
     idm_lease_opts o;
-    int rc;
-    if (entries == NULL || count == NULL)
-        return idm__lease_fail(IDM_EINVAL, "lease: no output");
+    int rc = pick_backend(url, &ops, &rest);
     idm_lease_opts_init(&o);
     o.url = url;
-    rc = pick_backend(url, &ops, &rest);
     if (rc == 0)
         rc = ops->open(&be, rest, &o);
-    if (rc == 0)
+    if (rc == 0 && entries != NULL)
         rc = ops->list(be, max_workers != 0 ? max_workers : o.max_workers, entries, count);
+    else if (rc == 0)
+        rc = ops->scope(be, buf, len);
     if (be != NULL)
         ops->close(be);
     return rc;
 }
 
+int idm_lease_list(const char *url, uint32_t max_workers, idm_lease_entry **entries, size_t *count)
+{
+    if (entries == NULL || count == NULL)
+        return idm_error_fail(IDM_EINVAL, "lease: no output");
+    return look(url, max_workers, entries, count, NULL, 0);
+}
+
 int idm_lease_scope_recorded(const char *url, char *buf, size_t len)
 {
-    const idm__lease_backend *ops;
-    const char *rest;
-    void *be = NULL;
-    idm_lease_opts o;
     int rc;
     if (buf == NULL || len == 0)
-        return idm__lease_fail(IDM_EINVAL, "lease: no buffer for the scope");
+        return idm_error_fail(IDM_EINVAL, "lease: no buffer for the scope");
     buf[0] = '\0';
-    idm_lease_opts_init(&o);
-    o.url = url;
-    rc = pick_backend(url, &ops, &rest);
-    if (rc == 0)
-        rc = ops->open(&be, rest, &o);
-    if (rc == 0)
-        rc = ops->scope(be, buf, len);
-    if (be != NULL)
-        ops->close(be);
+    rc = look(url, 0, NULL, NULL, buf, len);
     if (rc != 0)
         buf[0] = '\0';
     return rc;

@@ -13,8 +13,6 @@
 #include <idmint/idmint.h>
 #include <idmint/lease.h>
 
-#define idm__lease_fail idm_error_fail
-
 /* ---- lease.c */
 
 /* The smallest safety margin a lease on clock (NULL: the system clock) may

@@ -26,7 +26,7 @@ int idm_lease_wait_mark(const idm_lease *l, const idm_clock *c, int64_t max_wait
     idm_unix_ms mark;
     idm_mono_ns start;
     if (l == NULL)
-        return idm__lease_fail(IDM_EINVAL, "lease: no lease to wait for");
+        return idm_error_fail(IDM_EINVAL, "lease: no lease to wait for");
     if (c == NULL)
         c = idm_clock_system();
     if (max_wait_ms <= 0)
@@ -45,12 +45,12 @@ int idm_lease_wait_mark(const idm_lease *l, const idm_clock *c, int64_t max_wait
             char when[IDM_TIME_TEXT_MAX];
             if (idm_time_format(mark, when, sizeof when) != 0)
                 snprintf(when, sizeof when, "%lld", (long long)mark);
-            return idm__lease_fail(IDM_ECLOCKBACK,
-                                   "lease: the previous holder's mark, %s, is %lld ms ahead of "
-                                   "the clock after %lld ms of the %lld ms this waits (was the "
-                                   "clock set back?)",
-                                   when, (long long)ahead, (long long)waited,
-                                   (long long)max_wait_ms);
+            return idm_error_fail(IDM_ECLOCKBACK,
+                                  "lease: the previous holder's mark, %s, is %lld ms ahead of "
+                                  "the clock after %lld ms of the %lld ms this waits (was the "
+                                  "clock set back?)",
+                                  when, (long long)ahead, (long long)waited,
+                                  (long long)max_wait_ms);
         }
         step = ahead + 1 < WAIT_STEP_MS ? ahead + 1 : WAIT_STEP_MS;
         c->sleep_ns(c->ctx, step * NS_PER_MS);
@@ -74,8 +74,8 @@ int idm_lease_start(idm_lease **lease, idm_snowflake **gen, const idm_lease_opts
         *gen = NULL;
     if (lease == NULL || gen == NULL || lease_opts == NULL || gen_opts == NULL ||
         gen_opts->layout == NULL || field == NULL)
-        return idm__lease_fail(IDM_EINVAL, "lease: start needs lease options, generator "
-                                           "options with a layout, and a field name");
+        return idm_error_fail(IDM_EINVAL, "lease: start needs lease options, generator "
+                                          "options with a layout, and a field name");
     /* The field: a node field of the layout (idm_lease_scope says why not). */
     rc = idm_lease_scope(gen_opts->layout, field, scope, sizeof scope);
     if (rc != 0)
@@ -127,7 +127,7 @@ int idm_lease_start(idm_lease **lease, idm_snowflake **gen, const idm_lease_opts
         snprintf(detail, sizeof detail, "%s", idm_error_detail());
         (void)idm_lease_close(l);
         (void)idm_snowflake_close(g);
-        return idm__lease_fail(rc, "%s", detail);
+        return idm_error_fail(rc, "%s", detail);
     }
     *lease = l;
     *gen = g;
