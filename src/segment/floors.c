@@ -84,6 +84,7 @@ static int parse(const char *path, const char *text, size_t len, const char *nam
     bool seen_name = false, seen_n = false;
     while (at < len) {
         const char *s = text + at, *nl = memchr(s, '\n', len - at), *sp;
+        int64_t k = 0, f = 0;
         size_t l;
         if (nl == NULL)
             return idm__seg_fail(IDM_ECORRUPT, "floor file %s: line %zu does not end", path,
@@ -123,20 +124,17 @@ static int parse(const char *path, const char *text, size_t len, const char *nam
             continue;
         }
         sp = memchr(s, ' ', l);
-        {
-            int64_t k = 0, f = 0;
-            if (sp == NULL || parse_u(s, (size_t)(sp - s), 1023, &k) != 0 ||
-                parse_u(sp + 1, l - (size_t)(sp - s) - 1, IDM_SEQ_MAX, &f) != 0)
-                return idm__seg_fail(IDM_ECORRUPT, "floor file %s: line %zu is not 'K FLOOR'",
-                                     path, line);
-            if ((size_t)k >= n || has[k])
-                return idm__seg_fail(IDM_ECORRUPT,
-                                     "floor file %s: line %zu: store %lld is out of range or "
-                                     "listed twice",
-                                     path, line, (long long)k);
-            has[k] = true;
-            floor[k] = f;
-        }
+        if (sp == NULL || parse_u(s, (size_t)(sp - s), 1023, &k) != 0 ||
+            parse_u(sp + 1, l - (size_t)(sp - s) - 1, IDM_SEQ_MAX, &f) != 0)
+            return idm__seg_fail(IDM_ECORRUPT, "floor file %s: line %zu is not 'K FLOOR'", path,
+                                 line);
+        if ((size_t)k >= n || has[k])
+            return idm__seg_fail(IDM_ECORRUPT,
+                                 "floor file %s: line %zu: store %lld is out of range or listed "
+                                 "twice",
+                                 path, line, (long long)k);
+        has[k] = true;
+        floor[k] = f;
     }
     if (!seen_name || !seen_n)
         return idm__seg_fail(IDM_ECORRUPT, "floor file %s: it is cut short (%zu lines)", path,
@@ -157,21 +155,17 @@ static int read_fd(const char *path, int fd, const char *name, size_t n, int64_t
         ssize_t r = read(fd, buf + len, FILE_MAX + 1 - len);
         if (r < 0 && errno == EINTR)
             continue;
-        if (r < 0) {
-            rc = sys_fail(path, "read it");
-            free(buf);
-            return rc;
-        }
-        if (r == 0)
+        if (r <= 0) {
+            rc = r < 0 ? sys_fail(path, "read it") : parse(path, buf, len, name, n, floor, has);
             break;
+        }
         len += (size_t)r;
         if (len > FILE_MAX) {
-            free(buf);
-            return idm__seg_fail(IDM_ECORRUPT, "floor file %s: longer than %d bytes", path,
-                                 FILE_MAX);
+            rc = idm__seg_fail(IDM_ECORRUPT, "floor file %s: longer than %d bytes", path,
+                               FILE_MAX);
+            break;
         }
     }
-    rc = parse(path, buf, len, name, n, floor, has);
     free(buf);
     return rc;
 }
@@ -290,10 +284,8 @@ int idm__floors_raise(const char *path, const char *name, size_t n, const int64_
     cap = 64 + strlen(name) + n * 32;
     text = malloc(cap);
     if (floor == NULL || has == NULL || text == NULL) {
-        free(floor);
-        free(has);
-        free(text);
-        return idm__seg_fail(IDM_ENOMEM, "floor file %s: out of memory", path);
+        rc = idm__seg_fail(IDM_ENOMEM, "floor file %s: out of memory", path);
+        goto out;
     }
     snprintf(lockp, sizeof lockp, "%s.lock", path);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);

@@ -312,7 +312,7 @@ static int pg_connect(pg_store *p)
 {
     PostgresPollingStatusType st = PGRES_POLLING_WRITING;
     int64_t until = p->deadline, ct;
-    bool by_ct = false;
+    bool by_ct = false, connected;
     char msg[512];
     drop(p);
     p->conn = PQconnectStart(p->conninfo);
@@ -347,16 +347,13 @@ static int pg_connect(pg_store *p)
         }
         st = PQconnectPoll(p->conn);
     }
-    if (PQstatus(p->conn) != CONNECTION_OK || st != PGRES_POLLING_OK) {
+    connected = PQstatus(p->conn) == CONNECTION_OK && st == PGRES_POLLING_OK;
+    if (!connected || PQsetnonblocking(p->conn, 1) != 0) {
         one_line(PQerrorMessage(p->conn), msg, sizeof msg);
         drop(p);
-        return idm__seg_fail(IDM_EUNAVAIL, "store %s: cannot connect: %s", p->url, msg);
-    }
-    if (PQsetnonblocking(p->conn, 1) != 0) {
-        one_line(PQerrorMessage(p->conn), msg, sizeof msg);
-        drop(p);
-        return idm__seg_fail(IDM_EIO, "store %s: cannot make the connection non-blocking: %s",
-                             p->url, msg);
+        return idm__seg_fail(connected ? IDM_EIO : IDM_EUNAVAIL, "store %s: cannot %s: %s",
+                             p->url, connected ? "make the connection non-blocking" : "connect",
+                             msg);
     }
     return 0;
 }
@@ -375,7 +372,7 @@ static PGresult *exchange(pg_store *p, const char *sql, int nparams, const unsig
 {
     PGconn *c = p->conn;
     PGresult *res = NULL, *r;
-    int sent;
+    int sent, ev;
     *timed_out = false;
     sent = nparams >= 0 ? PQsendQueryParams(c, sql, nparams, types, values, NULL, NULL, 0)
                         : PQsendQuery(c, sql);
@@ -384,7 +381,7 @@ static PGresult *exchange(pg_store *p, const char *sql, int nparams, const unsig
     /* Send it all; the server may answer meanwhile (read what comes so
      * that neither side waits on a full buffer). */
     for (;;) {
-        int f = PQflush(c), ev;
+        int f = PQflush(c);
         if (f == 0)
             break;
         if (f < 0)
@@ -419,23 +416,19 @@ static PGresult *exchange(pg_store *p, const char *sql, int nparams, const unsig
                 return res;
             }
         }
-        {
-            int ev = wait_socket(PQsocket(c), POLLIN, p->deadline);
-            if (ev == 0) {
-                PQclear(res);
-                *timed_out = true;
-                return NULL;
-            }
-            if (ev < 0 || !PQconsumeInput(c)) {
-                /* Lost. libpq reports that as a result once the connection
-                 * is marked bad; if it is not (still busy), PQgetResult could
-                 * block: drop it instead, keeping its message. */
-                if (PQisBusy(c)) {
-                    PQclear(res);
-                    drop(p);
-                    return NULL;
-                }
-            }
+        ev = wait_socket(PQsocket(c), POLLIN, p->deadline);
+        if (ev == 0) {
+            PQclear(res);
+            *timed_out = true;
+            return NULL;
+        }
+        /* Lost? libpq reports that as a result once the connection is
+         * marked bad; if it is not (still busy), PQgetResult could block:
+         * drop it instead, keeping its message. */
+        if ((ev < 0 || !PQconsumeInput(c)) && PQisBusy(c)) {
+            PQclear(res);
+            drop(p);
+            return NULL;
         }
     }
 }
@@ -457,26 +450,24 @@ static int session_setup(pg_store *p)
                              " ELSE set_config('synchronous_commit', 'on', false) END",
                              0, NULL, NULL, &timed_out);
     const char *v;
-    int rc;
+    int rc = 0;
     if (timed_out)
         return late(p, "setting synchronous_commit to on", "connection dropped");
     if (res == NULL || PQresultStatus(res) != PGRES_TUPLES_OK) {
         rc = pg_fail(p, res, "cannot set synchronous_commit to on");
-        PQclear(res);
-        return rc;
-    }
-    v = PQntuples(res) == 1 && PQnfields(res) == 1 && !PQgetisnull(res, 0, 0)
-            ? PQgetvalue(res, 0, 0)
-            : "";
-    if (strcmp(v, "on") != 0 && strcmp(v, "remote_apply") != 0) {
-        rc = idm__seg_fail(IDM_EIO,
-                           "store %s: synchronous_commit is '%.20s' after setting it to on: "
-                           "a committed block could be lost in a crash and handed out again",
-                           p->url, v);
-        PQclear(res);
-        return rc;
+    } else {
+        v = PQntuples(res) == 1 && PQnfields(res) == 1 && !PQgetisnull(res, 0, 0)
+                ? PQgetvalue(res, 0, 0)
+                : "";
+        if (strcmp(v, "on") != 0 && strcmp(v, "remote_apply") != 0)
+            rc = idm__seg_fail(IDM_EIO,
+                               "store %s: synchronous_commit is '%.20s' after setting it to on: "
+                               "a committed block could be lost in a crash and handed out again",
+                               p->url, v);
     }
     PQclear(res);
+    if (rc != 0)
+        return rc;
     if (PQserverVersion(p->conn) >= 140000) {
         res = exchange(p, "SELECT set_config('client_connection_check_interval', '"
                        CLIENT_CHECK_MS "', false)", 0, NULL, NULL, &timed_out);
@@ -555,6 +546,7 @@ static int pg_create(void *ctx, const char *name, int64_t start, uint32_t k, uin
     char s_start[24], s_k[16], s_n[16];
     const char *values[] = {name, s_start, s_k, s_n};
     char what[IDM_SEQ_NAME_MAX + 32];
+    const char *state;
     bool timed_out = false;
     PGresult *res;
     int rc;
@@ -575,12 +567,10 @@ static int pg_create(void *ctx, const char *name, int64_t start, uint32_t k, uin
         PQclear(res);
         return 0;
     }
-    if (res != NULL) {
-        const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
-        if (state != NULL && strcmp(state, "23505") == 0) {
-            PQclear(res);
-            return idm__seg_fail(IDM_EEXIST, "sequence %s exists already in %s", name, p->url);
-        }
+    state = res != NULL ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+    if (state != NULL && strcmp(state, "23505") == 0) {
+        PQclear(res);
+        return idm__seg_fail(IDM_EEXIST, "sequence %s exists already in %s", name, p->url);
     }
     if (lost(p)) {
         /* The INSERT may or may not have committed: say so; the next call
@@ -607,10 +597,10 @@ static int pg_take(void *ctx, const char *name, int64_t size, uint32_t k, uint32
     pg_store *p = ctx;
     char s_size[24], s_max[24], s_k[24], s_n[24];
     const char *values[] = {s_size, name, s_max, s_k, s_n};
-    int64_t v = 0, next = 0;
+    int64_t next = 0;
     uint32_t vk = 0, vn = 0;
     PGresult *res;
-    int rc;
+    int rows, rc = 0;
     if (size <= 0 || size > IDM_SEQ_MAX || limit <= 0 || limit > IDM_SEQ_MAX)
         return idm__seg_fail(IDM_EINVAL, "sequence %s: block size %lld is outside 1 to 2^62",
                              name, (long long)size);
@@ -627,21 +617,15 @@ static int pg_take(void *ctx, const char *name, int64_t size, uint32_t k, uint32
               5, types, values, PGRES_TUPLES_OK, true, "cannot take a block", &rc);
     if (res == NULL)
         return rc;
-    if (PQnfields(res) != 1 || PQntuples(res) > 1) {
+    rows = PQntuples(res);
+    if (PQnfields(res) != 1 || rows > 1)
         rc = idm__seg_fail(IDM_EIO, "store %s: taking a block of %s: %d rows of %d columns",
-                           p->url, name, PQntuples(res), PQnfields(res));
-        PQclear(res);
-        return rc;
-    }
-    if (PQntuples(res) == 1) {
-        rc = field_i64(p, res, 0, 0, IDM_SEQ_MAX, &v, "taking a block");
-        PQclear(res);
-        if (rc != 0)
-            return rc;
-        *start = v;
-        return 0;
-    }
+                           p->url, name, rows, PQnfields(res));
+    else if (rows == 1)
+        rc = field_i64(p, res, 0, 0, IDM_SEQ_MAX, start, "taking a block");
     PQclear(res);
+    if (rc != 0 || rows == 1)
+        return rc;
     /* No row: no such sequence, another k of n, or its counter is exhausted.
      * Nothing was taken; this read is only for the message and the code. */
     res = run(p, "SELECT next, k, n FROM " IDM__SEQ_TABLE " WHERE name = $1", 1, ntypes,
@@ -686,17 +670,12 @@ static int pg_list(void *ctx, idm_seq_info **out, size_t *count)
               NULL, NULL, PGRES_TUPLES_OK, true, "cannot list the sequences", &rc);
     if (res == NULL)
         return rc;
-    if (PQnfields(res) != 4) {
+    rows = PQntuples(res);
+    if (PQnfields(res) != 4)
         rc = idm__seg_fail(IDM_EIO, "store %s: listing: %d columns, not 4", p->url,
                            PQnfields(res));
-        PQclear(res);
-        return rc;
-    }
-    rows = PQntuples(res);
-    if (rows > 0 && (v = calloc((size_t)rows, sizeof *v)) == NULL) {
-        PQclear(res);
-        return idm__seg_fail(IDM_ENOMEM, "store %s: out of memory listing", p->url);
-    }
+    else if (rows > 0 && (v = calloc((size_t)rows, sizeof *v)) == NULL)
+        rc = idm__seg_fail(IDM_ENOMEM, "store %s: out of memory listing", p->url);
     for (int i = 0; i < rows && rc == 0; i++) {
         const char *name = PQgetisnull(res, i, 0) ? NULL : PQgetvalue(res, i, 0);
         size_t len = name != NULL ? strlen(name) : 0;
@@ -858,9 +837,49 @@ static int with_timeout(const char *url, const char *masked, char *out, size_t c
     return 0;
 }
 
-/* A store for url, not connected yet: the URL checked (libpq parses it;
- * connect_timeout added) and masked for messages. */
-static int pg_new(const char *url, pg_store **out)
+/* The tables, created only if missing: a role that may use but not create
+ * them still opens the store. */
+static int ensure_tables(pg_store *p)
+{
+    bool timed_out = false, exist;
+    PGresult *res;
+    int rc = 0;
+    res = run(p,
+              "SELECT to_regclass('" IDM__SEQ_TABLE "') IS NOT NULL"
+              " AND to_regclass('" IDM__FLOOR_TABLE "') IS NOT NULL",
+              0, NULL, NULL, PGRES_TUPLES_OK, true, "cannot look for the tables", &rc);
+    if (res == NULL)
+        return rc;
+    if (PQntuples(res) != 1 || PQnfields(res) != 1)
+        rc = idm__seg_fail(IDM_EIO, "store %s: looking for the tables: unexpected answer",
+                           p->url);
+    exist = rc == 0 && strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+    PQclear(res);
+    if (rc != 0 || exist)
+        return rc;
+    /* One statement string: simple query protocol, one transaction. */
+    res = exchange(p,
+                   "BEGIN;"
+                   "SELECT pg_advisory_xact_lock(" CREATE_LOCK ");"
+                   "CREATE TABLE IF NOT EXISTS " IDM__SEQ_TABLE
+                   "(name TEXT PRIMARY KEY, next BIGINT NOT NULL,"
+                   " k BIGINT NOT NULL, n BIGINT NOT NULL);"
+                   "CREATE TABLE IF NOT EXISTS " IDM__FLOOR_TABLE
+                   "(name TEXT NOT NULL, k BIGINT NOT NULL, floor BIGINT NOT NULL,"
+                   " PRIMARY KEY (name, k));"
+                   "COMMIT",
+                   -1, NULL, NULL, &timed_out);
+    if (timed_out)
+        return late(p, "creating the tables", "connection dropped; they may or may not exist now");
+    if (res == NULL || PQresultStatus(res) != PGRES_COMMAND_OK)
+        rc = pg_fail(p, res, "cannot create the tables");
+    PQclear(res);
+    return rc;
+}
+
+/* Open a store for url: the URL checked (libpq parses it; connect_timeout
+ * added) and masked for messages, then connected. */
+static int pg_open(void **ctx, const char *url)
 {
     char masked[256], full[MAX_URL], msg[512];
     char *err = NULL;
@@ -892,59 +911,6 @@ static int pg_new(const char *url, pg_store **out)
         free(p);
         return idm__seg_fail(IDM_ENOMEM, "store %s: out of memory", masked);
     }
-    *out = p;
-    return 0;
-}
-
-/* The tables, created only if missing: a role that may use but not create
- * them still opens the store. */
-static int ensure_tables(pg_store *p)
-{
-    bool timed_out = false;
-    PGresult *res;
-    int rc = 0;
-    res = run(p,
-              "SELECT to_regclass('" IDM__SEQ_TABLE "') IS NOT NULL"
-              " AND to_regclass('" IDM__FLOOR_TABLE "') IS NOT NULL",
-              0, NULL, NULL, PGRES_TUPLES_OK, true, "cannot look for the tables", &rc);
-    if (res == NULL)
-        return rc;
-    if (PQntuples(res) != 1 || PQnfields(res) != 1) {
-        PQclear(res);
-        return idm__seg_fail(IDM_EIO, "store %s: looking for the tables: unexpected answer",
-                             p->url);
-    }
-    if (strcmp(PQgetvalue(res, 0, 0), "t") == 0) {
-        PQclear(res);
-        return 0;
-    }
-    PQclear(res);
-    /* One statement string: simple query protocol, one transaction. */
-    res = exchange(p,
-                   "BEGIN;"
-                   "SELECT pg_advisory_xact_lock(" CREATE_LOCK ");"
-                   "CREATE TABLE IF NOT EXISTS " IDM__SEQ_TABLE
-                   "(name TEXT PRIMARY KEY, next BIGINT NOT NULL,"
-                   " k BIGINT NOT NULL, n BIGINT NOT NULL);"
-                   "CREATE TABLE IF NOT EXISTS " IDM__FLOOR_TABLE
-                   "(name TEXT NOT NULL, k BIGINT NOT NULL, floor BIGINT NOT NULL,"
-                   " PRIMARY KEY (name, k));"
-                   "COMMIT",
-                   -1, NULL, NULL, &timed_out);
-    if (timed_out)
-        return late(p, "creating the tables", "connection dropped; they may or may not exist now");
-    if (res == NULL || PQresultStatus(res) != PGRES_COMMAND_OK)
-        rc = pg_fail(p, res, "cannot create the tables");
-    PQclear(res);
-    return rc;
-}
-
-static int pg_open(void **ctx, const char *url)
-{
-    pg_store *p = NULL;
-    int rc = pg_new(url, &p);
-    if (rc != 0)
-        return rc;
     /* Opening is one call: connecting, the session, the tables. */
     begin_call(p);
     if ((rc = ensure_session(p)) != 0 || (rc = ensure_tables(p)) != 0) {

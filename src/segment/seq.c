@@ -53,7 +53,6 @@
  * Generations are 24 bits: a reader would have to stall between its add and
  * its check for 2^24 block switches to be fooled by the wrap.
  */
-#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -247,23 +246,27 @@ static int64_t trigger_locked(const idm_seq *q, int64_t size)
     return t;
 }
 
+/* Seqlock write of block b into slot s for generation gen: readers of the
+ * generation s held (gen - 2) see GEN_NONE or gen from here on, so they
+ * abandon their positions. */
+static void slot_write(slot *s, const block *b, int64_t trigger, uint64_t gen)
+{
+    atomic_store_explicit(&s->gen, GEN_NONE, memory_order_relaxed);
+    atomic_store_explicit(&s->first, b->first, memory_order_release);
+    atomic_store_explicit(&s->stride, b->stride, memory_order_release);
+    atomic_store_explicit(&s->size, b->size, memory_order_release);
+    atomic_store_explicit(&s->trigger, trigger, memory_order_release);
+    atomic_store_explicit(&s->gen, gen, memory_order_release);
+}
+
 /* Under k->mu: make the spare block current. Called only when the current one
  * is exhausted. */
 static void install_locked(idm_seq *q)
 {
     uint64_t ng = (q->gen + 1) & GEN_MASK, old;
-    slot *s = &q->slots[ng & 1];
     int64_t used;
 
-    /* Seqlock write: readers of the generation this slot held (ng - 2) see
-     * GEN_NONE or ng from here on, so they abandon their positions. */
-    atomic_store_explicit(&s->gen, GEN_NONE, memory_order_relaxed);
-    atomic_store_explicit(&s->first, q->spare.first, memory_order_release);
-    atomic_store_explicit(&s->stride, q->spare.stride, memory_order_release);
-    atomic_store_explicit(&s->size, q->spare.size, memory_order_release);
-    atomic_store_explicit(&s->trigger, trigger_locked(q, q->spare.size), memory_order_release);
-    atomic_store_explicit(&s->gen, ng, memory_order_release);
-
+    slot_write(&q->slots[ng & 1], &q->spare, trigger_locked(q, q->spare.size), ng);
     old = atomic_exchange_explicit(&q->word, ng << POS_BITS, memory_order_acq_rel);
     used = (int64_t)(old & POS_MASK);
     q->ids_done += (uint64_t)(used < q->cur.size ? used : q->cur.size);
@@ -364,15 +367,28 @@ static void mark_up_locked(idm_seq *q, size_t k)
     }
 }
 
-/* Under lock_q: a store call on k begins (false: q is closing, do not
- * begin), or ends. For the stats (call_ms) and for close. */
-static bool call_begin_locked(idm_seq *q, size_t k)
+/* A store call on k begins (false: q is closing, do not begin); it ends
+ * when call_start goes back to 0. For the stats (call_ms) and for close. */
+static bool call_begin(idm_seq *q, size_t k)
 {
-    if (q->closing)
-        return false;
-    q->call_start = idm__mono_ns();
-    q->call_store = k;
-    return true;
+    bool ok;
+    lock_q(q);
+    ok = !q->closing;
+    if (ok) {
+        q->call_start = idm__mono_ns();
+        q->call_store = k;
+    }
+    unlock_q(q);
+    return ok;
+}
+
+/* Under lock_q: the call on store k failed with rc (what: what it did, ""
+ * for a take): kept for the stats. */
+static void note_fail_locked(idm_seq *q, size_t k, int rc, const char *what)
+{
+    q->last_fail = rc;
+    snprintf(q->last_detail, sizeof q->last_detail, "store %zu (%s): %s%s: %s", k,
+             idm_store_url(q->stores[k]), what, idm_err_name(rc), idm_error_detail());
 }
 
 /* Record q's floors in the floor file (if any), before a block's ids are
@@ -419,12 +435,8 @@ static int fetch(idm_seq *q, size_t start, int64_t size, block *b)
             int64_t first = 0;
             if (q->st[k].pass != pass)
                 continue;
-            pthread_mutex_lock(&q->k->mu);
-            if (!call_begin_locked(q, k)) {
-                pthread_mutex_unlock(&q->k->mu);
+            if (!call_begin(q, k))
                 return idm__seg_fail(IDM_EUNAVAIL, "sequence %s: closing", q->name);
-            }
-            pthread_mutex_unlock(&q->k->mu);
             tried = true;
             rc = idm_store_take(q->stores[k], q->name, size, (uint32_t)k, (uint32_t)q->nstores,
                                 &first);
@@ -445,29 +457,23 @@ static int fetch(idm_seq *q, size_t start, int64_t size, block *b)
                 q->fetch_errors++;
                 q->last_fail = rc;
                 if (rc != IDM_ECORRUPT) /* refuse_locked wrote its own */
-                    snprintf(q->last_detail, sizeof q->last_detail, "store %zu (%s): %s: %s", k,
-                             idm_store_url(q->stores[k]), idm_err_name(rc), idm_error_detail());
+                    note_fail_locked(q, k, rc, "");
             }
             pthread_mutex_unlock(&q->k->mu);
             if (rc != 0)
                 continue;
             if ((rc = record_floors(q)) != 0) {
                 pthread_mutex_lock(&q->k->mu);
-                q->last_error = q->last_fail = rc; /* taken, never used: a failed fetch */
+                q->last_error = rc; /* taken, never used: a failed fetch */
                 q->fetch_errors++;
-                snprintf(q->last_detail, sizeof q->last_detail,
-                         "store %zu (%s): block not used: %s: %s", k,
-                         idm_store_url(q->stores[k]), idm_err_name(rc), idm_error_detail());
+                note_fail_locked(q, k, rc, "block not used: ");
                 pthread_mutex_unlock(&q->k->mu);
                 return rc;
             }
             pthread_mutex_lock(&q->k->mu);
             q->fetches++;
             pthread_mutex_unlock(&q->k->mu);
-            b->first = first;
-            b->stride = (int64_t)q->nstores;
-            b->size = size;
-            b->store = k;
+            *b = (block){first, (int64_t)q->nstores, size, k};
             return 0;
         }
     }
@@ -494,23 +500,17 @@ static void raise_floors(idm_seq *q, const block *b)
         int rc;
         if (j == b->store || q->st[j].down || q->st[j].bad)
             continue;
-        lock_q(q);
-        if (!call_begin_locked(q, j)) {
-            unlock_q(q);
+        if (!call_begin(q, j))
             return;
-        }
-        unlock_q(q);
         rc = idm__store_floor_raise(q->stores[j], q->name, (uint32_t)b->store, f);
         lock_q(q);
         q->call_start = 0;
         if (rc != 0) { /* a failed round trip: counted, and j asked after the others */
+            char what[64];
             mark_down_locked(q, j);
             q->fetch_errors++;
-            q->last_fail = rc;
-            snprintf(q->last_detail, sizeof q->last_detail,
-                     "store %zu (%s): recording store %zu's floor: %s: %s", j,
-                     idm_store_url(q->stores[j]), b->store, idm_err_name(rc),
-                     idm_error_detail());
+            snprintf(what, sizeof what, "recording store %zu's floor: ", b->store);
+            note_fail_locked(q, j, rc, what);
         }
         unlock_q(q);
     }
@@ -654,6 +654,7 @@ static int slow(idm_seq *q, uint64_t g)
     for (;;) {
         uint64_t cur = atomic_load_explicit(&q->word, memory_order_relaxed);
         int64_t now;
+        struct timespec ts;
         if ((cur >> POS_BITS) != g)
             break; /* another caller installed a block meanwhile */
         clamp_locked(q, cur);
@@ -679,25 +680,15 @@ static int slow(idm_seq *q, uint64_t g)
             q->waiters++; /* the keeper serves q before mere prefetches */
         }
         if (now >= deadline) {
-            if (q->last_error != 0)
-                rc = idm__seg_fail(IDM_EUNAVAIL,
-                                   "sequence %s: no block within %lld ms: every store failed; "
-                                   "last error: %s",
-                                   q->name, (long long)(q->wait_max_ns / NS_PER_MS),
-                                   q->last_detail);
-            else
-                rc = idm__seg_fail(IDM_EUNAVAIL,
-                                   "sequence %s: no block within %lld ms: the store has not "
-                                   "answered yet%s%s",
-                                   q->name, (long long)(q->wait_max_ns / NS_PER_MS),
-                                   q->last_fail != 0 ? "; last error: " : "",
-                                   q->last_fail != 0 ? q->last_detail : "");
+            bool failed = q->last_error != 0, said = failed || q->last_fail != 0;
+            rc = idm__seg_fail(IDM_EUNAVAIL, "sequence %s: no block within %lld ms: %s%s%s",
+                               q->name, (long long)(q->wait_max_ns / NS_PER_MS),
+                               failed ? "every store failed" : "the store has not answered yet",
+                               said ? "; last error: " : "", said ? q->last_detail : "");
             break;
         }
-        {
-            struct timespec ts = abs_ts(deadline);
-            pthread_cond_timedwait(&q->cv_done, &q->k->mu, &ts);
-        }
+        ts = abs_ts(deadline);
+        pthread_cond_timedwait(&q->cv_done, &q->k->mu, &ts);
     }
     if (waited) {
         q->wait_ns += (uint64_t)(idm__mono_ns() - t0);
@@ -769,9 +760,7 @@ static int check_store_has(const idm_seq *q, size_t k)
 static void skip_at_open(idm_seq *q, size_t k, int rc)
 {
     mark_down_locked(q, k);
-    q->last_fail = rc;
-    snprintf(q->last_detail, sizeof q->last_detail, "store %zu (%s): %s: %s", k,
-             idm_store_url(q->stores[k]), idm_err_name(rc), idm_error_detail());
+    note_fail_locked(q, k, rc, "");
 }
 
 /* P9: every store's floor, from the floor file and the other stores that
@@ -817,10 +806,7 @@ static int check_and_take(idm_seq *q, size_t k, int64_t floor, size_t from, bloc
                             (uint32_t)q->nstores, &first);
     if (rc != 0)
         return rc;
-    b->first = first;
-    b->stride = (int64_t)q->nstores;
-    b->size = q->block_size;
-    b->store = k;
+    *b = (block){first, (int64_t)q->nstores, q->block_size, k};
     q->fetches++;
     q->st[k].hi = floor_after(q, b);
     if ((first - (int64_t)k) / (int64_t)q->nstores >= floor)
@@ -1005,7 +991,7 @@ static void detach(idm_seq *q)
 int idm_seq_open(idm_seq **out, const idm_seq_opts *opts)
 {
     idm_seq *q;
-    block b[2] = {{0, 1, 0, 0}, {0, 1, 0, 0}}, b0;
+    block b[2] = {{0, 1, 0, 0}, {0, 1, 0, 0}};
     size_t nb = 0;
     int rc;
     if (out == NULL)
@@ -1018,15 +1004,13 @@ int idm_seq_open(idm_seq **out, const idm_seq_opts *opts)
     if (q == NULL)
         return IDM_ENOMEM;
     memset(q, 0, sizeof *q);
+    cond_init_mono(&q->cv_done);
     q->stores = malloc(opts->nstores * sizeof *q->stores);
     q->st = calloc(opts->nstores, sizeof *q->st);
     q->floor_file = opts->floor_file != NULL ? strdup(opts->floor_file) : NULL;
     if (q->stores == NULL || q->st == NULL ||
         (opts->floor_file != NULL && q->floor_file == NULL)) {
-        free(q->stores);
-        free(q->st);
-        free(q->floor_file);
-        free(q);
+        destroy(q);
         return IDM_ENOMEM;
     }
     memcpy(q->stores, opts->stores, opts->nstores * sizeof *q->stores);
@@ -1040,24 +1024,16 @@ int idm_seq_open(idm_seq **out, const idm_seq_opts *opts)
     q->pct = opts->prefetch_pct;
     q->clock = opts->clock != NULL ? opts->clock : idm_clock_system();
     q->exhausted_gen = GEN_NONE;
-    cond_init_mono(&q->cv_done);
 
     if ((rc = open_stores(q, b, &nb)) != 0) {
         destroy(q);
         return rc;
     }
-    b0 = b[0];
-
     atomic_store_explicit(&q->slots[1].gen, GEN_NONE, memory_order_relaxed);
-    atomic_store_explicit(&q->slots[0].first, b0.first, memory_order_relaxed);
-    atomic_store_explicit(&q->slots[0].stride, b0.stride, memory_order_relaxed);
-    atomic_store_explicit(&q->slots[0].size, b0.size, memory_order_relaxed);
-    atomic_store_explicit(&q->slots[0].trigger, trigger_of(b0.size, q->pct),
-                          memory_order_relaxed);
-    atomic_store_explicit(&q->slots[0].gen, 0, memory_order_release);
+    slot_write(&q->slots[0], &b[0], trigger_of(b[0].size, q->pct), 0);
     atomic_store_explicit(&q->word, 0, memory_order_release);
     q->gen = 0;
-    q->cur = b0;
+    q->cur = b[0];
     q->installed_at = clock_mono(q);
     if (nb > 1) {
         q->spare = b[1];
@@ -1077,14 +1053,12 @@ int idm_seq_open(idm_seq **out, const idm_seq_opts *opts)
 
 void idm_seq_stats_get(const idm_seq *q, idm_seq_stats *out)
 {
-    uint64_t w;
     int64_t used;
     if (q == NULL || out == NULL)
         return;
     memset(out, 0, sizeof *out);
     pthread_mutex_lock(&q->k->mu);
-    w = atomic_load_explicit(&q->word, memory_order_relaxed);
-    used = (int64_t)(w & POS_MASK);
+    used = (int64_t)(atomic_load_explicit(&q->word, memory_order_relaxed) & POS_MASK);
     if (used > q->cur.size)
         used = q->cur.size;
     out->ids = q->ids_done + (uint64_t)used;

@@ -50,7 +50,6 @@
  * not reliable there; that is SQLite's own caveat).
  */
 #include <errno.h>
-#include <inttypes.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -257,15 +256,12 @@ static int busy_wait(void *arg, int count)
 {
     const sq_store *s = arg;
     int64_t left = s->deadline - idm__mono_ns(), pause_ns;
-    struct timespec ts;
     if (left <= 0)
         return 0;
     pause_ns = (count < 10 ? 100 * (int64_t)(count + 1) : 1000) * 1000;
     if (pause_ns > left)
         pause_ns = left;
-    ts.tv_sec = 0;
-    ts.tv_nsec = (long)pause_ns;
-    nanosleep(&ts, NULL);
+    nanosleep(&(struct timespec){0, (long)pause_ns}, NULL);
     return 1;
 }
 
@@ -291,15 +287,14 @@ static int step(sqlite3_stmt *st)
 static int run_done(sq_store *s, sqlite3_stmt *st, const char *what)
 {
     int rc = step(st);
-    if (rc != SQLITE_DONE) {
-        int err = rc == SQLITE_ROW ? idm__seg_fail(IDM_EIO, "store %s: %s: unexpected row",
-                                                   s->url, what)
-                                   : sq_fail(s, rc, what);
-        sqlite3_reset(st);
-        return err;
-    }
+    if (rc == SQLITE_DONE)
+        rc = 0;
+    else if (rc == SQLITE_ROW)
+        rc = idm__seg_fail(IDM_EIO, "store %s: %s: unexpected row", s->url, what);
+    else
+        rc = sq_fail(s, rc, what);
     sqlite3_reset(st);
-    return 0;
+    return rc;
 }
 
 /* An INTEGER column in 0 to max, strictly (SQLite columns take any type). */
@@ -337,39 +332,28 @@ static int col_kn(sq_store *s, sqlite3_stmt *st, int i, uint32_t *k, uint32_t *n
 
 /* ------------------------------------------------------------------ ops */
 
-static int sq_create_turn(void *ctx, const char *name, int64_t start, uint32_t k, uint32_t n)
+/* The writer takes its turn in this process first (see the top). */
+static int sq_create(void *ctx, const char *name, int64_t start, uint32_t k, uint32_t n)
 {
     sq_store *s = ctx;
     sqlite3_stmt *st = s->create;
     int rc;
+    begin_call(s);
+    if ((rc = turn_take(s, "cannot create the sequence")) != 0)
+        return rc;
     sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int64(st, 2, start);
     sqlite3_bind_int64(st, 3, (sqlite3_int64)k);
     sqlite3_bind_int64(st, 4, (sqlite3_int64)n);
     rc = step(st);
-    if (rc == SQLITE_DONE) {
-        sqlite3_reset(st);
-        return 0;
-    }
-    /* The primary key: the INSERT changed nothing. */
-    if (rc == SQLITE_CONSTRAINT_PRIMARYKEY || rc == SQLITE_CONSTRAINT_UNIQUE) {
-        sqlite3_reset(st);
-        return idm__seg_fail(IDM_EEXIST, "sequence %s exists already in %s", name, s->url);
-    }
-    rc = sq_fail(s, rc, "cannot create the sequence");
+    /* On the primary key (EEXIST) the INSERT changed nothing. */
+    if (rc == SQLITE_DONE)
+        rc = 0;
+    else if (rc == SQLITE_CONSTRAINT_PRIMARYKEY || rc == SQLITE_CONSTRAINT_UNIQUE)
+        rc = idm__seg_fail(IDM_EEXIST, "sequence %s exists already in %s", name, s->url);
+    else
+        rc = sq_fail(s, rc, "cannot create the sequence");
     sqlite3_reset(st);
-    return rc;
-}
-
-/* The writer takes its turn in this process first (see the top). */
-static int sq_create(void *ctx, const char *name, int64_t start, uint32_t k, uint32_t n)
-{
-    sq_store *s = ctx;
-    int rc;
-    begin_call(s);
-    if ((rc = turn_take(s, "cannot create the sequence")) != 0)
-        return rc;
-    rc = sq_create_turn(ctx, name, start, k, n);
     turn_give(s);
     return rc;
 }
@@ -385,17 +369,11 @@ static int take_miss(sq_store *s, const char *name, int64_t size, uint32_t k, ui
     int rc;
     sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
     rc = step(st);
-    if (rc == SQLITE_DONE) {
-        sqlite3_reset(st);
-        return idm__seg_fail(IDM_ENOSEQ, "sequence %s does not exist in %s", name, s->url);
-    }
-    if (rc != SQLITE_ROW) {
+    if (rc == SQLITE_DONE)
+        rc = idm__seg_fail(IDM_ENOSEQ, "sequence %s does not exist in %s", name, s->url);
+    else if (rc != SQLITE_ROW)
         rc = sq_fail(s, rc, "cannot read the sequence");
-        sqlite3_reset(st);
-        return rc;
-    }
-    rc = col_i64(s, st, 0, IDM_SEQ_MAX, &next, "reading the sequence");
-    if (rc == 0)
+    else if ((rc = col_i64(s, st, 0, IDM_SEQ_MAX, &next, "reading the sequence")) == 0)
         rc = col_kn(s, st, 1, &vk, &vn, "reading the sequence");
     sqlite3_reset(st);
     if (rc != 0)
@@ -411,16 +389,22 @@ static int take_miss(sq_store *s, const char *name, int64_t size, uint32_t k, ui
                          name, s->url, (long long)size, (long long)next);
 }
 
-static int sq_take_turn(void *ctx, const char *name, int64_t size, uint32_t k, uint32_t n,
-                        int64_t limit, int64_t *start)
+/* The writer takes its turn in this process first (see the top). */
+static int sq_take(void *ctx, const char *name, int64_t size, uint32_t k, uint32_t n,
+                   int64_t limit, int64_t *start)
 {
     sq_store *s = ctx;
     sqlite3_stmt *st = s->take;
     int64_t v = 0;
     int rc;
-    if (size <= 0 || size > IDM_SEQ_MAX || limit <= 0 || limit > IDM_SEQ_MAX)
+    begin_call(s);
+    if ((rc = turn_take(s, "cannot take a block")) != 0)
+        return rc;
+    if (size <= 0 || size > IDM_SEQ_MAX || limit <= 0 || limit > IDM_SEQ_MAX) {
+        turn_give(s);
         return idm__seg_fail(IDM_EINVAL, "sequence %s: block size %lld is outside 1 to 2^62",
                              name, (long long)size);
+    }
     sqlite3_bind_int64(st, 1, size);
     sqlite3_bind_text(st, 2, name, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int64(st, 3, limit);
@@ -429,46 +413,26 @@ static int sq_take_turn(void *ctx, const char *name, int64_t size, uint32_t k, u
     rc = step(st);
     if (rc == SQLITE_DONE) {
         sqlite3_reset(st);
-        return take_miss(s, name, size, k, n);
-    }
-    if (rc != SQLITE_ROW) {
+        rc = take_miss(s, name, size, k, n);
+    } else if (rc != SQLITE_ROW) {
         rc = sq_fail(s, rc, "cannot take a block");
-        sqlite3_reset(st);
-        return rc;
+    } else if ((rc = col_i64(s, st, 0, IDM_SEQ_MAX, &v, "taking a block")) == 0) {
+        /* The autocommit transaction commits when the statement completes:
+         * only then is the block ours. (The primary key makes a second row
+         * impossible.) */
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_DONE) {
+            *start = v;
+            rc = 0;
+        } else {
+            rc = rc == SQLITE_ROW ? idm__seg_fail(IDM_EIO, "store %s: sequence %s has two rows",
+                                                  s->url, name)
+                                  : sq_fail(s, rc, "cannot commit the block taken");
+        }
     }
-    rc = col_i64(s, st, 0, IDM_SEQ_MAX, &v, "taking a block");
-    if (rc != 0) {
-        /* The UPDATE may still commit when the statement is reset: the
-         * block is abandoned, which is safe (a gap). */
-        sqlite3_reset(st);
-        return rc;
-    }
-    /* The autocommit transaction commits when the statement completes: only
-     * then is the block ours. (The primary key makes a second row
-     * impossible.) */
-    rc = sqlite3_step(st);
-    if (rc != SQLITE_DONE) {
-        rc = rc == SQLITE_ROW ? idm__seg_fail(IDM_EIO, "store %s: sequence %s has two rows",
-                                              s->url, name)
-                              : sq_fail(s, rc, "cannot commit the block taken");
-        sqlite3_reset(st);
-        return rc;
-    }
+    /* After a bad value the UPDATE may still commit when the statement is
+     * reset: the block is abandoned, which is safe (a gap). */
     sqlite3_reset(st);
-    *start = v;
-    return 0;
-}
-
-/* The writer takes its turn in this process first (see the top). */
-static int sq_take(void *ctx, const char *name, int64_t size, uint32_t k, uint32_t n,
-                   int64_t limit, int64_t *start)
-{
-    sq_store *s = ctx;
-    int rc;
-    begin_call(s);
-    if ((rc = turn_take(s, "cannot take a block")) != 0)
-        return rc;
-    rc = sq_take_turn(ctx, name, size, k, n, limit, start);
     turn_give(s);
     return rc;
 }
@@ -491,9 +455,8 @@ static int sq_list(void *ctx, idm_seq_info **out, size_t *count)
             size_t ncap = cap == 0 ? 16 : cap * 2;
             idm_seq_info *nv = realloc(v, ncap * sizeof *nv);
             if (nv == NULL) {
-                free(v);
-                sqlite3_reset(st);
-                return idm__seg_fail(IDM_ENOMEM, "store %s: out of memory listing", s->url);
+                rc = idm__seg_fail(IDM_ENOMEM, "store %s: out of memory listing", s->url);
+                goto fail;
             }
             v = nv;
             cap = ncap;
@@ -502,31 +465,28 @@ static int sq_list(void *ctx, idm_seq_info **out, size_t *count)
         memset(e, 0, sizeof *e);
         if (sqlite3_column_type(st, 0) != SQLITE_TEXT || name == NULL || nlen <= 0 ||
             nlen > IDM_SEQ_NAME_MAX || strlen((const char *)name) != (size_t)nlen) {
-            free(v);
-            sqlite3_reset(st);
-            return idm__seg_fail(IDM_EIO,
-                                 "store %s: a sequence's name is not 1 to %d bytes of text",
-                                 s->url, IDM_SEQ_NAME_MAX);
+            rc = idm__seg_fail(IDM_EIO, "store %s: a sequence's name is not 1 to %d bytes of text",
+                               s->url, IDM_SEQ_NAME_MAX);
+            goto fail;
         }
         memcpy(e->name, name, (size_t)nlen);
         if ((rc = col_i64(s, st, 1, IDM_SEQ_MAX, &e->next, "listing")) != 0 ||
-            (rc = col_kn(s, st, 2, &e->k, &e->n, "listing")) != 0) {
-            free(v);
-            sqlite3_reset(st);
-            return rc;
-        }
+            (rc = col_kn(s, st, 2, &e->k, &e->n, "listing")) != 0)
+            goto fail;
         len++;
     }
     if (rc != SQLITE_DONE) {
         rc = sq_fail(s, rc, "cannot list the sequences");
-        free(v);
-        sqlite3_reset(st);
-        return rc;
+        goto fail;
     }
     sqlite3_reset(st);
     *out = v;
     *count = len;
     return 0;
+fail:
+    free(v);
+    sqlite3_reset(st);
+    return rc;
 }
 
 static int sq_floor_get(void *ctx, const char *name, uint32_t k, int64_t *floor)
@@ -539,42 +499,35 @@ static int sq_floor_get(void *ctx, const char *name, uint32_t k, int64_t *floor)
     sqlite3_bind_int64(st, 2, (sqlite3_int64)k);
     rc = step(st);
     if (rc == SQLITE_DONE) {
-        sqlite3_reset(st);
         *floor = 0; /* never recorded */
-        return 0;
-    }
-    if (rc != SQLITE_ROW) {
+        rc = 0;
+    } else if (rc == SQLITE_ROW) {
+        rc = col_i64(s, st, 0, IDM_SEQ_MAX, floor, "reading a floor");
+    } else {
         rc = sq_fail(s, rc, "cannot read a floor");
-        sqlite3_reset(st);
-        return rc;
     }
-    rc = col_i64(s, st, 0, IDM_SEQ_MAX, floor, "reading a floor");
     sqlite3_reset(st);
     return rc;
-}
-
-static int sq_floor_raise_turn(void *ctx, const char *name, uint32_t k, int64_t floor)
-{
-    sq_store *s = ctx;
-    sqlite3_stmt *st = s->floor_raise;
-    if (floor < 0 || floor > IDM_SEQ_MAX)
-        return idm__seg_fail(IDM_EINVAL, "sequence %s: floor %lld is outside 0 to 2^62", name,
-                             (long long)floor);
-    sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int64(st, 2, (sqlite3_int64)k);
-    sqlite3_bind_int64(st, 3, floor);
-    return run_done(s, st, "cannot raise a floor");
 }
 
 /* The writer takes its turn in this process first (see the top). */
 static int sq_floor_raise(void *ctx, const char *name, uint32_t k, int64_t floor)
 {
     sq_store *s = ctx;
+    sqlite3_stmt *st = s->floor_raise;
     int rc;
     begin_call(s);
     if ((rc = turn_take(s, "cannot raise a floor")) != 0)
         return rc;
-    rc = sq_floor_raise_turn(ctx, name, k, floor);
+    if (floor < 0 || floor > IDM_SEQ_MAX) {
+        rc = idm__seg_fail(IDM_EINVAL, "sequence %s: floor %lld is outside 0 to 2^62", name,
+                           (long long)floor);
+    } else {
+        sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_int64(st, 2, (sqlite3_int64)k);
+        sqlite3_bind_int64(st, 3, floor);
+        rc = run_done(s, st, "cannot raise a floor");
+    }
     turn_give(s);
     return rc;
 }

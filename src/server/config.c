@@ -80,11 +80,7 @@ static bool dec_u64(const char *s, uint64_t *out)
     for (const char *p = s; *p; p++)
         if (*p < '0' || *p > '9')
             return false;
-    uint64_t v = 0;
-    if (idm_u64_parse(s, &v) != 0)
-        return false;
-    *out = v;
-    return true;
+    return idm_u64_parse(s, out) == 0;
 }
 
 static bool is_name(const char *s, size_t len)
@@ -231,15 +227,12 @@ static int valid_node(const cfg_key *k, const char *value, const char *source, c
         if (!is_name(p, nlen))
             return cfg_bad(err, errlen, source, key, value,
                        "a field name is [a-z0-9_]+");
-        char num[32];
+        char num[32] = "";
         size_t vlen = len - nlen - 1;
         uint64_t v = 0;
-        if (vlen == 0 || vlen >= sizeof num)
-            return cfg_bad(err, errlen, source, key, value, "'%.*s' needs a decimal value",
-                       (int)nlen, p);
-        memcpy(num, eq + 1, vlen);
-        num[vlen] = '\0';
-        if (!dec_u64(num, &v))
+        if (vlen < sizeof num)
+            memcpy(num, eq + 1, vlen);
+        if (vlen >= sizeof num || !dec_u64(num, &v))
             return cfg_bad(err, errlen, source, key, value, "'%.*s' needs a decimal value",
                        (int)nlen, p);
         /* the same field twice */
@@ -271,14 +264,9 @@ static int valid_layout(const cfg_key *k, const char *value, const char *source,
         return 0;
     if (strchr(value, ':') == NULL) {
         char names[128] = "";
-        size_t used = 0;
-        for (const char *const *p = idm_layout_preset_names(); *p != NULL; p++) {
-            int w = snprintf(names + used, sizeof names - used, "%s%s", used > 0 ? ", " : "",
-                             *p);
-            if (w < 0 || (size_t)w >= sizeof names - used)
-                break;
-            used += (size_t)w;
-        }
+        outbuf o = {names, sizeof names, 0};
+        for (const char *const *p = idm_layout_preset_names(); *p != NULL; p++)
+            cfg_out(&o, "%s%s", o.used > 0 ? ", " : "", *p);
         return cfg_bad(err, errlen, source, key, value,
                    "not a preset (%s) nor a text form like time:41@1ms,worker:10,seq:12", names);
     }
@@ -325,47 +313,45 @@ static int valid_clock(const cfg_key *k, const char *value, const char *source, 
 #define AT(f) .off = offsetof(idmd_config, f), .size = sizeof(((idmd_config *)0)->f)
 #define NUM(f, l, h, d) .kind = CFG_NUM, AT(f), .lo = (uint64_t)(l), .hi = (uint64_t)(h), \
                         .dflt = (uint64_t)(d)
+#define STR(f) .kind = CFG_STR, AT(f)
+#define PAIR(k, f, f2) .kind = k, AT(f), .off2 = offsetof(idmd_config, f2)
 
 static const char *const policies[] = {"logical", "refuse", "wait", NULL};
 static const char *const exhausts[] = {"wait", "borrow", NULL};
 
 /* Every key, in print order (idmd_config.source's). */
 static const cfg_key cfg_keys[] = {
-    {"listen", .kind = CFG_LISTEN, AT(listen_host), .off2 = offsetof(idmd_config, listen_port),
-     .def = "127.0.0.1:7070", .arg = "HOST:PORT",
-     .help = "where to listen: IPv4, localhost or [IPv6]"},
-    {"admin-listen", .kind = CFG_LISTEN, AT(admin_host),
-     .off2 = offsetof(idmd_config, admin_port), .empty_ok = true, .arg = "HOST:PORT",
-     .help = "a listener of its own for /healthz, /metrics, /ping"},
-    {"data-dir", .kind = CFG_STR, AT(data_dir), .def = "./var", .arg = "DIR",
-     .help = "where state lives"},
-    {"lease", .kind = CFG_STR, AT(lease), .valid = valid_url, .arg = "URL",
-     .help = "lease backend, file:// or etcd://", .def_help = "file://DATA-DIR/leases"},
+    {"listen", PAIR(CFG_LISTEN, listen_host, listen_port), .def = "127.0.0.1:7070",
+     .arg = "HOST:PORT", .help = "where to listen: IPv4, localhost or [IPv6]"},
+    {"admin-listen", PAIR(CFG_LISTEN, admin_host, admin_port), .empty_ok = true,
+     .arg = "HOST:PORT", .help = "a listener of its own for /healthz, /metrics, /ping"},
+    {"data-dir", STR(data_dir), .def = "./var", .arg = "DIR", .help = "where state lives"},
+    {"lease", STR(lease), .valid = valid_url, .arg = "URL", .def_help = "file://DATA-DIR/leases",
+     .help = "lease backend, file:// or etcd://"},
     {"lease-ttl", NUM(lease_ttl_ms, IDM_LEASE_TTL_MIN_MS, IDM_LEASE_TTL_MAX_MS,
                       IDM_LEASE_TTL_DEFAULT_MS), .arg = "MS", .help = "lease time to live"},
-    {"store", .kind = CFG_STR, AT(store), .valid = valid_url, .arg = "URL",
-     .help = "segment store", .def_help = "sqlite://DATA-DIR/segments.db"},
-    {"layout", .kind = CFG_STR, AT(layout), .valid = valid_layout, .def = "twitter",
-     .arg = "LAYOUT", .help = "preset name or text form time:41@1ms,...,seq:12"},
-    {"epoch", .kind = CFG_EPOCH, AT(epoch), .off2 = offsetof(idmd_config, epoch_set),
-     .arg = "TIME", .help = "Unix ms or ISO-8601; needed by a text layout",
-     .def_help = "the preset's"},
+    {"store", STR(store), .valid = valid_url, .arg = "URL", .help = "segment store",
+     .def_help = "sqlite://DATA-DIR/segments.db"},
+    {"layout", STR(layout), .valid = valid_layout, .def = "twitter", .arg = "LAYOUT",
+     .help = "preset name or text form time:41@1ms,...,seq:12"},
+    {"epoch", PAIR(CFG_EPOCH, epoch, epoch_set), .arg = "TIME", .def_help = "the preset's",
+     .help = "Unix ms or ISO-8601; needed by a text layout"},
     {"policy", .kind = CFG_CHOICE, AT(policy), .choices = policies, .def = "logical",
      .arg = "POLICY", .help = "clock step back"},
     {"exhaust", .kind = CFG_CHOICE, AT(exhaust), .choices = exhausts, .def = "wait",
      .arg = "MODE", .help = "sequence exhausted"},
-    {"node", .kind = CFG_STR, AT(node), .valid = valid_node, .empty_ok = true,
-     .arg = "NAME=N,...", .help = "extra node fields, e.g. datacenter=1"},
-    {"lease-field", .kind = CFG_STR, AT(lease_field), .valid = valid_field, .def = "worker",
-     .arg = "NAME", .help = "the node field the lease fills",
+    {"node", STR(node), .valid = valid_node, .empty_ok = true, .arg = "NAME=N,...",
+     .help = "extra node fields, e.g. datacenter=1"},
+    {"lease-field", STR(lease_field), .valid = valid_field, .def = "worker", .arg = "NAME",
+     .help = "the node field the lease fills",
      .def_help = "worker, shard or machine,\nwhichever the layout has, else its only node field"},
     {"count-max", NUM(count_max, 1, 1000000, 10000), .arg = "N",
      .help = "most ids one request may ask for",
      .def_help = ", or\nless: what the layout can always mint in one request"},
     /* Empty is refused: a blank variable must not turn authentication off
      * behind the file's back. Leave the key out for none. */
-    {"token-file", .kind = CFG_STR, AT(token_file), .arg = "FILE",
-     .help = "file holding the bearer token", .def_help = "none: no authentication"},
+    {"token-file", STR(token_file), .arg = "FILE", .help = "file holding the bearer token",
+     .def_help = "none: no authentication"},
     {"idle-timeout", NUM(idle_timeout_ms, 100, 3600000, 10000), .arg = "MS",
      .help = "idle connection timeout"},
     {"head-timeout", NUM(head_timeout_ms, 100, 3600000, 5000), .arg = "MS",
@@ -377,14 +363,14 @@ static const cfg_key cfg_keys[] = {
      .help = "open connections"},
     {"max-connections-per-ip", NUM(max_connections_per_ip, 1, 100000, 256), .arg = "N",
      .help = "open connections from one address"},
-    {"clock", .kind = CFG_STR, AT(clock), .valid = valid_clock, .def = "system",
-     .arg = "CLOCK", .help = "system or offset-file:/ABS/PATH"},
+    {"clock", STR(clock), .valid = valid_clock, .def = "system", .arg = "CLOCK",
+     .help = "system or offset-file:/ABS/PATH"},
     {"segment-wait", NUM(segment_wait_ms, 0, 60000, 1000), .arg = "MS",
      .help = "how long a request waits for a block or an open"},
     {"store-timeout", NUM(store_timeout_ms, 1, 3600000, IDM_STORE_TIMEOUT_MS), .arg = "MS",
      .help = "how long one ticket-store call may take"},
     /* Like token-file: empty is refused; leave the key out for none. */
-    {"opaque-key-file", .kind = CFG_STR, AT(opaque_key_file), .arg = "FILE",
+    {"opaque-key-file", STR(opaque_key_file), .arg = "FILE",
      .help = "key (32 hex digits) for ?format=opaque"},
 };
 #define NKEYS (sizeof cfg_keys / sizeof cfg_keys[0])
@@ -635,21 +621,15 @@ static int load_file(idmd_config *c, const char *path, const char *named_by, cha
     int rc = 0;
     for (;;) {
         int ch = getc(f);
-        if (ch == EOF) {
-            if (ferror(f)) {
-                rc = cfg_fail(err, errlen, "%s:%u: read error: %s", path, lineno, strerror(errno));
-                break;
-            }
-            if (n > 0) {
-                line[n] = '\0';
-                rc = file_line(c, path, lineno, line, seen_at, err, errlen);
-            }
+        if (ch == EOF && ferror(f)) {
+            rc = cfg_fail(err, errlen, "%s:%u: read error: %s", path, lineno, strerror(errno));
             break;
         }
-        if (ch == '\n') {
+        if (ch == EOF || ch == '\n') { /* a last line without its newline counts too */
             line[n] = '\0';
-            rc = file_line(c, path, lineno, line, seen_at, err, errlen);
-            if (rc != 0)
+            if (ch == '\n' || n > 0)
+                rc = file_line(c, path, lineno, line, seen_at, err, errlen);
+            if (rc != 0 || ch == EOF)
                 break;
             n = 0;
             lineno++;
@@ -1037,15 +1017,13 @@ static int check_token_file(const idmd_config *c, char *err, size_t errlen)
     char buf[CAP];
     int rc = 0;
     ssize_t got = read_file(c->token_file, buf, sizeof buf, why, sizeof why);
-    if (got < 0) {
-        wipe(buf, sizeof buf);
-        return BAD(k, c->token_file, "%s", why);
-    }
-    size_t n = (size_t)got;
+    size_t n = got > 0 ? (size_t)got : 0;
     bool more = n == sizeof buf;
     while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
         n--;
-    if (more || n > IDMD_TOKEN_MAX) {
+    if (got < 0) {
+        rc = BAD(k, c->token_file, "%s", why);
+    } else if (more || n > IDMD_TOKEN_MAX) {
         rc = BAD(k, c->token_file, "the token is longer than %d bytes", IDMD_TOKEN_MAX);
     } else if (n == 0) {
         rc = BAD(k, c->token_file, "empty: it holds no token");
@@ -1109,14 +1087,24 @@ static int check_offset_file(const idmd_config *c, int64_t *offset_ms, char *err
     return 0;
 }
 
-/* A lease or store URL: a scheme of this build (the libraries say which);
- * file:// and sqlite:// take an absolute path (as the backends do at
- * start). k names the key blamed, what says which URL when it is made from
- * data-dir. */
-static int check_url(const idmd_config *c, const cfg_key *k, const char *url, bool is_lease,
-                     const char *what, char *err, size_t errlen)
+/* The lease or the store URL (key given), or the one made from data-dir
+ * when it is not set (then data-dir is blamed, what says which URL): a
+ * scheme of this build (the libraries say which); file:// and sqlite://
+ * take an absolute path (as the backends do at start). */
+static int check_url(const idmd_config *c, const cfg_key *given, bool is_lease, char *err,
+                     size_t errlen)
 {
-    const char *value = k == KEY(data_dir) ? c->data_dir : url;
+    char made[IDMD_PATH_MAX + 32];
+    const char *url = (const char *)c + given->off, *value = url, *what = "";
+    const cfg_key *k = given;
+    if (url[0] == '\0') {
+        snprintf(made, sizeof made, is_lease ? "file://%s/leases" : "sqlite://%s/segments.db",
+                 c->data_dir);
+        k = KEY(data_dir);
+        url = made;
+        value = c->data_dir;
+        what = is_lease ? "the lease URL made from it: " : "the store URL made from it: ";
+    }
     if ((is_lease ? idm_lease_url_check(url) : idm_store_url_check(url)) != 0) {
         const char *d = idm_error_detail(), *colon = strstr(d, ": ");
         return BAD(k, value, "%s%s", what, colon != NULL ? colon + 2 : d);
@@ -1141,25 +1129,6 @@ static int check_url(const idmd_config *c, const cfg_key *k, const char *url, bo
         }
     }
     return 0;
-}
-
-/* The lease and store URLs, given or made from data-dir. */
-static int check_urls(const idmd_config *c, char *err, size_t errlen)
-{
-    char url[IDMD_PATH_MAX + 32];
-    if (c->lease[0] != '\0') {
-        if (check_url(c, KEY(lease), c->lease, true, "", err, errlen) != 0)
-            return -1;
-    } else {
-        snprintf(url, sizeof url, "file://%s/leases", c->data_dir);
-        if (check_url(c, KEY(data_dir), url, true, "the lease URL made from it: ", err,
-                      errlen) != 0)
-            return -1;
-    }
-    if (c->store[0] != '\0')
-        return check_url(c, KEY(store), c->store, false, "", err, errlen);
-    snprintf(url, sizeof url, "sqlite://%s/segments.db", c->data_dir);
-    return check_url(c, KEY(data_dir), url, false, "the store URL made from it: ", err, errlen);
 }
 
 /* data-dir made absolute (the URLs made from it must be), and a directory if
@@ -1196,16 +1165,12 @@ static int check_data_dir(idmd_config *c, char *err, size_t errlen)
 /* The node fields of l, "a, b", into out. */
 static void node_names(const idm_layout *l, char *out, size_t len)
 {
-    size_t used = 0;
+    outbuf o = {out, len, 0};
     out[0] = '\0';
     for (size_t i = 0; i < idm_layout_field_count(l); i++) {
         idm_field_info f;
-        if (idm_layout_field(l, i, &f) != 0 || f.kind != IDM_FIELD_NODE)
-            continue;
-        int w = snprintf(out + used, len - used, "%s%s", used > 0 ? ", " : "", f.name);
-        if (w < 0 || (size_t)w >= len - used)
-            break;
-        used += (size_t)w;
+        if (idm_layout_field(l, i, &f) == 0 && f.kind == IDM_FIELD_NODE)
+            cfg_out(&o, "%s%s", o.used > 0 ? ", " : "", f.name);
     }
 }
 
@@ -1239,26 +1204,23 @@ static int check_lease_field(idmd_config *c, const idm_layout *l, int *index, ch
                    c->layout, nodes[0] != '\0' ? nodes : "none");
     }
     static const char *const names[] = {"worker", "shard", "machine"};
-    int only = -1, nnodes = 0;
-    for (size_t n = 0; n < sizeof names / sizeof names[0]; n++) {
-        for (size_t i = 0; i < count; i++) {
-            if (idm_layout_field(l, i, &f) == 0 && f.kind == IDM_FIELD_NODE &&
-                strcmp(f.name, names[n]) == 0) {
-                *index = (int)i;
-                snprintf(c->lease_field, sizeof c->lease_field, "%s", f.name);
-                return 0;
+    size_t rank = sizeof names / sizeof names[0]; /* of the best name found */
+    int pick = -1, only = -1, nnodes = 0;
+    for (size_t i = 0; i < count; i++) {
+        if (idm_layout_field(l, i, &f) != 0 || f.kind != IDM_FIELD_NODE)
+            continue;
+        only = (int)i;
+        nnodes++;
+        for (size_t n = 0; n < rank; n++) {
+            if (strcmp(f.name, names[n]) == 0) {
+                rank = n;
+                pick = (int)i;
             }
         }
     }
-    for (size_t i = 0; i < count; i++) {
-        if (idm_layout_field(l, i, &f) == 0 && f.kind == IDM_FIELD_NODE) {
-            only = (int)i;
-            nnodes++;
-        }
-    }
-    if (nnodes == 1) {
-        idm_layout_field(l, (size_t)only, &f);
-        *index = only;
+    if (pick >= 0 || nnodes == 1) {
+        *index = pick >= 0 ? pick : only;
+        idm_layout_field(l, (size_t)*index, &f);
         snprintf(c->lease_field, sizeof c->lease_field, "%s", f.name);
         return 0;
     }
@@ -1399,7 +1361,8 @@ int idmd_config_check(idmd_config *c, char *err, size_t errlen)
         check_lease_field(c, l, &lease_index, err, errlen) != 0 ||
         check_node(c, l, lease_index, err, errlen) != 0 ||
         check_count_max(c, l, err, errlen) != 0 || check_data_dir(c, err, errlen) != 0 ||
-        check_urls(c, err, errlen) != 0 ||
+        check_url(c, KEY(lease), true, err, errlen) != 0 ||
+        check_url(c, KEY(store), false, err, errlen) != 0 ||
         (c->token_file[0] != '\0' && check_token_file(c, err, errlen) != 0) ||
         (c->opaque_key_file[0] != '\0' && check_opaque_key_file(c, err, errlen) != 0) ||
         check_admin_listen(c, err, errlen) != 0)

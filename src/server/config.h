@@ -45,13 +45,9 @@ typedef struct idmd_config {
     char node[256];             /* node: extra node fields, "datacenter=1,..." */
     char lease_field[64];       /* lease-field: the node field the lease fills */
     uint32_t count_max;         /* count-max: at most count_max_layout after
-                                   idmd_config_check (it lowers the default,
-                                   and refuses a larger value set) */
-    uint32_t count_max_layout;  /* set by idmd_config_check: the most ids one
-                                   request can always get from the layout
-                                   within the generator's wait bound (an
-                                   all-or-nothing batch of more could only be
-                                   refused); 0 before the check */
+                                   idmd_config_check */
+    uint32_t count_max_layout;  /* set by idmd_config_check (see there); 0
+                                   before the check */
     char token_file[IDMD_PATH_MAX]; /* token-file: a file holding the bearer
                                        token; unset = no authentication (an
                                        empty value is refused from any source) */
@@ -79,8 +75,7 @@ typedef struct idmd_config {
                                            key (32 hex digits) of ?format=opaque;
                                            unset = that format is refused */
     char note[512];             /* set by idmd_config_check: what it changed
-                                   that the operator should hear of (a lowered
-                                   count-max), "" if nothing; printed as a
+                                   (see there), "" if nothing; printed as a
                                    comment by idmd_config_print */
     /* Where each key's value came from, for the messages of
      * idmd_config_check: "--key", "IDMINT_KEY" or "FILE:LINE" (its last
@@ -131,7 +126,9 @@ int idmd_config_set(idmd_config *c, const char *key, const char *value, const ch
  * absolute (the lease and store URLs derived from it must be); lease-field
  * resolved as the CLI does (worker, shard or machine, whichever the layout
  * has first, else its only node field); count-max lowered to
- * count_max_layout, said in note. It sets count_max_layout. Calling it again
+ * count_max_layout, said in note. It sets count_max_layout, the most ids one
+ * request can always get from the layout within the generator's wait bound
+ * (an all-or-nothing batch of more could only be refused). Calling it again
  * on its result changes nothing.
  */
 int idmd_config_check(idmd_config *c, char *err, size_t errlen);
