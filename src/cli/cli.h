@@ -182,6 +182,11 @@ bool cli_time_text(idm_unix_ms t, char *buf);
 /* The ISO-8601 text of t, or "after year 9999"; returns buf. */
 const char *cli_time_or_far(idm_unix_ms t, char *buf);
 
+/* A time as a JSON value: "\"ISO\"", or null past year 9999; returns buf
+ * (CLI_JSON_TIME_MAX bytes). */
+#define CLI_JSON_TIME_MAX (IDM_TIME_TEXT_MAX + 2)
+const char *cli_json_time(idm_unix_ms t, char *buf);
+
 /* A time as ' time=ISO unix_ms=MS', or in JSON ',"time":"ISO","unix_ms":MS'
  * (the time is "-" or null past year 9999). */
 void cli_print_time(FILE *out, idm_unix_ms ms, bool json);

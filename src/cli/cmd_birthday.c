@@ -231,9 +231,7 @@ static void model_init(model *m, int bits, bool per_ms, double rate)
     m->bits = bits;
     m->per_ms = per_ms;
     m->rate = rate;
-    m->log_ms = 0;
-    if (per_ms)
-        m->log_ms = log_one_ms(bits, rate / 1000.0);
+    m->log_ms = per_ms ? log_one_ms(bits, rate / 1000.0) : 0;
 }
 
 /* Whole ids minted in t seconds (a product within rounding of a whole
@@ -269,11 +267,6 @@ static double log_none(const model *m, double t, exact_acc *acc)
     if (n > ldexp(1.0, m->bits))
         return -INFINITY;
     return -ldexp(n * (n - 1) * 0.5, -m->bits);
-}
-
-static bool method_exact(const model *m, double t)
-{
-    return !m->per_ms && ids_in(m->rate, t) <= EXACT_MAX;
 }
 
 /* The time (seconds) until P(collision) reaches p, and the ids by then. */
@@ -450,14 +443,8 @@ static double y_of(double log10p)
     return PY0 + (PY1 - PY0) * (log10p / LOGP_MIN);
 }
 
-/* log10 of P(collision) from ln P(no collision). */
-static double log10_p(double ln_none)
-{
-    return log10(-expm1(ln_none));
-}
-
-static void svg_series(FILE *f, const model *m, const char *color, bool dash,
-                       bool bold, int row)
+/* One model's line (dashed when per ms) and its legend row. */
+static void svg_series(FILE *f, const model *m, const char *color, bool bold, int row)
 {
     char label[64];
     model_label(m, label, sizeof label);
@@ -481,7 +468,7 @@ static void svg_series(FILE *f, const model *m, const char *color, bool dash,
             double t = pow(10.0, lt);
             if (i == SAMPLES)
                 t = T_MAX;
-            double lp = log10_p(log_none(m, t, &acc));
+            double lp = log10(-expm1(log_none(m, t, &acc))); /* log10 P(collision) */
             if (!(lp >= LOGP_MIN)) /* below the chart, or P = 0 */
                 continue;
             fprintf(f, "%s%.2f,%.2f", points == 0 ? "M" : " L", x_of(t),
@@ -490,12 +477,12 @@ static void svg_series(FILE *f, const model *m, const char *color, bool dash,
         }
         fprintf(f, "\" fill=\"none\" stroke=\"%s\" stroke-width=\"%s\"%s>"
                 "<title>%s</title></path>\n", color, bold ? "3" : "1.6",
-                dash ? " stroke-dasharray=\"7,4\"" : "", label);
+                m->per_ms ? " stroke-dasharray=\"7,4\"" : "", label);
     }
     double ly = PY0 + 10 + 22.0 * row;
     fprintf(f, "<line x1=\"680\" y1=\"%.1f\" x2=\"712\" y2=\"%.1f\" "
             "stroke=\"%s\" stroke-width=\"%s\"%s/>\n", ly, ly, color,
-            bold ? "3" : "1.6", dash ? " stroke-dasharray=\"7,4\"" : "");
+            bold ? "3" : "1.6", m->per_ms ? " stroke-dasharray=\"7,4\"" : "");
     fprintf(f, "<text x=\"720\" y=\"%.1f\" class=\"legend\"%s>%s%s</text>\n",
             ly + 4, bold ? " font-weight=\"bold\"" : "", label,
             drawn ? "" : " (below 1e-18)");
@@ -599,10 +586,10 @@ static void svg_all_series(FILE *f, const model *mine)
         model_init(&m, widths[i].bits, widths[i].per_ms, mine->rate);
         bool is_mine = m.bits == mine->bits && m.per_ms == mine->per_ms;
         mine_listed = mine_listed || is_mine;
-        svg_series(f, &m, colors[i], m.per_ms, is_mine, row++);
+        svg_series(f, &m, colors[i], is_mine, row++);
     }
     if (!mine_listed)
-        svg_series(f, mine, colors[nw], mine->per_ms, true, row++);
+        svg_series(f, mine, colors[nw], true, row++);
     fprintf(f, "</g>\n");
     fprintf(f, "<text x=\"680\" y=\"%.1f\" font-size=\"10\" fill=\"#555555\">"
             "dashed: random bits per ms</text>\n"
@@ -697,14 +684,9 @@ static void compute(result *r)
     r->prob = -expm1(log_none(m, r->duration, NULL));
     if (r->prob == 0)
         r->prob = 0; /* not -0 */
-    r->exact = method_exact(m, r->duration);
+    r->exact = !m->per_ms && ids_in(m->rate, r->duration) <= EXACT_MAX;
     time_to(m, 0.5, &r->t50, &r->n50);
     time_to(m, 1e-9, &r->t9, &r->n9);
-}
-
-static const char *method_name(const result *r)
-{
-    return r->m.per_ms ? "poisson-per-ms" : r->exact ? "exact-product" : "approximation";
 }
 
 /* ',"NAME":V' with V by json_num. */
@@ -722,7 +704,8 @@ static void print_json(const result *r)
     json_member("duration_s", r->duration);
     json_member("ids", r->ids);
     json_member("p_collision", r->prob);
-    printf(",\"method\":\"%s\"", method_name(r));
+    printf(",\"method\":\"%s\"",
+           r->m.per_ms ? "poisson-per-ms" : r->exact ? "exact-product" : "approximation");
     json_member("t50_s", r->t50);
     json_member("t50_ids", r->n50);
     json_member("t1e9_s", r->t9);

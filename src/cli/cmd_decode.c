@@ -9,6 +9,7 @@
  */
 #include "cli.h"
 
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -67,17 +68,11 @@ typedef struct parsed_id {
     uint8_t b[16];   /* the bytes of a UUID, ULID (16) or ObjectId (12) */
 } parsed_id;
 
-static bool is_hex(char c)
-{
-    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') ||
-           (c >= 'A' && c <= 'F');
-}
-
+/* ASCII letters and digits only: the program keeps the C locale. */
 static bool all_alnum(const char *s)
 {
     for (; *s != '\0'; s++) {
-        if (!is_hex(*s) && !(*s >= 'g' && *s <= 'z') &&
-            !(*s >= 'G' && *s <= 'Z'))
+        if (!isalnum((unsigned char)*s))
             return false;
     }
     return true;
@@ -132,58 +127,47 @@ static int parse_one(const char *text, id_kind kind, const idm_layout *l,
                      parsed_id *out)
 {
     out->kind = kind;
-    int rc;
+    const char *what = "ID";
+    int rc = 0;
     switch (kind) {
     case KIND_UUID: {
         idm_uuid u;
-        rc = idm_uuid_parse(text, &u);
-        if (rc != 0) {
-            cli_lib_error("decode", rc, "bad UUID '%s'", text);
-            return CLI_USAGE;
-        }
-        memcpy(out->b, u.b, sizeof u.b);
-        return CLI_OK;
+        what = "UUID";
+        if ((rc = idm_uuid_parse(text, &u)) == 0)
+            memcpy(out->b, u.b, sizeof u.b);
+        break;
     }
     case KIND_ULID: {
         idm_ulid u;
-        rc = idm_ulid_parse(text, &u);
-        if (rc != 0) {
-            cli_lib_error("decode", rc, "bad ULID '%s'", text);
-            return CLI_USAGE;
-        }
-        memcpy(out->b, u.b, sizeof u.b);
-        return CLI_OK;
+        what = "ULID";
+        if ((rc = idm_ulid_parse(text, &u)) == 0)
+            memcpy(out->b, u.b, sizeof u.b);
+        break;
     }
     case KIND_OBJECTID: {
         idm_objectid o;
-        rc = idm_objectid_parse(text, &o);
-        if (rc != 0) {
-            cli_lib_error("decode", rc, "bad ObjectId '%s'", text);
-            return CLI_USAGE;
-        }
-        memcpy(out->b, o.b, sizeof o.b);
-        return CLI_OK;
+        what = "ObjectId";
+        if ((rc = idm_objectid_parse(text, &o)) == 0)
+            memcpy(out->b, o.b, sizeof o.b);
+        break;
     }
     case KIND_AUTO:
     case KIND_SNOWFLAKE:
+        out->kind = KIND_SNOWFLAKE;
+        if ((rc = idm_u64_parse(text, &out->snowflake)) != 0)
+            break;
+        rc = idm_layout_decode(l, out->snowflake, &out->dec);
+        if (rc == IDM_ERANGE) {
+            char label[IDM_LAYOUT_TEXT_MAX];
+            cli_layout_label(l, label, sizeof label);
+            cli_error("decode", "bad ID '%s': it has bits above the %u bits "
+                      "of layout %s", text, idm_layout_bits(l), label);
+            return CLI_USAGE;
+        }
         break;
     }
-    out->kind = KIND_SNOWFLAKE;
-    rc = idm_u64_parse(text, &out->snowflake);
     if (rc != 0) {
-        cli_lib_error("decode", rc, "bad ID '%s'", text);
-        return CLI_USAGE;
-    }
-    rc = idm_layout_decode(l, out->snowflake, &out->dec);
-    if (rc == IDM_ERANGE) {
-        char label[IDM_LAYOUT_TEXT_MAX];
-        cli_layout_label(l, label, sizeof label);
-        cli_error("decode", "bad ID '%s': it has bits above the %u bits "
-                  "of layout %s", text, idm_layout_bits(l), label);
-        return CLI_USAGE;
-    }
-    if (rc != 0) {
-        cli_lib_error("decode", rc, "bad ID '%s'", text);
+        cli_lib_error("decode", rc, "bad %s '%s'", what, text);
         return CLI_USAGE;
     }
     return CLI_OK;

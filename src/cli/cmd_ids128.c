@@ -35,6 +35,11 @@ static const cli_opt ulid_options[] = {
     "\n"                                                                      \
     "--format binary refuses to write to a terminal.\n"
 
+#define HELP_UUID_FORMAT                                                      \
+    "      --format FMT       text (default; 8-4-4-4-12 lower-case hex), hex\n" \
+    "                         (32 digits, no dashes) or binary (16 bytes per\n" \
+    "                         id, back to back, no newline)\n"
+
 static const char uuid7_usage[] =
     "usage: idmint uuid7 [-n N] [--format text|hex|binary]\n"
     "\n"
@@ -43,9 +48,7 @@ static const char uuid7_usage[] =
     "same millisecond add a random increment to the previous one.\n"
     "\n"
     HELP_COUNT
-    "      --format FMT       text (default; 8-4-4-4-12 lower-case hex), hex\n"
-    "                         (32 digits, no dashes) or binary (16 bytes per\n"
-    "                         id, back to back, no newline)\n"
+    HELP_UUID_FORMAT
     HELP_TAIL;
 
 static const char uuid4_usage[] =
@@ -54,9 +57,7 @@ static const char uuid4_usage[] =
     "Mint N version 4 UUIDs (RFC 9562): 122 random bits each.\n"
     "\n"
     HELP_COUNT
-    "      --format FMT       text (default; 8-4-4-4-12 lower-case hex), hex\n"
-    "                         (32 digits, no dashes) or binary (16 bytes per\n"
-    "                         id, back to back, no newline)\n"
+    HELP_UUID_FORMAT
     HELP_TAIL;
 
 static const char ulid_usage[] =
@@ -136,37 +137,29 @@ static void minter_close(minter *m)
 /* The next id's bytes (gens[kind].size of them) into b. */
 static int minter_next(minter *m, uint8_t b[16])
 {
+    idm_uuid u;
+    idm_ulid ul;
+    idm_objectid o;
+    const uint8_t *got = u.b;
     int rc = 0;
     switch (m->kind) {
-    case GEN_UUID7: {
-        idm_uuid u;
+    case GEN_UUID7:
         rc = idm_uuid7_next(m->uuid7, &u);
-        if (rc == 0)
-            memcpy(b, u.b, sizeof u.b);
         break;
-    }
-    case GEN_UUID4: {
-        idm_uuid u;
+    case GEN_UUID4:
         rc = idm_uuid4(NULL, &u);
-        if (rc == 0)
-            memcpy(b, u.b, sizeof u.b);
         break;
-    }
-    case GEN_ULID: {
-        idm_ulid u;
-        rc = idm_ulid_next(m->ulid, &u);
-        if (rc == 0)
-            memcpy(b, u.b, sizeof u.b);
+    case GEN_ULID:
+        rc = idm_ulid_next(m->ulid, &ul);
+        got = ul.b;
         break;
-    }
-    case GEN_OBJECTID: {
-        idm_objectid o;
+    case GEN_OBJECTID:
         rc = idm_objectid_next(m->objectid, &o);
-        if (rc == 0)
-            memcpy(b, o.b, sizeof o.b);
+        got = o.b;
         break;
     }
-    }
+    if (rc == 0)
+        memcpy(b, got, gens[m->kind].size);
     return rc;
 }
 
@@ -181,20 +174,20 @@ static size_t format_line(gen_kind kind, const uint8_t *b, out_format fmt,
     size_t len;
     if (fmt == FMT_HEX) {
         len = cli_hex_bytes(b, gens[kind].size, buf);
-    } else if (kind == GEN_ULID) {
-        idm_ulid u;
-        memcpy(u.b, b, sizeof u.b);
-        idm_ulid_format(&u, buf);
-        len = strlen(buf);
-    } else if (kind == GEN_OBJECTID) {
-        idm_objectid o;
-        memcpy(o.b, b, sizeof o.b);
-        idm_objectid_format(&o, buf);
-        len = strlen(buf);
     } else {
-        idm_uuid u;
-        memcpy(u.b, b, sizeof u.b);
-        idm_uuid_format(&u, buf);
+        if (kind == GEN_ULID) {
+            idm_ulid u;
+            memcpy(u.b, b, sizeof u.b);
+            idm_ulid_format(&u, buf);
+        } else if (kind == GEN_OBJECTID) {
+            idm_objectid o;
+            memcpy(o.b, b, sizeof o.b);
+            idm_objectid_format(&o, buf);
+        } else {
+            idm_uuid u;
+            memcpy(u.b, b, sizeof u.b);
+            idm_uuid_format(&u, buf);
+        }
         len = strlen(buf);
     }
     buf[len++] = '\n';

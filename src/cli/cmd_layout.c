@@ -74,7 +74,7 @@ static bool per_second(const idm_layout *l, uint64_t per_tick, uint64_t *out)
 static void describe_json(const idm_layout *l)
 {
     char text[IDM_LAYOUT_TEXT_MAX];
-    char buf[IDM_TIME_TEXT_MAX];
+    char buf[IDM_TIME_TEXT_MAX], jt[CLI_JSON_TIME_MAX];
     char num[CLI_U64_TEXT_MAX];
     idm_layout_format(l, text, sizeof text);
     idm_unix_ms epoch = idm_layout_epoch(l);
@@ -105,22 +105,14 @@ static void describe_json(const idm_layout *l)
         printf(",\"ids_per_second\":null");
     }
     idm_unix_ms end = idm_layout_time_end(l);
-    if (cli_time_text(end, buf))
-        printf(",\"time_end_ms\":%lld,\"time_end\":\"%s\"", (long long)end,
-               buf);
-    else
-        printf(",\"time_end_ms\":%lld,\"time_end\":null", (long long)end);
+    printf(",\"time_end_ms\":%lld,\"time_end\":%s", (long long)end, cli_json_time(end, jt));
     idm_unix_ms from = 0;
-    bool sign = idm_layout_sign_bit(l, &from);
-    if (!sign)
+    if (!idm_layout_sign_bit(l, &from))
         printf(",\"sign_bit\":false,\"negative_from_ms\":null,"
                "\"negative_from\":null}\n");
-    else if (cli_time_text(from, buf))
-        printf(",\"sign_bit\":true,\"negative_from_ms\":%lld,"
-               "\"negative_from\":\"%s\"}\n", (long long)from, buf);
     else
         printf(",\"sign_bit\":true,\"negative_from_ms\":%lld,"
-               "\"negative_from\":null}\n", (long long)from);
+               "\"negative_from\":%s}\n", (long long)from, cli_json_time(from, jt));
 }
 
 static void describe_text(const idm_layout *l)

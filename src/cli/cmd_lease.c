@@ -116,52 +116,18 @@ static int check_opt(void *ctx, const char *cmd, int id, const char *v)
     return CLI_OK;
 }
 
-/* Read the arguments of list or hold; *url is the URL. CLI_OK (with
- * args->help set if the usage was printed) or the exit status. */
-static int parse_args(const cli_spec *spec, int argc, char **argv, cli_args *args,
-                      lease_args *a, const char **url)
-{
-    a->max_workers = 1024;
-    a->ttl_ms = IDM_LEASE_TTL_DEFAULT_MS;
-    int status = cli_parse_args(spec, argc, argv, args, a);
-    if (status != CLI_OK || args->help)
-        return status;
-    if (args->pos_count == 0) {
-        cli_error(spec->cmd, "missing URL (file:///DIR or etcd://HOST:PORT/PREFIX)");
-        return CLI_USAGE;
-    }
-    *url = args->pos[0];
-    return CLI_OK;
-}
-
 /* The holder text, made safe for one line of text or a JSON string. */
 static void holder_text(const char *in, bool json, char *out, size_t len)
 {
-    static const char hex[] = "0123456789abcdef";
     size_t n = 0;
     for (const unsigned char *s = (const unsigned char *)in; *s != '\0'; s++) {
         char e[8];
         size_t k = 0;
-        if (*s <= ' ' || *s >= 0x7f) {
-            if (json && *s == ' ') {
-                e[k++] = ' ';
-            } else if (json) {
-                memcpy(e, "\\u00", 4);
-                k = 4;
-                e[k++] = hex[*s >> 4];
-                e[k++] = hex[*s & 15];
-            } else {
-                e[k++] = '\\';
-                e[k++] = 'x';
-                e[k++] = hex[*s >> 4];
-                e[k++] = hex[*s & 15];
-            }
-        } else if (json && (*s == '"' || *s == '\\')) {
+        if (*s < ' ' || *s >= 0x7f || (!json && *s == ' ')) {
+            k = (size_t)snprintf(e, sizeof e, json ? "\\u%04x" : "\\x%02x", *s);
+        } else if (*s == '\\' || (json && *s == '"')) {
             e[k++] = '\\';
             e[k++] = (char)*s;
-        } else if (!json && *s == '\\') {
-            e[k++] = '\\';
-            e[k++] = '\\';
         } else {
             e[k++] = (char)*s;
         }
@@ -173,20 +139,12 @@ static void holder_text(const char *in, bool json, char *out, size_t len)
     out[n] = '\0';
 }
 
-static int cmd_list(int argc, char **argv)
+static int cmd_list(const char *url, const lease_args *a, bool json)
 {
     const char *cmd = list_spec.cmd;
-    cli_args args;
-    lease_args a;
-    const char *url = NULL;
-    int status = parse_args(&list_spec, argc, argv, &args, &a, &url);
-    if (status != CLI_OK || args.help)
-        return status;
-    bool json = cli_given(&args, CLI_ID_JSON);
-
     idm_lease_entry *e = NULL;
     size_t count = 0;
-    int rc = idm_lease_list(url, a.max_workers, &e, &count);
+    int rc = idm_lease_list(url, a->max_workers, &e, &count);
     if (rc != 0)
         return cli_lease_error(cmd, rc, "cannot list the leases");
 
@@ -271,16 +229,9 @@ static int hold_start(const char *cmd, const char *url, const lease_args *a,
     return CLI_OK;
 }
 
-static int cmd_hold(int argc, char **argv)
+static int cmd_hold(const char *url, const lease_args *a)
 {
     const char *cmd = hold_spec.cmd;
-    cli_args args;
-    lease_args a;
-    const char *url = NULL;
-    int status = parse_args(&hold_spec, argc, argv, &args, &a, &url);
-    if (status != CLI_OK || args.help)
-        return status;
-
     /* Handlers first: a SIGTERM right after the claim still releases it. */
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -293,7 +244,8 @@ static int cmd_hold(int argc, char **argv)
     idm_layout *l = NULL;
     idm_lease *lease = NULL;
     idm_snowflake *g = NULL;
-    if ((status = hold_start(cmd, url, &a, &l, &lease, &g)) != CLI_OK)
+    int status = hold_start(cmd, url, a, &l, &lease, &g);
+    if (status != CLI_OK)
         return status;
     uint32_t worker = idm_lease_worker(lease);
     printf("worker=%u mark_ms=%lld\n", (unsigned)worker,
@@ -343,10 +295,23 @@ int cli_cmd_lease(int argc, char **argv)
         fputs(usage_text, stdout);
         return CLI_OK;
     }
-    if (strcmp(sub, "list") == 0)
-        return cmd_list(argc - 1, argv + 1);
-    if (strcmp(sub, "hold") == 0)
-        return cmd_hold(argc - 1, argv + 1);
-    cli_error("lease", "unknown subcommand '%s': use list or hold", sub);
-    return CLI_USAGE;
+    const cli_spec *spec = strcmp(sub, "list") == 0   ? &list_spec
+                           : strcmp(sub, "hold") == 0 ? &hold_spec
+                                                      : NULL;
+    if (spec == NULL) {
+        cli_error("lease", "unknown subcommand '%s': use list or hold", sub);
+        return CLI_USAGE;
+    }
+    cli_args args;
+    lease_args a = {1024, IDM_LEASE_TTL_DEFAULT_MS};
+    int status = cli_parse_args(spec, argc - 1, argv + 1, &args, &a);
+    if (status != CLI_OK || args.help)
+        return status;
+    if (args.pos_count == 0) {
+        cli_error(spec->cmd, "missing URL (file:///DIR or etcd://HOST:PORT/PREFIX)");
+        return CLI_USAGE;
+    }
+    if (spec == &list_spec)
+        return cmd_list(args.pos[0], &a, cli_given(&args, CLI_ID_JSON));
+    return cmd_hold(args.pos[0], &a);
 }

@@ -277,16 +277,14 @@ static int set_nodes(const next_args *a, const idm_layout *l, int lease_index,
         for (unsigned b = 0; b < IDM_LAYOUT_MAX_FIELDS; b++) {
             if ((set & (UINT32_C(1) << b)) == 0)
                 continue;
+            idm_field_info f;
+            idm_layout_field(l, b, &f);
             if ((int)b == lease_index) {
-                idm_field_info f;
-                idm_layout_field(l, b, &f);
                 cli_error("next", "--node %s and --lease exclude each other "
                           "(the lease gives %s)", f.name, f.name);
                 return CLI_USAGE;
             }
             if (opts->node_set & (UINT32_C(1) << b)) {
-                idm_field_info f;
-                idm_layout_field(l, b, &f);
                 cli_error("next", "--node %s is given twice", f.name);
                 return CLI_USAGE;
             }

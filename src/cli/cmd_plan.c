@@ -207,17 +207,6 @@ static const char *fmt_bytes(double b, char *buf, size_t len)
     return buf;
 }
 
-/* A JSON string member for a time: "\"...\"" or null. */
-static const char *json_time(idm_unix_ms t, char *buf)
-{
-    char iso[IDM_TIME_TEXT_MAX];
-    if (cli_time_text(t, iso))
-        snprintf(buf, IDM_TIME_TEXT_MAX + 2, "\"%s\"", iso);
-    else
-        snprintf(buf, IDM_TIME_TEXT_MAX + 2, "null");
-    return buf;
-}
-
 /* The tick as the text form writes it: "1ms", "10ms", "1s". */
 static void tick_text(int64_t tick_ms, char *buf, size_t len)
 {
@@ -427,6 +416,13 @@ static const cli_spec estimate_spec = {
 
 /* ---- plan ---- */
 
+typedef struct plan_args {
+    bool have_workers, have_peak;
+    uint64_t workers;
+    double peak;
+    idm_unix_ms at; /* of the example id */
+} plan_args;
+
 /* The suggested layout: 63 bits, the given tick, node bits for the
  * workers, seq bits for the peak, the rest to time. */
 typedef struct suggestion {
@@ -437,15 +433,14 @@ typedef struct suggestion {
     double span_years;
 } suggestion;
 
-static void suggest(const layout_facts *f, bool have_workers, uint64_t workers,
-                    bool have_peak, double peak, suggestion *s)
+static void suggest(const layout_facts *f, const plan_args *a, suggestion *s)
 {
     memset(s, 0, sizeof *s);
     /* Needs not stated keep the given layout's capacity. */
-    s->node_bits = have_workers ? bits_for((double)workers)
-                                : (f->node_bits > 0 ? f->node_bits : 1);
-    s->seq_bits = have_peak ? bits_for(peak * (double)f->tick_ms / 1000.0)
-                            : f->seq_bits;
+    s->node_bits = a->have_workers ? bits_for((double)a->workers)
+                                   : (f->node_bits > 0 ? f->node_bits : 1);
+    s->seq_bits = a->have_peak ? bits_for(a->peak * (double)f->tick_ms / 1000.0)
+                               : f->seq_bits;
     if (s->node_bits + s->seq_bits > 62)
         return;
     char tick[32];
@@ -468,13 +463,6 @@ static void suggest(const layout_facts *f, bool have_workers, uint64_t workers,
         }
     }
 }
-
-typedef struct plan_args {
-    bool have_workers, have_peak;
-    uint64_t workers;
-    double peak;
-    idm_unix_ms at; /* of the example id */
-} plan_args;
 
 /* The example id's node values: all 0 but the last node field's, 1. */
 static void example_nodes(const idm_layout *l, uint64_t *node)
@@ -646,17 +634,17 @@ static void text_verdicts(const layout_facts *f, const plan_args *a, idm_unix_ms
 static void json_capacity(const idm_layout *l, const layout_facts *f, const plan_args *a,
                           idm_unix_ms now)
 {
-    char t1[IDM_TIME_TEXT_MAX + 2], n1[64], n2[64];
+    char t1[CLI_JSON_TIME_MAX], n1[64], n2[64];
     char num[CLI_U64_TEXT_MAX];
     double left = ((double)f->time_end - (double)now) / MS_PER_YEAR;
 
     printf("{\"layout\":\"%s\",\"text\":\"%s\",\"epoch_ms\":%lld,"
            "\"epoch\":%s,\"tick_ms\":%lld", f->label, f->text,
-           (long long)f->epoch, json_time(f->epoch, t1),
+           (long long)f->epoch, cli_json_time(f->epoch, t1),
            (long long)f->tick_ms);
     printf(",\"time_end_ms\":%lld,\"time_end\":%s,\"years_left\":%.1f,"
            "\"span_years\":%.1f,\"time_bits\":%u", (long long)f->time_end,
-           json_time(f->time_end, t1), left, f->span_years, f->time_bits);
+           cli_json_time(f->time_end, t1), left, f->span_years, f->time_bits);
     cli_u64_dec(f->worker_ids, num);
     printf(",\"node_bits\":%u,\"worker_ids\":%s,\"seq_bits\":%u,"
            "\"ids_per_tick\":%s,\"ids_per_second_per_worker\":%s",
@@ -674,7 +662,7 @@ static void json_capacity(const idm_layout *l, const layout_facts *f, const plan
     if (over_53_from(f, &from))
         printf(",\"over_2_53\":%s,\"over_2_53_from_ms\":%lld,"
                "\"over_2_53_from\":%s", now >= from ? "true" : "false",
-               (long long)from, json_time(from, t1));
+               (long long)from, cli_json_time(from, t1));
     else
         printf(",\"over_2_53\":false,\"over_2_53_from_ms\":null,"
                "\"over_2_53_from\":null");
@@ -682,7 +670,7 @@ static void json_capacity(const idm_layout *l, const layout_facts *f, const plan
         printf(",\"sign_bit\":true,\"negative_now\":%s,"
                "\"negative_from_ms\":%lld,\"negative_from\":%s",
                now >= from ? "true" : "false", (long long)from,
-               json_time(from, t1));
+               cli_json_time(from, t1));
     else
         printf(",\"sign_bit\":false,\"negative_now\":false,"
                "\"negative_from_ms\":null,\"negative_from\":null");
@@ -692,7 +680,7 @@ static void json_capacity(const idm_layout *l, const layout_facts *f, const plan
 static void json_verdicts(const layout_facts *f, const plan_args *a, idm_unix_ms now,
                           const suggestion *s)
 {
-    char t1[IDM_TIME_TEXT_MAX + 2], n1[64];
+    char t1[CLI_JSON_TIME_MAX], n1[64];
     printf(",\"verdicts\":{\"lifespan\":\"%s\"",
            now < f->time_end ? "ok" : "RAN OUT");
     if (a->have_workers)
@@ -718,7 +706,7 @@ static void json_verdicts(const layout_facts *f, const plan_args *a, idm_unix_ms
                "\"span_years\":%.1f}}\n",
                s->text, (long long)f->epoch, s->time_bits, s->node_bits,
                s->seq_bits, (long long)s->time_end,
-               json_time(s->time_end, t1),
+               cli_json_time(s->time_end, t1),
                ((double)s->time_end - (double)now) / MS_PER_YEAR,
                s->span_years);
     else
@@ -729,10 +717,10 @@ static void plan_json(const idm_layout *l, const layout_facts *f,
                       const plan_args *a, idm_unix_ms now, uint64_t id,
                       const suggestion *s)
 {
-    char t1[IDM_TIME_TEXT_MAX + 2];
+    char t1[CLI_JSON_TIME_MAX];
     json_capacity(l, f, a, now);
     printf(",\"example\":{\"id\":\"%llu\",\"at_ms\":%lld,\"at\":%s",
-           (unsigned long long)id, (long long)a->at, json_time(a->at, t1));
+           (unsigned long long)id, (long long)a->at, cli_json_time(a->at, t1));
     idm_decoded d;
     if (idm_layout_decode(l, id, &d) == 0) {
         cli_print_time(stdout, d.unix_ms, true);
@@ -808,7 +796,7 @@ static int run_plan(const cli_args *args, plan_args *a, const idm_layout *l)
     if (status != CLI_OK)
         return status;
     suggestion s;
-    suggest(&f, a->have_workers, a->workers, a->have_peak, a->peak, &s);
+    suggest(&f, a, &s);
     if (cli_given(args, CLI_ID_JSON)) {
         plan_json(l, &f, a, now, example, &s);
     } else {
@@ -913,7 +901,7 @@ static void estimate_json(const estimate *e)
 {
     const num_args *n = e->n;
     const layout_facts *f = &e->f;
-    char t1[IDM_TIME_TEXT_MAX + 2], num[CLI_U64_TEXT_MAX];
+    char t1[CLI_JSON_TIME_MAX], num[CLI_U64_TEXT_MAX];
     printf("{\"layout\":\"%s\",\"text\":\"%s\",\"tick_ms\":%lld",
            f->label, f->text, (long long)f->tick_ms);
     json_num("rate", n->rate);
@@ -935,7 +923,7 @@ static void estimate_json(const estimate *e)
     printf(",\"seq_share_pct\":%.4g", e->seq_pct);
     printf(",\"time_bits\":%u,\"lifespan_years\":%.1f,"
            "\"time_end_ms\":%lld,\"time_end\":%s", f->time_bits,
-           f->span_years, (long long)f->time_end, json_time(f->time_end, t1));
+           f->span_years, (long long)f->time_end, cli_json_time(f->time_end, t1));
     if (e->have_rows) {
         cli_u64_dec(n->rows, num);
         printf(",\"rows\":%s,\"indexes\":%llu", num, (unsigned long long)n->indexes);

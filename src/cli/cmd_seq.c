@@ -26,7 +26,6 @@
 #include <idmint/segment.h>
 
 #define MAX_STORES 16
-#define IDENTITY_MAX IDM_STORE_IDENTITY_MAX
 
 static const char usage_text[] =
     "usage: idmint seq create NAME --store URL [--store URL...] [--start N]\n"
@@ -165,7 +164,7 @@ static int open_all(const char *cmd, const seq_args *a, idm_store **s)
  * CLI_USAGE; CLI_FAIL if a store cannot tell. */
 static int check_distinct(const char *cmd, const seq_args *a, idm_store **s)
 {
-    char (*ids)[IDENTITY_MAX] = calloc(a->nstores, sizeof *ids);
+    char (*ids)[IDM_STORE_IDENTITY_MAX] = calloc(a->nstores, sizeof *ids);
     int status = CLI_OK;
     if (ids == NULL) {
         cli_error(cmd, "out of memory");
@@ -281,14 +280,12 @@ static int cmd_next(int argc, char **argv)
     if (rc != 0)
         return store_error(cmd, rc, "cannot take ids");
     signal(SIGPIPE, SIG_IGN);
-    {
-        int write_errno = 0;
-        for (uint64_t i = 0; i < a.count && write_errno == 0; i++) {
-            if (printf("%lld\n", (long long)(first + (int64_t)i * (int64_t)a.nstores)) < 0)
-                write_errno = errno;
-        }
-        return cli_output_status(cmd, write_errno);
+    int write_errno = 0;
+    for (uint64_t i = 0; i < a.count && write_errno == 0; i++) {
+        if (printf("%lld\n", (long long)(first + (int64_t)i * (int64_t)a.nstores)) < 0)
+            write_errno = errno;
     }
+    return cli_output_status(cmd, write_errno);
 }
 
 static int cmd_list(int argc, char **argv)

@@ -78,22 +78,17 @@ int main(int argc, char **argv)
         return CLI_USAGE;
     }
     const char *first = argv[1];
-    if (strcmp(first, "--help") == 0 || strcmp(first, "-h") == 0) {
+    bool help = strcmp(first, "--help") == 0 || strcmp(first, "-h") == 0;
+    if (help || strcmp(first, "--version") == 0 || strcmp(first, "-V") == 0) {
         if (argc > 2) {
             cli_error(NULL, "unexpected argument '%s' after %s", argv[2],
                       first);
             return CLI_USAGE;
         }
-        usage(stdout);
-        return finish(NULL, CLI_OK);
-    }
-    if (strcmp(first, "--version") == 0 || strcmp(first, "-V") == 0) {
-        if (argc > 2) {
-            cli_error(NULL, "unexpected argument '%s' after %s", argv[2],
-                      first);
-            return CLI_USAGE;
-        }
-        printf("idmint %s\n", idm_version());
+        if (help)
+            usage(stdout);
+        else
+            printf("idmint %s\n", idm_version());
         return finish(NULL, CLI_OK);
     }
     if (strcmp(first, "help") == 0) {

@@ -74,51 +74,42 @@ static int cli_next_opt(cli_parser *p, const char **value)
         return cli_next_opt(p, value);
     }
 
-    if (arg[1] == '-') {
+    const cli_opt *o;
+    const char *attached; /* a value in the same word: "--name=V", "-xV" */
+    bool is_long = arg[1] == '-';
+    if (is_long) {
         const char *name = arg + 2;
         const char *eq = strchr(name, '=');
         size_t len = eq != NULL ? (size_t)(eq - name) : strlen(name);
-        const cli_opt *o = find_long(p->opts, name, len);
+        o = find_long(p->opts, name, len);
         if (o == NULL) {
             cli_error(p->cmd, "unknown option '%.*s'", (int)len + 2, arg);
             return CLI_OPT_ERROR;
         }
-        if (!o->has_arg) {
-            if (eq != NULL) {
-                cli_error(p->cmd, "option '--%s' takes no value (got '%s')",
-                          o->name, arg);
-                return CLI_OPT_ERROR;
-            }
-            return o->id;
-        }
-        if (eq != NULL) {
-            *value = eq + 1;
-            return o->id;
-        }
-        if (p->next >= p->argc) {
-            cli_error(p->cmd, "option '--%s' needs a value", o->name);
+        if (!o->has_arg && eq != NULL) {
+            cli_error(p->cmd, "option '--%s' takes no value (got '%s')",
+                      o->name, arg);
             return CLI_OPT_ERROR;
         }
-        *value = p->argv[p->next++];
-        return o->id;
-    }
-
-    const cli_opt *o = find_short(p->opts, arg[1]);
-    if (o == NULL || (!o->has_arg && arg[2] != '\0')) {
-        cli_error(p->cmd, "unknown option '%s'", arg);
-        return CLI_OPT_ERROR;
+        attached = eq != NULL ? eq + 1 : NULL;
+    } else {
+        o = find_short(p->opts, arg[1]);
+        if (o == NULL || (!o->has_arg && arg[2] != '\0')) {
+            cli_error(p->cmd, "unknown option '%s'", arg);
+            return CLI_OPT_ERROR;
+        }
+        attached = arg[2] != '\0' ? arg + 2 : NULL;
     }
     if (!o->has_arg)
         return o->id;
-    if (arg[2] != '\0') {
-        *value = arg + 2;
-        return o->id;
-    }
-    if (p->next >= p->argc) {
-        cli_error(p->cmd, "option '-%c' needs a value", o->short_name);
+    if (attached == NULL && p->next >= p->argc) {
+        if (is_long)
+            cli_error(p->cmd, "option '--%s' needs a value", o->name);
+        else
+            cli_error(p->cmd, "option '-%c' needs a value", o->short_name);
         return CLI_OPT_ERROR;
     }
-    *value = p->argv[p->next++];
+    *value = attached != NULL ? attached : p->argv[p->next++];
     return o->id;
 }
 
@@ -201,15 +192,10 @@ static void emit_line(const char *cmd, const char *msg)
     size_t n = 0;
     for (const unsigned char *s = (const unsigned char *)msg;
          *s != '\0' && n + 5 < sizeof line; s++) {
-        if (*s < 0x20 || *s == 0x7f) {
-            static const char hex[] = "0123456789abcdef";
-            line[n++] = '\\';
-            line[n++] = 'x';
-            line[n++] = hex[*s >> 4];
-            line[n++] = hex[*s & 15];
-        } else {
+        if (*s < 0x20 || *s == 0x7f)
+            n += (size_t)snprintf(line + n, sizeof line - n, "\\x%02x", *s);
+        else
             line[n++] = (char)*s;
-        }
     }
     line[n] = '\0';
     fflush(stdout);
@@ -274,16 +260,8 @@ int cli_parse_count(const char *cmd, const char *text, uint64_t *count)
     *count = 1;
     if (text == NULL)
         return CLI_OK;
-    int rc = idm_u64_parse(text, count);
-    if (rc != 0) {
-        cli_lib_error(cmd, rc, "bad count '%s'", text);
-        return CLI_USAGE;
-    }
-    if (*count < 1 || *count > CLI_COUNT_MAX) {
-        cli_error(cmd, "bad count '%s': must be 1 to %u", text, CLI_COUNT_MAX);
-        return CLI_USAGE;
-    }
-    return CLI_OK;
+    _Static_assert(CLI_COUNT_MAX == 10000000u, "the range text below spells it");
+    return cli_parse_u64(cmd, "count", text, 1, CLI_COUNT_MAX, "1 to 10000000", count);
 }
 
 int cli_parse_u64(const char *cmd, const char *opt, const char *text, uint64_t min,
@@ -436,20 +414,24 @@ const char *cli_time_or_far(idm_unix_ms t, char *buf)
     return buf;
 }
 
+const char *cli_json_time(idm_unix_ms t, char *buf)
+{
+    char iso[IDM_TIME_TEXT_MAX];
+    if (cli_time_text(t, iso))
+        snprintf(buf, CLI_JSON_TIME_MAX, "\"%s\"", iso);
+    else
+        snprintf(buf, CLI_JSON_TIME_MAX, "null");
+    return buf;
+}
+
 void cli_print_time(FILE *out, idm_unix_ms ms, bool json)
 {
-    char when[IDM_TIME_TEXT_MAX];
-    bool have_time = cli_time_text(ms, when);
-    if (json) {
-        fputs(",\"time\":", out);
-        if (have_time)
-            fprintf(out, "\"%s\"", when);
-        else
-            fputs("null", out);
-        fprintf(out, ",\"unix_ms\":%lld", (long long)ms);
-    } else {
-        fprintf(out, " time=%s unix_ms=%lld", have_time ? when : "-", (long long)ms);
-    }
+    char when[CLI_JSON_TIME_MAX];
+    if (json)
+        fprintf(out, ",\"time\":%s,\"unix_ms\":%lld", cli_json_time(ms, when), (long long)ms);
+    else
+        fprintf(out, " time=%s unix_ms=%lld", cli_time_text(ms, when) ? when : "-",
+                (long long)ms);
 }
 
 void cli_print_fields(FILE *out, const idm_layout *l, const idm_decoded *d, bool json)

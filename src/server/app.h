@@ -106,8 +106,7 @@ typedef struct idmd_app {
                                   (a test sets one to see what is drawn) */
     idm_store *store;          /* NULL: no segments */
     /* The sequence table (idmd_seqs_init): seq_mu guards everything from
-     * seqs to open_failures and the slots' state; it is never held across
-     * a store round trip, nor while waiting for one. */
+     * seqs to open_failures and the slots' state (never a store call). */
     pthread_mutex_t seq_mu;
     pthread_cond_t seq_cv;     /* (CLOCK_MONOTONIC) an open ended, a request
                                   stopped waiting */

@@ -30,28 +30,14 @@
  *
  * Sequences: any number can be in use (no limit but the sequences the
  * store holds, which only `idmint seq create` makes; an unknown name is 404
- * and takes no room). Each is opened on first use, on a thread of its own
- * (see seq_for: no store round trip is ever made under seq_mu, so a store
- * that does not answer holds a request at most segment-wait and nothing
- * else at all), and kept until shutdown; all of them share the store's one
- * prefetch thread. Each allocator keeps its store's floor in
- * FLOORS/NAME.floor when app->floors_dir is set (idmintd: DATA-DIR/floors).
+ * and takes no room), each opened on first use (seq_for; the table's rules
+ * are in app.h) and kept until shutdown; all share the store's one prefetch
+ * thread.
  *
- * /healthz answers 503 naming the first reason minting would fail now:
- * shutting down, a lost worker-id lease, whatever idm_snowflake_check
- * finds (the lease guard's deadlines and mark, the clock policies, the
- * epoch and time field, a failed state-file write), a lease about to
- * expire, a sequence with no ids in hand whose store fails or is stuck
- * (health_seqs_locked). A full tick is not one: the next tick comes within
- * the wait bound, and a busy server is not a broken one. Store trouble that
- * leaves ids in hand is a 200 with a "warnings" array. It never waits for
- * a store or an open.
- *
- * Bearer tokens (token-file) are kept whole, up to IDMD_TOKEN_MAX bytes,
- * and compared whole, in time that does not depend on where a presented
- * token differs.
+ * /healthz answers 503 naming the first reason minting would fail now
+ * (h_health), or 200 with a "warnings" array for store trouble that leaves
+ * ids in hand (health_seqs_locked). It never waits for a store or an open.
  */
-#include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -109,14 +95,12 @@ static void put_json_text(idmd_response *rs, const char *s)
 {
     for (; *s != '\0'; s++) {
         unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') {
-            char e[2] = {'\\', (char)c};
-            put(rs, e, 2);
-        } else if (c < 0x20 || c >= 0x7f) {
+        if (c == '"' || c == '\\')
+            putf(rs, "\\%c", c);
+        else if (c < 0x20 || c >= 0x7f)
             putf(rs, "\\u%04x", c);
-        } else {
+        else
             put(rs, (const char *)&c, 1);
-        }
     }
 }
 
@@ -130,9 +114,7 @@ static void reset(idmd_response *rs)
     rs->allow = NULL;
 }
 
-/* An error answer: {"error":{"status":S,"param":P,"message":M}}. */
-__attribute__((format(printf, 4, 5))) void idmd_fail(idmd_response *rs, int status,
-                                                     const char *param, const char *fmt, ...)
+void idmd_fail(idmd_response *rs, int status, const char *param, const char *fmt, ...)
 {
     char msg[400];
     va_list ap;
@@ -162,22 +144,18 @@ static void fail_mint(idmd_app *app, idmd_response *rs, const char *what, int rc
     case IDM_ECLOCKBACK:
         atomic_fetch_add(&app->m.clock_refusals, 1);
         idmd_fail(rs, 503, NULL, "%s: the clock went back beyond the policy's bound: %s", what, d);
-        rs->retry_after_s = 1;
         break;
     case IDM_EEXHAUSTED:
         atomic_fetch_add(&app->m.exhaustion_refusals, 1);
         idmd_fail(rs, 503, NULL, "%s: more ids than the layout makes per tick: %s", what, d);
-        rs->retry_after_s = 1;
         break;
     case IDM_ELEASE:
         atomic_fetch_add(&app->m.lease_refusals, 1);
         idmd_fail(rs, 503, NULL, "%s: no valid worker-id lease (lost, or not renewed in time): %s",
              what, d);
-        rs->retry_after_s = 1;
         break;
     case IDM_EUNAVAIL:
         idmd_fail(rs, 503, NULL, "%s: %s", what, d);
-        rs->retry_after_s = 1;
         break;
     case IDM_ENOSEQ:
         idmd_fail(rs, 404, NULL, "%s", d);
@@ -186,6 +164,8 @@ static void fail_mint(idmd_app *app, idmd_response *rs, const char *what, int rc
         idmd_fail(rs, 500, NULL, "%s: %s: %s", what, idm_err_name(rc), d);
         break;
     }
+    if (rs->status == 503)
+        rs->retry_after_s = 1;
 }
 
 /* ------------------------------------------------------------------ input */
@@ -202,6 +182,7 @@ static void param_name(char key[32], const char *q, size_t n)
 
 /* What a request asks for: its parameters, and its route's kind of ids. */
 typedef struct params {
+    const char *arg; /* the path's {name} segment; NULL for a route without one */
     uint32_t count;
     bool text;
     bool opaque; /* ids as opaque public ids (the key's permutation, base32) */
@@ -246,17 +227,25 @@ static int parse_query(idmd_app *app, const char *query, bool count_ok, bool opa
         const char *v;
         size_t vlen;
         char key[32];
+        bool is_count, *seen;
         eq = memchr(q, '=', len);
         klen = eq != NULL ? (size_t)(eq - q) : len;
         v = eq != NULL ? eq + 1 : q + len;
         vlen = eq != NULL ? len - klen - 1 : 0;
         param_name(key, q, klen);
-        if (klen == 5 && memcmp(q, "count", 5) == 0 && count_ok) {
-            if (seen_count) {
-                idmd_fail(rs, 400, "count", "count is given twice");
-                return -1;
-            }
-            seen_count = true;
+        is_count = klen == 5 && memcmp(q, "count", 5) == 0 && count_ok;
+        if (!is_count && !(klen == 6 && memcmp(q, "format", 6) == 0)) {
+            idmd_fail(rs, 400, key, "unknown parameter '%s'%s", key,
+                 count_ok ? " (known: count, format)" : " (known: format)");
+            return -1;
+        }
+        seen = is_count ? &seen_count : &seen_format;
+        if (*seen) {
+            idmd_fail(rs, 400, key, "%s is given twice", key);
+            return -1;
+        }
+        *seen = true;
+        if (is_count) {
             switch (parse_count(v, vlen, app->cfg->count_max, &p->count)) {
             case COUNT_OK:
                 break;
@@ -272,31 +261,20 @@ static int parse_query(idmd_app *app, const char *query, bool count_ok, bool opa
                      (unsigned)app->cfg->count_max, (int)(vlen < 24 ? vlen : 24), v);
                 return -1;
             }
-        } else if (klen == 6 && memcmp(q, "format", 6) == 0) {
-            if (seen_format) {
-                idmd_fail(rs, 400, "format", "format is given twice");
+        } else if (vlen == 4 && memcmp(v, "json", 4) == 0) {
+            p->text = false;
+        } else if (vlen == 4 && memcmp(v, "text", 4) == 0) {
+            p->text = true;
+        } else if (vlen == 6 && memcmp(v, "opaque", 6) == 0 && opaque_ok) {
+            if (!app->has_opaque) {
+                idmd_fail(rs, 400, "format",
+                     "format=opaque needs the service's opaque-key-file setting");
                 return -1;
             }
-            seen_format = true;
-            if (vlen == 4 && memcmp(v, "json", 4) == 0) {
-                p->text = false;
-            } else if (vlen == 4 && memcmp(v, "text", 4) == 0) {
-                p->text = true;
-            } else if (vlen == 6 && memcmp(v, "opaque", 6) == 0 && opaque_ok) {
-                if (!app->has_opaque) {
-                    idmd_fail(rs, 400, "format",
-                         "format=opaque needs the service's opaque-key-file setting");
-                    return -1;
-                }
-                p->opaque = true;
-            } else {
-                idmd_fail(rs, 400, "format", "format must be json or text%s",
-                     opaque_ok ? " or opaque" : "");
-                return -1;
-            }
+            p->opaque = true;
         } else {
-            idmd_fail(rs, 400, key, "unknown parameter '%s'%s", key,
-                 count_ok ? " (known: count, format)" : " (known: format)");
+            idmd_fail(rs, 400, "format", "format must be json or text%s",
+                 opaque_ok ? " or opaque" : "");
             return -1;
         }
         if (amp == NULL)
@@ -325,99 +303,66 @@ static bool path_ok(const char *p)
 
 /* ------------------------------------------------------------------- ids */
 
-static void begin_ids(idmd_response *rs, const params *p)
+/* The text of the answer's i-th id into t: ids[i] in decimal or in its
+ * opaque form (the 64-bit kinds), or, ids NULL, a 128-bit id minted now. 0,
+ * or an answer sent. */
+static int id_text(idmd_app *app, const params *p, const uint64_t *ids, uint32_t i, char t[48],
+                   idmd_response *rs)
 {
-    rs->status = 200;
-    rs->content_type = p->text ? "text/plain; charset=utf-8" : "application/json";
-    if (!p->text)
-        puts_(rs, "{\"ids\":[");
-}
-
-static void one_id(idmd_response *rs, const params *p, size_t i, const char *id)
-{
-    if (p->text) {
-        puts_(rs, id);
-        puts_(rs, "\n");
-    } else {
-        if (i > 0)
-            puts_(rs, ",");
-        puts_(rs, "\"");
-        puts_(rs, id);
-        puts_(rs, "\"");
-    }
-}
-
-static void end_ids(idmd_response *rs, const params *p)
-{
-    if (!p->text)
-        puts_(rs, "]}\n");
-}
-
-/* Answer with the numbers ids[0..count-1]: the ids list, or (bare: Leaf's
- * endpoints) the first number alone. */
-static void reply_numbers(idmd_app *app, const params *p, const uint64_t *ids, idmd_response *rs)
-{
-    char t[24];
-    if (p->bare) {
-        rs->status = 200;
-        rs->content_type = "text/plain; charset=utf-8";
-        putf(rs, "%" PRIu64, ids[0]);
-    } else {
-        begin_ids(rs, p);
-        for (uint32_t i = 0; i < p->count; i++) {
-            uint64_t y;
-            if (p->opaque) {
-                /* ids stay below 2^63 (the layouts and sequences are 63-bit
-                 * here); one that is not is an error, not a guess */
-                if (idm_opaque_encrypt(&app->opaque_key, ids[i], &y) != 0 ||
-                    idm_opaque_format(y, IDM_OPAQUE_BASE32, t) != 0) {
-                    idmd_fail(rs, 500, "format", "id %" PRIu64 " has no opaque form (bit 63 set)",
-                         ids[i]);
-                    return;
-                }
-            } else {
-                snprintf(t, sizeof t, "%" PRIu64, ids[i]);
-            }
-            one_id(rs, p, i, t);
-        }
-        end_ids(rs, p);
-    }
-    atomic_fetch_add(&app->m.minted[p->kind], p->count);
-}
-
-/* Room for count ids: one on the stack, more on the heap. */
-static uint64_t *ids_for(const params *p, uint64_t *one, idmd_response *rs)
-{
-    uint64_t *ids = p->count > 1 ? malloc(p->count * sizeof *ids) : one;
-    if (ids == NULL)
-        idmd_fail(rs, 503, NULL, "out of memory");
-    return ids;
-}
-
-/* The route handlers (routes[], below) get arg, the path's {name} segment
- * (NULL for a route without one), and the request's params. Leaf's key
- * picks no generator here: one serves every key. */
-static void h_snowflake(idmd_app *app, const char *arg, const params *p, idmd_response *rs)
-{
-    uint64_t one, *ids = ids_for(p, &one, rs);
+    uint64_t y;
     int rc;
-    (void)arg;
-    if (ids == NULL)
-        return;
-    /* All or nothing, under the lease guard (N6). */
-    rc = idm_snowflake_next_batch(app->gen, ids, p->count);
+    if (ids != NULL && !p->opaque) {
+        snprintf(t, 48, "%" PRIu64, ids[i]);
+        return 0;
+    }
+    if (ids != NULL) {
+        /* ids stay below 2^63 (the layouts and sequences are 63-bit here);
+         * one that is not is an error, not a guess */
+        if (idm_opaque_encrypt(&app->opaque_key, ids[i], &y) != 0 ||
+            idm_opaque_format(y, IDM_OPAQUE_BASE32, t) != 0) {
+            idmd_fail(rs, 500, "format", "id %" PRIu64 " has no opaque form (bit 63 set)", ids[i]);
+            return -1;
+        }
+        return 0;
+    }
+    if (p->kind == IDMD_K_ULID) {
+        idm_ulid u;
+        rc = idm_ulid_next(app->ulid, &u);
+        if (rc == 0)
+            idm_ulid_format(&u, t);
+    } else {
+        idm_uuid u;
+        rc = p->kind == IDMD_K_UUID7 ? idm_uuid7_next(app->uuid7, &u)
+                                     : idm_uuid4(app->uuid4_rng, &u);
+        if (rc == 0)
+            idm_uuid_format(&u, t);
+    }
     if (rc != 0)
         fail_mint(app, rs, "cannot mint", rc);
-    else
-        reply_numbers(app, p, ids, rs);
-    if (ids != &one)
-        free(ids);
+    return rc;
 }
 
-static struct timespec mono_ts(int64_t ns)
+/* Answer with count ids (id_text): the ids list, or (bare: Leaf's
+ * endpoints) the number ids[0] alone. */
+static void reply_ids(idmd_app *app, const params *p, const uint64_t *ids, idmd_response *rs)
 {
-    struct timespec ts = {(time_t)(ns / 1000000000), (long)(ns % 1000000000)};
-    return ts;
+    char t[48];
+    rs->status = 200;
+    rs->content_type = p->text || p->bare ? "text/plain; charset=utf-8" : "application/json";
+    if (p->bare) {
+        putf(rs, "%" PRIu64, ids[0]);
+    } else {
+        puts_(rs, p->text ? "" : "{\"ids\":[");
+        for (uint32_t i = 0; i < p->count; i++) {
+            if (id_text(app, p, ids, i, t, rs) != 0)
+                return;
+            puts_(rs, p->text ? "" : i > 0 ? ",\"" : "\"");
+            puts_(rs, t);
+            puts_(rs, p->text ? "\n" : "\"");
+        }
+        puts_(rs, p->text ? "" : "]}\n");
+    }
+    atomic_fetch_add(&app->m.minted[p->kind], p->count);
 }
 
 /* Where name is in the table, sorted by name (*found), or where it goes.
@@ -610,8 +555,7 @@ static int seq_slot_locked(idmd_app *app, const char *name, idmd_seq_slot **out,
     idmd_seq_slot *s = found ? app->seqs[at] : NULL;
     *out = s;
     if (s != NULL && s->state == IDMD_SEQ_OPEN) {
-        if (s->has_opener) /* once: the first request after the open */
-            seq_reap_locked(s);
+        seq_reap_locked(s); /* joins once: for the first request after the open */
         return 0;
     }
     *now_ns = idm__mono_ns();
@@ -640,7 +584,7 @@ static int seq_wait_locked(idmd_app *app, idmd_seq_slot *s, int64_t now, idm_seq
     int rc = 0;
     s->users++;
     while (s->state == IDMD_SEQ_OPENING && !app->seqs_closed && idm__mono_ns() < deadline) {
-        struct timespec ts = mono_ts(deadline);
+        struct timespec ts = {(time_t)(deadline / 1000000000), (long)(deadline % 1000000000)};
         pthread_cond_timedwait(&app->seq_cv, &app->seq_mu, &ts);
     }
     s->users--;
@@ -667,16 +611,11 @@ static int seq_wait_locked(idmd_app *app, idmd_seq_slot *s, int64_t now, idm_seq
     return rc;
 }
 
-/*
- * The allocator of sequence name, opened on first use. The first request
- * for a name puts an opening slot in the table and starts its opener thread
- * (at most IDMD_OPENERS_MAX at once); it and every request for the name
- * meanwhile wait for the open at most segment-wait (on seq_cv, which lets
- * seq_mu go), then get IDM_EUNAVAIL naming why. A failed open's error is
- * the answer for IDMD_SEQ_RETRY_MS, then the next request opens again;
- * IDM_ENOSEQ is not remembered: its slot goes as soon as nobody waits on
- * it. Nothing here waits for a store under seq_mu.
- */
+/* The allocator of sequence name, opened on first use (the table's rules
+ * are in app.h). Requests wait for an open on seq_cv, which lets seq_mu go,
+ * then get IDM_EUNAVAIL naming why; once a failed open is forgotten the
+ * next request opens again, and an IDM_ENOSEQ slot goes as soon as nobody
+ * waits on it. */
 static int seq_for(idmd_app *app, const char *name, idm_seq **out)
 {
     idmd_seq_slot *s = NULL;
@@ -693,70 +632,55 @@ static int seq_for(idmd_app *app, const char *name, idm_seq **out)
     return rc;
 }
 
-static void h_segment(idmd_app *app, const char *name, const params *p, idmd_response *rs)
+/* The 64-bit kinds: count ids from the generator, or from the allocator of
+ * sequence p->arg. Leaf's key (p->arg, for Snowflake ids) picks no
+ * generator here: one serves every key. */
+static void h_numbers(idmd_app *app, const params *p, idmd_response *rs)
 {
     idm_seq *q = NULL;
     uint64_t one, *ids;
-    int rc;
-    if (!idm_seq_name_valid(name)) {
-        idmd_fail(rs, 400, "name",
-             "a sequence name is 1 to %d of letters, digits, '_', '.' and '-'",
-             IDM_SEQ_NAME_MAX);
+    int rc = 0;
+    if (p->kind == IDMD_K_SEGMENT) {
+        if (!idm_seq_name_valid(p->arg)) {
+            idmd_fail(rs, 400, "name",
+                 "a sequence name is 1 to %d of letters, digits, '_', '.' and '-'",
+                 IDM_SEQ_NAME_MAX);
+            return;
+        }
+        if (app->store == NULL) {
+            idmd_fail(rs, 404, NULL, "no ticket store is configured");
+            return;
+        }
+        if ((rc = seq_for(app, p->arg, &q)) != 0) {
+            fail_mint(app, rs, "cannot open the sequence", rc);
+            return;
+        }
+    }
+    ids = p->count > 1 ? malloc(p->count * sizeof *ids) : &one;
+    if (ids == NULL) {
+        idmd_fail(rs, 503, NULL, "out of memory");
         return;
     }
-    if (app->store == NULL) {
-        idmd_fail(rs, 404, NULL, "no ticket store is configured");
-        return;
-    }
-    rc = seq_for(app, name, &q);
-    if (rc != 0) {
-        fail_mint(app, rs, "cannot open the sequence", rc);
-        return;
-    }
-    if ((ids = ids_for(p, &one, rs)) == NULL)
-        return;
+    if (q == NULL) /* all or nothing, under the lease guard (N6) */
+        rc = idm_snowflake_next_batch(app->gen, ids, p->count);
     /* Each id is handed out once; ids drawn before a failure are gaps. */
-    for (uint32_t i = 0; i < p->count && rc == 0; i++) {
+    for (uint32_t i = 0; q != NULL && i < p->count && rc == 0; i++) {
         int64_t v = 0;
         rc = idm_seq_next(q, &v);
         ids[i] = (uint64_t)v;
     }
     if (rc != 0)
-        fail_mint(app, rs, "cannot take ids", rc);
+        fail_mint(app, rs, q == NULL ? "cannot mint" : "cannot take ids", rc);
     else
-        reply_numbers(app, p, ids, rs);
+        reply_ids(app, p, ids, rs);
     if (ids != &one)
         free(ids);
 }
 
-static void h_128(idmd_app *app, const char *arg, const params *p, idmd_response *rs)
+/* The 128-bit kinds: each id is minted as the answer is written. */
+static void h_128(idmd_app *app, const params *p, idmd_response *rs)
 {
-    int kind = p->kind;
-    char t[48];
-    (void)arg;
-    begin_ids(rs, p);
-    for (uint32_t i = 0; i < p->count; i++) {
-        int rc;
-        if (kind == IDMD_K_ULID) {
-            idm_ulid u;
-            rc = idm_ulid_next(app->ulid, &u);
-            if (rc == 0)
-                idm_ulid_format(&u, t);
-        } else {
-            idm_uuid u;
-            rc = kind == IDMD_K_UUID7 ? idm_uuid7_next(app->uuid7, &u)
-                                      : idm_uuid4(app->uuid4_rng, &u);
-            if (rc == 0)
-                idm_uuid_format(&u, t);
-        }
-        if (rc != 0) {
-            fail_mint(app, rs, "cannot mint", rc);
-            return;
-        }
-        one_id(rs, p, i, t);
-    }
-    end_ids(rs, p);
-    atomic_fetch_add(&app->m.minted[kind], p->count);
+    reply_ids(app, p, NULL, rs);
 }
 
 /* ----------------------------------------------------------------- decode */
@@ -769,8 +693,9 @@ static void put_time(idmd_response *rs, idm_unix_ms ms)
     putf(rs, "\"unix_ms\":%lld", (long long)ms);
 }
 
-static void h_decode(idmd_app *app, const char *id, const params *p, idmd_response *rs)
+static void h_decode(idmd_app *app, const params *p, idmd_response *rs)
 {
+    const char *id = p->arg;
     size_t n = strlen(id);
     bool digits = n > 0 && n <= 20;
     for (size_t i = 0; i < n && digits; i++)
@@ -779,6 +704,13 @@ static void h_decode(idmd_app *app, const char *id, const params *p, idmd_respon
     rs->content_type = "application/json";
     if (p->text) {
         idmd_fail(rs, 400, "format", "decode answers in JSON only");
+        return;
+    }
+    if (!digits && n != 36 && n != 26) {
+        idmd_fail(rs, 400, "id",
+             "'%.40s' is no id idmintd knows: a decimal 64-bit id, a UUID (36 characters) or a "
+             "ULID (26)",
+             id);
         return;
     }
     if (digits) {
@@ -805,10 +737,7 @@ static void h_decode(idmd_app *app, const char *id, const params *p, idmd_respon
             put_json_text(rs, f.name);
             putf(rs, "\":%" PRIu64, d.value[i]);
         }
-        puts_(rs, "}\n");
-        return;
-    }
-    if (n == 36) {
+    } else if (n == 36) {
         idm_uuid u;
         idm_unix_ms ms;
         if (idm_uuid_parse(id, &u) != 0) {
@@ -820,10 +749,7 @@ static void h_decode(idmd_app *app, const char *id, const params *p, idmd_respon
             puts_(rs, ",");
             put_time(rs, ms);
         }
-        puts_(rs, "}\n");
-        return;
-    }
-    if (n == 26) {
+    } else {
         idm_ulid u;
         if (idm_ulid_parse(id, &u) != 0) {
             idmd_fail(rs, 400, "id", "'%s' is not a ULID: %s", id, idm_error_detail());
@@ -831,13 +757,8 @@ static void h_decode(idmd_app *app, const char *id, const params *p, idmd_respon
         }
         putf(rs, "{\"id\":\"%s\",\"kind\":\"ulid\",", id);
         put_time(rs, idm_ulid_time(&u));
-        puts_(rs, "}\n");
-        return;
     }
-    idmd_fail(rs, 400, "id",
-         "'%.40s' is no id idmintd knows: a decimal 64-bit id, a UUID (36 characters) or a "
-         "ULID (26)",
-         id);
+    puts_(rs, "}\n");
 }
 
 /* ---------------------------------------------------------------- health */
@@ -929,42 +850,33 @@ static void health_seqs_locked(idmd_app *app, health *h)
     }
 }
 
-static void h_health(idmd_app *app, const char *arg, const params *p, idmd_response *rs)
+static void h_health(idmd_app *app, const params *p, idmd_response *rs)
 {
-    health h;
-    uint32_t worker = 0;
-    idm_lease_status ls;
+    health h = {.why = ""};
+    idm_lease_status ls = {0};
     /* The lease's deadline is on the generator's (and lease's) monotonic
      * clock, app->clock, which need not be the system's: read that one. */
     idm_mono_ns now = app->clock->mono_ns(app->clock->ctx);
     int rc;
-    (void)arg;
     (void)p;
-    h.why[0] = '\0';
-    h.nwarn = h.more = 0;
-    memset(&ls, 0, sizeof ls);
-    if (app->lease != NULL) {
+    if (app->lease != NULL)
         idm_lease_status_get(app->lease, &ls);
-        worker = ls.worker;
-    }
     /* The first reason found. idm_snowflake_check gives every reason a mint
      * would fail with now, as the generator sees it: among them a wall
      * clock stepped past the lease's wall deadline, which the lease's own
      * (monotonic) status does not show. A full tick (IDM_EEXHAUSTED) is
      * load, gone within the wait bound: not a reason. */
     if (atomic_load(&app->draining))
-        snprintf(h.why, sizeof h.why, "shutting down");
+        health_add(&h, true, "shutting down");
     else if (app->lease != NULL && ls.lost)
-        snprintf(h.why, sizeof h.why, "the worker-id lease for worker %u is lost",
-                 (unsigned)ls.worker);
+        health_add(&h, true, "the worker-id lease for worker %u is lost", (unsigned)ls.worker);
     else if ((rc = idm_snowflake_check(app->gen)) != 0 && rc != IDM_EEXHAUSTED)
-        snprintf(h.why, sizeof h.why, "Snowflake ids cannot be minted now (%s): %s",
-                 idm_err_name(rc), idm_error_detail());
+        health_add(&h, true, "Snowflake ids cannot be minted now (%s): %s", idm_err_name(rc),
+                   idm_error_detail());
     else if (app->lease != NULL && (ls.deadline - now) / 1000000 < app->lease_ttl_ms / 4)
-        snprintf(h.why, sizeof h.why,
-                 "the worker-id lease for worker %u is about to expire (renewals failing: "
-                 "%s)",
-                 (unsigned)ls.worker, ls.last_error != 0 ? idm_err_name(ls.last_error) : "no");
+        health_add(&h, true,
+                   "the worker-id lease for worker %u is about to expire (renewals failing: %s)",
+                   (unsigned)ls.worker, ls.last_error != 0 ? idm_err_name(ls.last_error) : "no");
     pthread_mutex_lock(&app->seq_mu);
     health_seqs_locked(app, &h);
     pthread_mutex_unlock(&app->seq_mu);
@@ -980,7 +892,7 @@ static void h_health(idmd_app *app, const char *arg, const params *p, idmd_respo
         put_json_text(rs, idm_layout_name(app->layout));
         puts_(rs, "\"");
         if (app->lease != NULL)
-            putf(rs, ",\"worker\":%u", (unsigned)worker);
+            putf(rs, ",\"worker\":%u", (unsigned)ls.worker);
     }
     if (h.nwarn > 0) {
         puts_(rs, ",\"warnings\":[");
@@ -1001,21 +913,20 @@ static void h_health(idmd_app *app, const char *arg, const params *p, idmd_respo
 static const int64_t lat_bounds_us[IDMD_LAT_BUCKETS] = {50,   100,  250,   500,   1000,
                                                         2500, 5000, 10000, 100000, 1000000};
 
+/* The status codes counted one by one, in IDMD_C_* order. */
+static const int codes[IDMD_C_OTHER] = {
+#define IDMD_CODE_NUM(c) c,
+    IDMD_CODES(IDMD_CODE_NUM)
+#undef IDMD_CODE_NUM
+};
+
 void idmd_count(idmd_app *app, int status, int64_t latency_ns)
 {
-    int c = IDMD_C_OTHER;
+    int c = 0; /* IDMD_C_OTHER if status is none of codes[] */
     int64_t us = latency_ns / 1000;
     size_t b = 0;
-    switch (status) {
-#define IDMD_CODE_CASE(code)                                                                    \
-    case code:                                                                                  \
-        c = IDMD_C_##code;                                                                      \
-        break;
-        IDMD_CODES(IDMD_CODE_CASE)
-#undef IDMD_CODE_CASE
-    default:
-        break;
-    }
+    while (c < IDMD_C_OTHER && codes[c] != status)
+        c++;
     atomic_fetch_add(&app->m.requests[c], 1);
     while (b < IDMD_LAT_BUCKETS && us > lat_bounds_us[b])
         b++;
@@ -1047,11 +958,6 @@ static void metrics_counts(idmd_app *app, idmd_response *rs)
 {
     static const char *const kinds[IDMD_K_N] = {"snowflake", "segment", "uuid7", "uuid4",
                                                  "ulid"};
-    static const int codes[] = {
-#define IDMD_CODE_NUM(c) c,
-        IDMD_CODES(IDMD_CODE_NUM)
-#undef IDMD_CODE_NUM
-    };
     metric(rs, "idmint_ids_minted_total", "counter", "Ids handed out, by kind.");
     for (int k = 0; k < IDMD_K_N; k++)
         putf(rs, "idmint_ids_minted_total{kind=\"%s\"} %" PRIu64 "\n", kinds[k],
@@ -1170,9 +1076,8 @@ static void metrics_duration(idmd_app *app, idmd_response *rs)
     putf(rs, "idmint_request_duration_seconds_count %" PRIu64 "\n", cum);
 }
 
-static void h_metrics(idmd_app *app, const char *arg, const params *p, idmd_response *rs)
+static void h_metrics(idmd_app *app, const params *p, idmd_response *rs)
 {
-    (void)arg;
     (void)p;
     rs->status = 200;
     rs->content_type = "text/plain; version=0.0.4; charset=utf-8";
@@ -1184,17 +1089,15 @@ static void h_metrics(idmd_app *app, const char *arg, const params *p, idmd_resp
 
 /* ---------------------------------------------------------------- routing */
 
-static void h_ping(idmd_app *app, const char *arg, const params *p, idmd_response *rs)
+static void h_ping(idmd_app *app, const params *p, idmd_response *rs)
 {
     (void)app;
-    (void)arg;
     (void)p;
     rs->status = 200;
     rs->content_type = "text/plain; charset=utf-8";
     puts_(rs, "ok\n");
 }
 
-/* The methods served. */
 enum { M_GET = 1, M_HEAD = 2 };
 
 /* What a route takes in its query. */
@@ -1206,7 +1109,7 @@ typedef enum query_kind {
     Q_FORMAT   /* format only */
 } query_kind;
 
-typedef void handler_fn(idmd_app *app, const char *arg, const params *p, idmd_response *rs);
+typedef void handler_fn(idmd_app *app, const params *p, idmd_response *rs);
 
 /*
  * One row an endpoint. path is exact, or ends in a {name} segment: any one
@@ -1229,14 +1132,14 @@ static const route routes[] = {
     {"/ping", M_GET | M_HEAD, -1, Q_IGNORED, true, h_ping},
     {"/healthz", M_GET | M_HEAD, -1, Q_NONE, true, h_health},
     {"/metrics", M_GET | M_HEAD, -1, Q_NONE, true, h_metrics},
-    {"/v1/snowflake", M_GET, IDMD_K_SNOWFLAKE, Q_IDS, false, h_snowflake},
-    {"/v1/segment/{name}", M_GET, IDMD_K_SEGMENT, Q_IDS, false, h_segment},
+    {"/v1/snowflake", M_GET, IDMD_K_SNOWFLAKE, Q_IDS, false, h_numbers},
+    {"/v1/segment/{name}", M_GET, IDMD_K_SEGMENT, Q_IDS, false, h_numbers},
     {"/v1/uuid7", M_GET, IDMD_K_UUID7, Q_IDS, false, h_128},
     {"/v1/uuid4", M_GET, IDMD_K_UUID4, Q_IDS, false, h_128},
     {"/v1/ulid", M_GET, IDMD_K_ULID, Q_IDS, false, h_128},
     {"/v1/decode/{id}", M_GET, -1, Q_FORMAT, false, h_decode},
-    {"/api/snowflake/get/{key}", M_GET, IDMD_K_SNOWFLAKE, Q_LEAF, false, h_snowflake},
-    {"/api/segment/get/{key}", M_GET, IDMD_K_SEGMENT, Q_LEAF, false, h_segment},
+    {"/api/snowflake/get/{key}", M_GET, IDMD_K_SNOWFLAKE, Q_LEAF, false, h_numbers},
+    {"/api/segment/get/{key}", M_GET, IDMD_K_SEGMENT, Q_LEAF, false, h_numbers},
 };
 #define NROUTES (sizeof routes / sizeof routes[0])
 
@@ -1295,48 +1198,35 @@ static void fail_method(idmd_response *rs, unsigned m, unsigned allowed)
                   (allowed & M_HEAD) != 0 ? " (and HEAD)" : "");
     } else {
         char on[160] = "";
-        size_t n = 0, k = 0;
+        size_t last = 0; /* the last route serving HEAD */
         for (size_t i = 0; i < NROUTES; i++)
-            n += (routes[i].methods & M_HEAD) != 0;
-        for (size_t i = 0; i < NROUTES; i++) {
-            if ((routes[i].methods & M_HEAD) == 0)
-                continue;
-            k++;
-            snprintf(on + strlen(on), sizeof on - strlen(on), "%s%s",
-                     k == 1 ? "" : k == n ? " and " : ", ", routes[i].path);
-        }
+            last = (routes[i].methods & M_HEAD) != 0 ? i : last;
+        for (size_t i = 0; i < NROUTES; i++)
+            if ((routes[i].methods & M_HEAD) != 0)
+                snprintf(on + strlen(on), sizeof on - strlen(on), "%s%s",
+                         on[0] == '\0' ? "" : i == last ? " and " : ", ", routes[i].path);
         idmd_fail(rs, 405, NULL, "HEAD is served on %s only: it would mint ids nobody sees", on);
     }
     rs->allow = (allowed & M_HEAD) != 0 ? "GET, HEAD" : "GET";
 }
 
-/* An endpoint that takes no parameters: a query is 400 naming its first. */
-static int no_params(const char *path, const char *query, idmd_response *rs)
+/* The request's parameters as r takes them (arg: the path's {name}), into
+ * p. 0 or an answer sent. */
+static int route_params(idmd_app *app, const route *r, const char *path, const char *arg,
+                        const char *query, params *p, idmd_response *rs)
 {
     char key[32];
-    size_t n;
-    if (query == NULL || query[0] == '\0')
-        return 0;
-    n = strcspn(query, "=&");
-    param_name(key, query, n);
-    idmd_fail(rs, 400, key, "unknown parameter '%s': %s takes no parameters", key, path);
-    return -1;
-}
-
-/* The request's parameters as r takes them, into p. 0 or an answer sent. */
-static int route_params(idmd_app *app, const route *r, const char *path, const char *query,
-                        params *p, idmd_response *rs)
-{
-    p->count = 1;
-    p->text = p->opaque = p->bare = false;
-    p->kind = r->kind;
+    *p = (params){.arg = arg, .count = 1, .bare = r->query == Q_LEAF, .kind = r->kind};
     switch (r->query) {
     case Q_IGNORED:
         return 0;
     case Q_LEAF:
-    case Q_NONE:
-        p->bare = r->query == Q_LEAF;
-        return no_params(path, query, rs);
+    case Q_NONE: /* a query is 400 naming its first parameter */
+        if (query == NULL || query[0] == '\0')
+            return 0;
+        param_name(key, query, strcspn(query, "=&"));
+        idmd_fail(rs, 400, key, "unknown parameter '%s': %s takes no parameters", key, path);
+        return -1;
     case Q_IDS: /* the 64-bit kinds have an opaque form */
         return parse_query(app, query, true,
                            r->kind == IDMD_K_SNOWFLAKE || r->kind == IDMD_K_SEGMENT, p, rs);
@@ -1405,26 +1295,24 @@ void idmd_handle(idmd_app *app, const idmd_request *rq, idmd_response *rs)
         idmd_fail(rs, 404, NULL, "no such endpoint: %.80s", path);
         return;
     }
-    if (route_params(app, r, path, rq->query, &p, rs) == 0)
-        r->fn(app, arg, &p, rs);
+    if (route_params(app, r, path, arg, rq->query, &p, rs) == 0)
+        r->fn(app, &p, rs);
 }
 
 int idmd_seqs_init(idmd_app *app)
 {
     pthread_condattr_t ca;
-    int rc;
+    bool cv_ok;
     if (pthread_condattr_init(&ca) != 0)
         return -1;
-    rc = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) == 0 &&
-                 pthread_cond_init(&app->seq_cv, &ca) == 0
-             ? 0
-             : -1;
+    cv_ok = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) == 0 &&
+            pthread_cond_init(&app->seq_cv, &ca) == 0;
     pthread_condattr_destroy(&ca);
-    if (rc == 0 && pthread_mutex_init(&app->seq_mu, NULL) != 0) {
+    if (cv_ok && pthread_mutex_init(&app->seq_mu, NULL) == 0)
+        return 0;
+    if (cv_ok)
         pthread_cond_destroy(&app->seq_cv);
-        rc = -1;
-    }
-    return rc;
+    return -1;
 }
 
 void idmd_seqs_close(idmd_app *app)

@@ -6,8 +6,7 @@
  * per-connection memory limit, idle timeout and backing off when out of file
  * descriptors built in).
  *
- * Threads: an epoll loop in each of cfg->threads threads (MHD's pool), one
- * more for the admin listener if there is one, and a watchdog. Each request
+ * Threads (http.h): an epoll loop in each thread of MHD's pool. Each request
  * keeps its raw URI (from MHD's URI log callback, before any unescaping), so
  * the handler sees exactly what was sent and refuses percent-encoding
  * instead of guessing. A body on a GET is read and dropped up to 1 KiB; a
@@ -19,25 +18,18 @@
  * send a whole request, from its start or from the end of its previous
  * answer, and shuts the socket down when that passes (MHD then closes it as
  * a client that hung up). No more than max-connections-per-ip connections
- * come from one address. The admin listener (admin-listen) serves /healthz,
- * /metrics and /ping on connections of its own, so health checks are
- * answered while slow clients hold every connection of the main one.
+ * come from one address. The admin listener's connections of its own answer
+ * health checks while slow clients hold every connection of the main one.
  *
  * Limits MHD does not check, checked here once a request's head is in:
  * max-request on the request line and headers as sent (MHD's memory limit
  * is larger: it also holds the answer), 414 for a request line alone over
  * it, 431 for the whole head; Content-Length headers with different values
  * are 400 and close the connection (RFC 9112 6.3; MHD refuses one with
- * Transfer-Encoding itself).
- * Answers MHD makes itself (a head too large for its memory, a malformed
- * request) are counted in the metrics through its error log.
- *
- * Shutdown: stop accepting (MHD_quiesce_daemon), wait up to 5 s for the
- * requests in flight to be answered, then stop the daemons and the
- * watchdog.
+ * Transfer-Encoding itself). Answers MHD makes itself are counted
+ * through its error log (on_mhd_log).
  */
 #include <arpa/inet.h>
-#include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -135,26 +127,6 @@ static conn *conn_of(struct MHD_Connection *c)
     return ci != NULL ? ci->socket_context : NULL;
 }
 
-/* The connection's next request may take head-timeout from now (unless the
- * watchdog has cut it). */
-static void deadline_arm(idmd_http *h, conn *k)
-{
-    int64_t cur;
-    if (k == NULL)
-        return;
-    cur = atomic_load(&k->deadline);
-    while (cur != CUT &&
-           !atomic_compare_exchange_weak(&k->deadline, &cur, idm__mono_ns() + h->head_timeout_ns))
-        ;
-}
-
-/* The request is complete: no deadline while it is answered. False if the
- * watchdog cut the connection first (then nothing is to be answered). */
-static bool deadline_clear(conn *k)
-{
-    return k == NULL || atomic_exchange(&k->deadline, NO_DEADLINE) != CUT;
-}
-
 static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
                           enum MHD_ConnectionNotificationCode toe)
 {
@@ -248,10 +220,15 @@ static void on_done(void *cls, struct MHD_Connection *c, void **con_cls,
     listener *ls = cls;
     idmd_http *h = ls->h;
     req_ctx *r = *con_cls;
+    conn *k = conn_of(c);
+    int64_t cur = k != NULL ? atomic_load(&k->deadline) : CUT;
     (void)why;
     /* The answer is out (or the request ended): the connection may carry
-     * another request, which gets its own head-timeout. */
-    deadline_arm(h, conn_of(c));
+     * another request, which gets its own head-timeout from now (unless the
+     * watchdog has cut the connection). */
+    while (cur != CUT &&
+           !atomic_compare_exchange_weak(&k->deadline, &cur, idm__mono_ns() + h->head_timeout_ns))
+        ;
     if (r == NULL)
         return;
     if (r->counted)
@@ -357,9 +334,8 @@ static mhd_result scan_header(void *cls, enum MHD_ValueKind kind, const char *ke
 static void check_head(idmd_http *h, struct MHD_Connection *c, req_ctx *r, const char *method,
                        const char *version)
 {
-    head_scan s;
+    head_scan s = {0};
     size_t line = strlen(method) + 1 + strlen(r->uri) + 1 + strlen(version) + 2;
-    memset(&s, 0, sizeof s);
     r->head_bytes = line;
     if (line > h->max_request) {
         r->refused = HEAD_LINE_TOO_LONG;
@@ -380,19 +356,16 @@ static void check_head(idmd_http *h, struct MHD_Connection *c, req_ctx *r, const
  */
 static bool refusal(const idmd_http *h, const req_ctx *r, idmd_response *rs)
 {
-    switch (r->refused) {
-    case HEAD_LINE_TOO_LONG:
+    if (r->refused == HEAD_LINE_TOO_LONG) {
         idmd_fail(rs, 414, NULL, "the request line is %zu bytes, over max-request (%zu)",
                   r->head_bytes, h->max_request);
         return false;
-    case HEAD_TOO_LARGE:
+    }
+    if (r->refused == HEAD_TOO_LARGE) {
         idmd_fail(rs, 431, NULL,
                   "the request line and headers are %zu bytes, over max-request (%zu)",
                   r->head_bytes, h->max_request);
         return false;
-    case HEAD_LENGTHS_DIFFER:
-    case HEAD_OK:
-        break;
     }
     idmd_fail(rs, 400, NULL, "Content-Length headers with different values");
     return true;
@@ -405,14 +378,14 @@ static mhd_result on_request(void *cls, struct MHD_Connection *c, const char *ur
     listener *ls = cls;
     idmd_http *h = ls->h;
     req_ctx *r = *con_cls;
-    idmd_response rs;
+    idmd_response rs = {0};
     idmd_request rq;
+    conn *k;
     char *q;
     (void)url;
     (void)upload;
     if (r == NULL) /* no context: out of memory in on_uri */
         return MHD_NO;
-    memset(&rs, 0, sizeof rs);
     if (!r->started) {
         /* The headers are in; a body, if any, follows. Answering before it
          * is read would make MHD close the connection (no keep-alive).
@@ -429,9 +402,9 @@ static mhd_result on_request(void *cls, struct MHD_Connection *c, const char *ur
         *upload_size = 0;
         return MHD_YES; /* read on; answered when the body is complete */
     }
-    /* The whole request is in, in time (or the watchdog cut it: then
-     * nothing is minted for a client that is gone). */
-    if (!deadline_clear(conn_of(c)))
+    /* The whole request is in, in time: no deadline while it is answered (or
+     * the watchdog cut it: then nothing is minted for a client that is gone). */
+    if ((k = conn_of(c)) != NULL && atomic_exchange(&k->deadline, NO_DEADLINE) == CUT)
         return MHD_NO;
     if (r->refused != HEAD_OK) {
         bool close_after = refusal(h, r, &rs);
@@ -449,11 +422,9 @@ static mhd_result on_request(void *cls, struct MHD_Connection *c, const char *ur
                                   "/ping only");
         return send_response(h, c, r, &rs, false);
     }
-    rq.method = method;
-    rq.path = r->uri;
-    rq.query = q;
-    rq.authorization = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-                                                   MHD_HTTP_HEADER_AUTHORIZATION);
+    rq = (idmd_request){method, r->uri, q,
+                        MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+                                                    MHD_HTTP_HEADER_AUTHORIZATION)};
     idmd_handle(h->app, &rq, &rs);
     return send_response(h, c, r, &rs, false);
 }
@@ -513,25 +484,19 @@ static int listen_on(listener *ls, const idmd_config *cfg, const char *key, cons
     return 0;
 }
 
-static void stop_watchdog(idmd_http *h)
-{
-    if (!h->watchdog_started)
-        return;
-    pthread_mutex_lock(&h->mu);
-    h->stop = true;
-    pthread_cond_signal(&h->cv);
-    pthread_mutex_unlock(&h->mu);
-    pthread_join(h->watchdog, NULL);
-    h->watchdog_started = false;
-}
-
 static void free_http(idmd_http *h)
 {
     if (h->main.d != NULL)
         MHD_stop_daemon(h->main.d);
     if (h->admin.d != NULL)
         MHD_stop_daemon(h->admin.d);
-    stop_watchdog(h);
+    if (h->watchdog_started) {
+        pthread_mutex_lock(&h->mu);
+        h->stop = true;
+        pthread_cond_signal(&h->cv);
+        pthread_mutex_unlock(&h->mu);
+        pthread_join(h->watchdog, NULL);
+    }
     pthread_cond_destroy(&h->cv);
     pthread_mutex_destroy(&h->mu);
     free(h);
@@ -587,7 +552,7 @@ int idmd_http_admin_port(const idmd_http *h)
 
 void idmd_http_stop(idmd_http *h)
 {
-    MHD_socket fd_main, fd_admin = MHD_INVALID_SOCKET;
+    MHD_socket fd[2] = {MHD_INVALID_SOCKET, MHD_INVALID_SOCKET}; /* main, admin */
     int64_t until = idm__mono_ns() + (int64_t)DRAIN_MS * 1000000;
     if (h == NULL)
         return;
@@ -596,20 +561,18 @@ void idmd_http_stop(idmd_http *h)
      * stopped: a daemon without a thread pool takes its socket out of its
      * epoll set in its own thread, some time after MHD_quiesce_daemon
      * returns, and the number must not be reused before. */
-    fd_main = MHD_quiesce_daemon(h->main.d);
+    fd[0] = MHD_quiesce_daemon(h->main.d);
     if (h->admin.d != NULL)
-        fd_admin = MHD_quiesce_daemon(h->admin.d);
-    if (fd_main != MHD_INVALID_SOCKET)
-        shutdown(fd_main, SHUT_RDWR);
-    if (fd_admin != MHD_INVALID_SOCKET)
-        shutdown(fd_admin, SHUT_RDWR);
+        fd[1] = MHD_quiesce_daemon(h->admin.d);
+    for (int i = 0; i < 2; i++)
+        if (fd[i] != MHD_INVALID_SOCKET)
+            shutdown(fd[i], SHUT_RDWR);
     while (atomic_load(&h->inflight) > 0 && idm__mono_ns() < until) {
         struct timespec ts = {0, 5 * 1000000L};
         nanosleep(&ts, NULL);
     }
     free_http(h);
-    if (fd_main != MHD_INVALID_SOCKET)
-        close(fd_main);
-    if (fd_admin != MHD_INVALID_SOCKET)
-        close(fd_admin);
+    for (int i = 0; i < 2; i++)
+        if (fd[i] != MHD_INVALID_SOCKET)
+            close(fd[i]);
 }
