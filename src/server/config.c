@@ -61,14 +61,16 @@ __attribute__((format(printf, 6, 7))) static int cfg_bad(char *err, size_t errle
                                                       const char *value,
                                                       const char *fmt, ...)
 {
-    char why[256];
+    char why[256], shown[CFG_SHOW_MAX + 64];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(why, sizeof why, fmt, ap);
     va_end(ap);
-    size_t n = strlen(value);
+    /* A URL's password never reaches a message. */
+    idm__url_mask(value, shown, sizeof shown);
+    size_t n = strlen(shown);
     return cfg_fail(err, errlen, "%s: %s '%.*s%s': %s", source, key,
-                (int)(n > CFG_SHOW_MAX ? CFG_SHOW_MAX : n), value,
+                (int)(n > CFG_SHOW_MAX ? CFG_SHOW_MAX : n), shown,
                 n > CFG_SHOW_MAX ? "..." : "", why);
 }
 
@@ -834,8 +836,11 @@ int idmd_config_build(idmd_config *c, int argc, char **argv, char **envp, bool *
 /* ---- printing ---- */
 
 /* key = value, quoting a value the file syntax would otherwise change. */
-static void cfg_out_str(outbuf *o, const char *key, const char *value)
+static void cfg_out_str(outbuf *o, const char *key, const char *text)
 {
+    /* A URL's password is never printed (as the token never is). */
+    char value[2 * IDMD_PATH_MAX];
+    idm__url_mask(text, value, sizeof value);
     size_t n = strlen(value);
     bool quote = n == 0 || is_space(value[0]) || is_space(value[n - 1]) || value[0] == '"';
     cfg_out(o, quote ? "%s = \"%s\"\n" : "%s = %s\n", key, value);

@@ -134,8 +134,8 @@ int idmd_config_set(idmd_config *c, const char *key, const char *value, const ch
 int idmd_config_check(idmd_config *c, char *err, size_t errlen);
 
 /* Every key with its value, one "key = value" line each (the token file's
- * path, never the token), for --check-config and the log. len: 8192 holds
- * the longest configuration; less is cut. */
+ * path, never the token; a URL's password as ***), for --check-config and
+ * the log. len: 8192 holds the longest configuration; less is cut. */
 void idmd_config_print(const idmd_config *c, char *out, size_t len);
 
 /* The usage text (--help): every key's flag, variable, meaning, bounds and

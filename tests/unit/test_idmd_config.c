@@ -1297,6 +1297,31 @@ static void test_store_timeout(void **state)
     assert_non_null(strstr(idmd_config_usage(), "  --store-timeout MS "));
 }
 
+/* A URL's password never shows: not in the printed config, not in an
+ * error that quotes the value. */
+static void test_url_passwords_masked(void **state)
+{
+    (void)state;
+    idmd_config c;
+    char dump[8192], err[1024];
+    const char *a1[] = {"--data-dir", data_dir(), "--lease", "etcd://root:s3cret@127.0.0.1:2379/x",
+                        "--store", "postgres://u:pw1@h/db?sslmode=disable&password=pw2", NULL};
+    expect_check_ok(&c, a1, NULL);
+    EXPECT_LINE(&c, "lease = etcd://root:***@127.0.0.1:2379/x");
+    EXPECT_LINE(&c, "store = postgres://u:***@h/db?sslmode=disable&password=***");
+    idmd_config_print(&c, dump, sizeof dump);
+    CHECK(strstr(dump, "s3cret") == NULL && strstr(dump, "pw1") == NULL &&
+              strstr(dump, "pw2") == NULL,
+          "a password printed:\n%s", dump);
+    /* The value as given is still what is used. */
+    assert_string_equal(c.lease, "etcd://root:s3cret@127.0.0.1:2379/x");
+
+    const char *a2[] = {"--data-dir", data_dir(), "--lease", "zk://root:s3cret@h/x", NULL};
+    expect_check_fail(a2, NULL, "lease 'zk://root:***@h/x'", "unknown scheme", NULL);
+    CHECK(build_check(&c, a2, NULL, err, sizeof err) == -1 && strstr(err, "s3cret") == NULL,
+          "a password in the error: %s", err);
+}
+
 static void test_check_urls(void **state)
 {
     (void)state;
@@ -1601,6 +1626,7 @@ int main(void)
         cmocka_unit_test(test_check_token_file),
         cmocka_unit_test(test_check_opaque_key_file),
         cmocka_unit_test(test_check_admin_listen),
+        cmocka_unit_test(test_url_passwords_masked),
         cmocka_unit_test(test_sources),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
