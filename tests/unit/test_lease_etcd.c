@@ -45,6 +45,7 @@
 #include <idmint/lease.h>
 
 #include "testutil.h"
+#include "leasetest.h"
 
 #define ETCDCTL "ETCDCTL_API=3 etcdctl --dial-timeout=2s --command-timeout=5s --endpoints="
 
@@ -163,36 +164,6 @@ static void lease_opts(idm_lease_opts *o, const char *url, uint32_t max)
     o->holder = "test";
 }
 
-static idm_snowflake *gen_with(idm_layout *layout, idm_lease *l, const idm_clock *clock, int *rc)
-{
-    idm_snowflake_opts o;
-    idm_snowflake *g = NULL;
-    idm_snowflake_opts_init(&o);
-    o.layout = layout;
-    o.guarded = true;
-    o.clock = clock;
-    o.after_ms = idm_lease_mark(l);
-    IDM_ASSERT_OK(idm_snowflake_opts_node(&o, "datacenter", 0));
-    IDM_ASSERT_OK(idm_snowflake_opts_node(&o, "worker", idm_lease_worker(l)));
-    *rc = idm_snowflake_open(&g, &o);
-    return g;
-}
-
-static idm_snowflake *gen_for(idm_layout *layout, idm_lease *l)
-{
-    int rc;
-    idm_snowflake *g = gen_with(layout, l, NULL, &rc);
-    IDM_ASSERT_OK(rc);
-    return g;
-}
-
-static idm_unix_ms time_of(idm_layout *layout, uint64_t id)
-{
-    idm_decoded d;
-    IDM_ASSERT_OK(idm_layout_decode(layout, id, &d));
-    return d.unix_ms;
-}
-
 /* Mint n ids into iv (all must work). */
 static void mint_n(idm_snowflake *g, idm_test_idvec *iv, int n)
 {
@@ -246,7 +217,7 @@ static idm_snowflake *gen_after_loss(idm_layout *layout, idm_lease *l)
         if (now > mark + 1)
             break;
         CHECK(mark - now < 10000, "mark %lld ms ahead", LL(mark - now));
-        g = gen_with(layout, l, NULL, &rc);
+        g = leasetest_gen_rc(layout, l, NULL, &rc);
         if (now < mark - 50) {
             IDM_ASSERT_RC(rc, IDM_ECLOCKBACK);
             assert_null(g);
@@ -255,7 +226,7 @@ static idm_snowflake *gen_after_loss(idm_layout *layout, idm_lease *l)
         }
         sleep_ms(mark + 2 - now);
     }
-    return gen_for(layout, l);
+    return leasetest_gen(layout, l, NULL);
 }
 
 /* Wait up to ms for the lease to be lost, or to renew past `renewals`
@@ -884,7 +855,7 @@ static void claim_renew_release(void **unused)
     CHECK(la != 0 && lb != 0 && la != lb, "leases %lld %lld", LL(la), LL(lb));
 
     /* Refused before attach, works after; the keeper renews. */
-    g = gen_for(layout, a);
+    g = leasetest_gen(layout, a, NULL);
     IDM_ASSERT_RC(idm_snowflake_next(g, &id), IDM_ELEASE);
     IDM_ASSERT_OK(idm_lease_attach(a, g));
     mint_n(g, &iv, 10000);
@@ -899,7 +870,7 @@ static void claim_renew_release(void **unused)
     assert_int_equal(e[0].worker, 0);
     assert_int_equal(e[0].held, 1);
     assert_string_equal(e[0].holder, "test");
-    CHECK(e[0].mark_ms >= time_of(layout, iv.v[iv.n - 1]), "mark %lld", LL(e[0].mark_ms));
+    CHECK(e[0].mark_ms >= leasetest_time_of(layout, iv.v[iv.n - 1]), "mark %lld", LL(e[0].mark_ms));
     assert_int_equal(e[1].worker, 1);
     assert_int_equal(e[1].held, 1);
     free(e);
@@ -912,8 +883,8 @@ static void claim_renew_release(void **unused)
     /* The next holder of id 0 starts above the last id minted. */
     IDM_ASSERT_OK(idm_lease_open(&c, &o));
     assert_int_equal(idm_lease_worker(c), 0);
-    assert_int_equal(idm_lease_mark(c), time_of(layout, last));
-    g = gen_for(layout, c);
+    assert_int_equal(idm_lease_mark(c), leasetest_time_of(layout, last));
+    g = leasetest_gen(layout, c, NULL);
     IDM_ASSERT_OK(idm_lease_attach(c, g));
     mint_n(g, &iv, 1000);
     idm_test_check_ids(&iv);
@@ -925,7 +896,7 @@ static void claim_renew_release(void **unused)
     assert_int_equal(n, 2);
     assert_int_equal(e[0].held, 0);
     assert_int_equal(e[1].held, 0);
-    assert_true(e[0].mark_ms >= time_of(layout, iv.v[iv.n - 1]));
+    assert_true(e[0].mark_ms >= leasetest_time_of(layout, iv.v[iv.n - 1]));
     free(e);
     idm_test_idvec_free(&iv);
     idm_layout_free(layout);
@@ -992,7 +963,7 @@ static void e1_racing_claimants(void **unused)
         idm_snowflake *g;
         if (c[i].rc != 0)
             continue;
-        g = gen_for(layout, c[i].l);
+        g = leasetest_gen(layout, c[i].l, NULL);
         IDM_ASSERT_OK(idm_lease_attach(c[i].l, g));
         mint_n(g, &all, 2000);
         IDM_ASSERT_OK(idm_lease_close(c[i].l));
@@ -1008,7 +979,7 @@ static void e1_racing_claimants(void **unused)
  * (the claim recorded the first mark). */
 static idm_snowflake *first_id(idm_layout *layout, idm_lease *l)
 {
-    idm_snowflake *g = gen_for(layout, l);
+    idm_snowflake *g = leasetest_gen(layout, l, NULL);
     uint64_t id;
     IDM_ASSERT_OK(idm_lease_attach(l, g));
     IDM_ASSERT_OK(idm_snowflake_next(g, &id));
@@ -1397,7 +1368,7 @@ static void lost_claim(const char *name, bool revoke)
     IDM_ASSERT_OK(idm_layout_preset(&layout, "twitter"));
     lease_opts(&o, url, 4);
     IDM_ASSERT_OK(idm_lease_open(&l, &o));
-    g = gen_for(layout, l);
+    g = leasetest_gen(layout, l, NULL);
     IDM_ASSERT_OK(idm_lease_attach(l, g));
     mint_n(g, &iv, 1000);
     lease = key_lease(g_eps, name, idm_lease_worker(l));
@@ -1424,8 +1395,8 @@ static void lost_claim(const char *name, bool revoke)
 
     IDM_ASSERT_OK(idm_lease_open(&l2, &o));
     assert_int_equal(idm_lease_worker(l2), idm_lease_worker(l));
-    CHECK(idm_lease_mark(l2) >= time_of(layout, iv.v[iv.n - 1]), "mark %lld below %lld",
-          LL(idm_lease_mark(l2)), LL(time_of(layout, iv.v[iv.n - 1])));
+    CHECK(idm_lease_mark(l2) >= leasetest_time_of(layout, iv.v[iv.n - 1]), "mark %lld below %lld",
+          LL(idm_lease_mark(l2)), LL(leasetest_time_of(layout, iv.v[iv.n - 1])));
     g2 = gen_after_loss(layout, l2);
     IDM_ASSERT_OK(idm_lease_attach(l2, g2));
     mint_n(g2, &iv, 1000);
@@ -1481,7 +1452,7 @@ static void e12_holder_killed(void **unused)
         close(p[0]);
         if (idm_lease_open(&cl, &o) != 0)
             _exit(2);
-        cg = gen_for(layout, cl);
+        cg = leasetest_gen(layout, cl, NULL);
         if (idm_lease_attach(cl, cg) != 0)
             _exit(3);
         until = mono_ms() + 300;
@@ -1504,7 +1475,7 @@ static void e12_holder_killed(void **unused)
     IDM_ASSERT_OK(idm_lease_open(&other, &o));
     CHECK(idm_lease_worker(other) != child_last[0], "the dead holder's id %u was taken at once",
           (unsigned)child_last[0]);
-    og = gen_for(layout, other);
+    og = leasetest_gen(layout, other, NULL);
     IDM_ASSERT_OK(idm_lease_attach(other, og)); /* kept alive meanwhile */
     {
         char key[64];
@@ -1517,8 +1488,8 @@ static void e12_holder_killed(void **unused)
     printf("  E12: the dead holder's id was free %lld ms after kill -9\n", LL(mono_ms() - t0));
     IDM_ASSERT_OK(idm_lease_open(&l, &o));
     assert_int_equal(idm_lease_worker(l), child_last[0]);
-    CHECK(idm_lease_mark(l) >= time_of(layout, child_last[1]), "mark %lld below %lld",
-          LL(idm_lease_mark(l)), LL(time_of(layout, child_last[1])));
+    CHECK(idm_lease_mark(l) >= leasetest_time_of(layout, child_last[1]), "mark %lld below %lld",
+          LL(idm_lease_mark(l)), LL(leasetest_time_of(layout, child_last[1])));
     g = gen_after_loss(layout, l);
     IDM_ASSERT_OK(idm_lease_attach(l, g));
     idm_test_idvec_push(&iv, child_last[1]);
@@ -1549,7 +1520,7 @@ static void e13_release_frees_at_once(void **unused)
     lease_opts(&o, url, 4);
     o.ttl_ms = 30000; /* a slot freed only by expiry would take 30 s */
     IDM_ASSERT_OK(idm_lease_open(&a, &o));
-    g = gen_for(layout, a);
+    g = leasetest_gen(layout, a, NULL);
     IDM_ASSERT_OK(idm_lease_attach(a, g));
     mint_n(g, &iv, 5000);
     IDM_ASSERT_OK(idm_lease_close(a));
@@ -1558,8 +1529,8 @@ static void e13_release_frees_at_once(void **unused)
     assert_false(key_exists(g_eps, key));
     IDM_ASSERT_OK(idm_lease_open(&b, &o));
     assert_int_equal(idm_lease_worker(b), 0);
-    assert_int_equal(idm_lease_mark(b), time_of(layout, iv.v[iv.n - 1]));
-    g = gen_for(layout, b);
+    assert_int_equal(idm_lease_mark(b), leasetest_time_of(layout, iv.v[iv.n - 1]));
+    g = leasetest_gen(layout, b, NULL);
     IDM_ASSERT_OK(idm_lease_attach(b, g));
     mint_n(g, &iv, 1000);
     idm_test_check_ids(&iv);
@@ -1593,7 +1564,7 @@ static void e17_granted_ttl_used(void **unused)
                              (unsigned long long)lease),
                      0);
     CHECK(strstr(out, "granted with TTL(2s)") != NULL, "%s", out);
-    g = gen_for(layout, l);
+    g = leasetest_gen(layout, l, NULL);
     IDM_ASSERT_OK(idm_lease_attach(l, g));
     idm_lease_status_get(l, &st);
     /* 2 s granted - 200 ms margin from a send after t_open (the 1 s asked
@@ -1636,7 +1607,7 @@ static void e16_big_lease_id(void **unused)
     lease_opts(&o, url, 4);
     IDM_ASSERT_OK(idm_lease_open(&l, &o));
     assert_int_equal(key_lease(g_eps, "e16", 0), INT64_MAX);
-    g = gen_for(layout, l);
+    g = leasetest_gen(layout, l, NULL);
     IDM_ASSERT_OK(idm_lease_attach(l, g));
     mint_n(g, &iv, 1000);
     wait_status(l, &st, HUNG_MS, false, 1); /* the claim's, then the keeper's */
@@ -1677,7 +1648,7 @@ static void e16_lease_id_edges(void **unused)
         lease_opts(&o, url, 4);
         o.ttl_ms = 2000;
         IDM_ASSERT_OK(idm_lease_open(&l, &o));
-        g = gen_for(layout, l);
+        g = leasetest_gen(layout, l, NULL);
         IDM_ASSERT_OK(idm_lease_attach(l, g));
         IDM_ASSERT_OK(idm_snowflake_next(g, &id));
         IDM_ASSERT_OK(idm_lease_close(l));
@@ -1899,7 +1870,7 @@ static void e15_garbage_answers(void **unused)
         lease_opts(&o, url, 4);
         o.ttl_ms = 2000;
         IDM_ASSERT_OK(idm_lease_open(&l, &o));
-        g = gen_for(layout, l);
+        g = leasetest_gen(layout, l, NULL);
         /* The claim recorded the first mark: minting starts at attach, and
          * the keeper's first renewal (TTL/3 later) meets the bad answer. */
         IDM_ASSERT_OK(idm_lease_attach(l, g));
@@ -2052,7 +2023,7 @@ static void endpoint_failover(void **unused)
            LL(mono_ms() - t0));
     mute_conns = atomic_load(&mute.conns);
     assert_int_equal(mute_conns, 1);
-    g = gen_for(layout, l);
+    g = leasetest_gen(layout, l, NULL);
     IDM_ASSERT_OK(idm_lease_attach(l, g));
     IDM_ASSERT_OK(idm_snowflake_next(g, &id));
     assert_int_equal(atomic_load(&mute.conns), mute_conns); /* remembered */
@@ -2122,23 +2093,23 @@ static void skewed_handoff(void **unused)
     IDM_ASSERT_OK(idm_layout_preset(&layout, "twitter"));
     lease_opts(&o, url, 4);
     IDM_ASSERT_OK(idm_lease_open(&a, &o));
-    g = gen_for(layout, a);
+    g = leasetest_gen(layout, a, NULL);
     IDM_ASSERT_OK(idm_lease_attach(a, g));
     mint_n(g, &iv, 2000);
     IDM_ASSERT_OK(idm_lease_close(a));
     idm_snowflake_close(g);
-    mark = time_of(layout, iv.v[iv.n - 1]);
+    mark = leasetest_time_of(layout, iv.v[iv.n - 1]);
 
     IDM_ASSERT_OK(idm_manual_clock_new(&mc, mark - 5000, true));
     o.clock = idm_manual_clock_clock(mc);
     IDM_ASSERT_OK(idm_lease_open(&b, &o));
     assert_int_equal(idm_lease_worker(b), 0);
     assert_int_equal(idm_lease_mark(b), mark);
-    g = gen_with(layout, b, o.clock, &rc);
+    g = leasetest_gen_rc(layout, b, o.clock, &rc);
     IDM_ASSERT_RC(rc, IDM_ECLOCKBACK);
     assert_null(g);
     idm_manual_clock_set(mc, mark + 1000);
-    g = gen_with(layout, b, o.clock, &rc);
+    g = leasetest_gen_rc(layout, b, o.clock, &rc);
     IDM_ASSERT_OK(rc);
     IDM_ASSERT_OK(idm_lease_attach(b, g));
     mint_n(g, &iv, 100);
@@ -2222,7 +2193,7 @@ static void e2_frozen_etcd(void **unused)
     o.ttl_ms = 2000;        /* margin 400 ms */
     o.clock = ck;
     IDM_ASSERT_OK(idm_lease_open(&l, &o));
-    g = gen_with(layout, l, ck, &rc);
+    g = leasetest_gen_rc(layout, l, ck, &rc);
     IDM_ASSERT_OK(rc);
     IDM_ASSERT_OK(idm_lease_attach(l, g));
     mint_n(g, &iv, 100);
@@ -2272,8 +2243,8 @@ static void e2_frozen_etcd(void **unused)
     assert_int_equal(idm_lease_worker(l2), idm_lease_worker(l));
     CHECK(idm_lease_mark(l2) >= st.mark_ms, "mark %lld below the last recorded %lld",
           LL(idm_lease_mark(l2)), LL(st.mark_ms));
-    CHECK(idm_lease_mark(l2) >= time_of(layout, iv.v[iv.n - 1]), "mark %lld below %lld",
-          LL(idm_lease_mark(l2)), LL(time_of(layout, iv.v[iv.n - 1])));
+    CHECK(idm_lease_mark(l2) >= leasetest_time_of(layout, iv.v[iv.n - 1]), "mark %lld below %lld",
+          LL(idm_lease_mark(l2)), LL(leasetest_time_of(layout, iv.v[iv.n - 1])));
     g2 = gen_after_loss(layout, l2);
     IDM_ASSERT_OK(idm_lease_attach(l2, g2));
     mint_n(g2, &iv, 1000);
@@ -2313,7 +2284,7 @@ static void e6_answers_lost(void **unused)
     lease_opts(&o, url, 4);
     o.ttl_ms = 2000;
     IDM_ASSERT_OK(idm_lease_open(&l, &o));
-    g = gen_for(layout, l);
+    g = leasetest_gen(layout, l, NULL);
     IDM_ASSERT_OK(idm_lease_attach(l, g));
     mint_n(g, &iv, 100);
     wait_status(l, &st, HUNG_MS, false, 1); /* a keeper renewal (the claim was the first) */
@@ -2487,7 +2458,7 @@ static void e5_partition(void **unused)
     lease_opts(&o2, url2, 1);
     o2.ttl_ms = 2000;
     IDM_ASSERT_OK(idm_lease_open(&l1, &o1));
-    g1 = gen_for(layout, l1);
+    g1 = leasetest_gen(layout, l1, NULL);
     IDM_ASSERT_OK(idm_lease_attach(l1, g1));
     IDM_ASSERT_RC(idm_lease_open(&l2, &o2), IDM_EBUSY);
     l2 = NULL;
@@ -2545,8 +2516,9 @@ static void e5_partition(void **unused)
     CHECK(atomic_load(&m.after_refusal) == 0, "holder 1 minted %d ids after its deadline",
           atomic_load(&m.after_refusal));
     CHECK(m.iv.n > 0, "holder 1 minted nothing");
-    CHECK(idm_lease_mark(l2) >= time_of(layout, m.iv.v[m.iv.n - 1]), "mark %lld below %lld",
-          LL(idm_lease_mark(l2)), LL(time_of(layout, m.iv.v[m.iv.n - 1])));
+    CHECK(idm_lease_mark(l2) >= leasetest_time_of(layout, m.iv.v[m.iv.n - 1]),
+          "mark %lld below %lld", LL(idm_lease_mark(l2)),
+          LL(leasetest_time_of(layout, m.iv.v[m.iv.n - 1])));
     for (size_t i = 0; i < m.iv.n; i++)
         idm_test_idvec_push(&iv, m.iv.v[i]);
     mint_n(g2, &iv, 1000);
@@ -2591,7 +2563,7 @@ static void e7_slow_answers(void **unused)
     url = fake_url(&px, "e7");
     lease_opts(&o, url, 4); /* TTL 3 s: margin 600 ms, requests time out after 500 ms */
     IDM_ASSERT_OK(idm_lease_open(&l, &o));
-    g = gen_for(layout, l);
+    g = leasetest_gen(layout, l, NULL);
     IDM_ASSERT_OK(idm_lease_attach(l, g));
     minter_start(&m, g, l);
 
@@ -2698,7 +2670,7 @@ static void e11_etcd_restarted(void **unused)
     IDM_ASSERT_OK(idm_layout_preset(&layout, "twitter"));
     lease_opts(&o, url, 4);
     IDM_ASSERT_OK(idm_lease_open(&l, &o));
-    g = gen_for(layout, l);
+    g = leasetest_gen(layout, l, NULL);
     IDM_ASSERT_OK(idm_lease_attach(l, g));
     mint_n(g, &iv, 100);
     before = member_pid(g_dir, 1);
@@ -2759,7 +2731,7 @@ static void e18_wiped_cluster(void **unused)
     url = fake_url(&px, "e18");
     lease_opts(&o, url, 4);
     IDM_ASSERT_OK(idm_lease_open(&l, &o));
-    g = gen_for(layout, l);
+    g = leasetest_gen(layout, l, NULL);
     IDM_ASSERT_OK(idm_lease_attach(l, g));
     mint_n(g, &iv, 100);
     lease = key_lease(g_eps, "e18", 0);
@@ -2841,7 +2813,7 @@ static void e8_leader_killed(void **unused)
     IDM_ASSERT_OK(idm_layout_preset(&layout, "twitter"));
     lease_opts(&o, url, 4);
     IDM_ASSERT_OK(idm_lease_open(&l, &o));
-    g = gen_for(layout, l);
+    g = leasetest_gen(layout, l, NULL);
     IDM_ASSERT_OK(idm_lease_attach(l, g));
     mint_n(g, &iv, 100);
     snprintf(args, sizeof args, "leader '%s'", g_cdir);
@@ -2868,7 +2840,7 @@ static void e8_leader_killed(void **unused)
     IDM_ASSERT_OK(idm_lease_open(&l2, &o));
     CHECK(idm_lease_worker(l2) != idm_lease_worker(l), "two holders of worker %u",
           (unsigned)idm_lease_worker(l));
-    g2 = gen_for(layout, l2);
+    g2 = leasetest_gen(layout, l2, NULL);
     IDM_ASSERT_OK(idm_lease_attach(l2, g2));
     mint_n(g, &iv, 1000);
     mint_n(g2, &iv, 1000);
@@ -2905,7 +2877,7 @@ static void e10_quorum_lost(void **unused)
     IDM_ASSERT_OK(idm_layout_preset(&layout, "twitter"));
     lease_opts(&o, url, 4);
     IDM_ASSERT_OK(idm_lease_open(&l, &o));
-    g = gen_for(layout, l);
+    g = leasetest_gen(layout, l, NULL);
     IDM_ASSERT_OK(idm_lease_attach(l, g));
     mint_n(g, &iv, 100);
     wait_status(l, &st, HUNG_MS, false, 1); /* a keeper renewal (the claim was the first) */
@@ -3012,7 +2984,7 @@ static void e9_pinned_member_stopped(void **unused)
     lease_opts(&o2, url2, 1);
     o2.ttl_ms = 2000;
     IDM_ASSERT_OK(idm_lease_open(&l1, &o1));
-    g1 = gen_for(layout, l1);
+    g1 = leasetest_gen(layout, l1, NULL);
     IDM_ASSERT_OK(idm_lease_attach(l1, g1));
     minter_start(&m, g1, l1);
     minter_wait_minted(&m);
@@ -3066,8 +3038,9 @@ static void e9_pinned_member_stopped(void **unused)
           atomic_load(&m.after_refusal));
     CHECK(m.iv.n > 0, "nothing minted");
     /* One worker id: the second holder's ids above every one of the first's. */
-    CHECK(idm_lease_mark(l2) >= time_of(layout, m.iv.v[m.iv.n - 1]), "mark %lld below %lld",
-          LL(idm_lease_mark(l2)), LL(time_of(layout, m.iv.v[m.iv.n - 1])));
+    CHECK(idm_lease_mark(l2) >= leasetest_time_of(layout, m.iv.v[m.iv.n - 1]),
+          "mark %lld below %lld", LL(idm_lease_mark(l2)),
+          LL(leasetest_time_of(layout, m.iv.v[m.iv.n - 1])));
     for (size_t i = 0; i < iv.n; i++)
         idm_test_idvec_push(&m.iv, iv.v[i]);
     mint_n(g2, &m.iv, 500);

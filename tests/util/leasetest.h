@@ -57,12 +57,13 @@ static inline void leasetest_end(leasetest_dir *t)
 }
 
 /* A guarded generator of layout (twitter's fields: datacenter 0, the worker
- * leased by l) on clock (NULL: the system clock), above l's mark. */
-static inline idm_snowflake *leasetest_gen(idm_layout *layout, idm_lease *l,
-                                           const idm_clock *clock)
+ * leased by l) on clock (NULL: the system clock), above l's mark; *rc is
+ * the open's result (NULL on failure). */
+static inline idm_snowflake *leasetest_gen_rc(idm_layout *layout, idm_lease *l,
+                                              const idm_clock *clock, int *rc)
 {
     idm_snowflake_opts o;
-    idm_snowflake *g;
+    idm_snowflake *g = NULL;
     idm_snowflake_opts_init(&o);
     o.layout = layout;
     o.clock = clock;
@@ -70,7 +71,17 @@ static inline idm_snowflake *leasetest_gen(idm_layout *layout, idm_lease *l,
     o.after_ms = idm_lease_mark(l);
     IDM_ASSERT_OK(idm_snowflake_opts_node(&o, "datacenter", 0));
     IDM_ASSERT_OK(idm_snowflake_opts_node(&o, "worker", idm_lease_worker(l)));
-    IDM_ASSERT_OK(idm_snowflake_open(&g, &o));
+    *rc = idm_snowflake_open(&g, &o);
+    return g;
+}
+
+/* The same, which must open. */
+static inline idm_snowflake *leasetest_gen(idm_layout *layout, idm_lease *l,
+                                           const idm_clock *clock)
+{
+    int rc;
+    idm_snowflake *g = leasetest_gen_rc(layout, l, clock, &rc);
+    IDM_ASSERT_OK(rc);
     return g;
 }
 
