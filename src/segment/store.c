@@ -56,9 +56,9 @@ struct idm_store {
     char url[256]; /* for messages; password masked */
 };
 
-/* A store over ops and ctx; shown as masked (the URL, password masked). */
+/* A store over ops and ctx; shown as url, its password masked. */
 static int wrap(idm_store **out, const idm__store_backend *be, const idm_store_ops *ops,
-                void *ctx, const char *masked)
+                void *ctx, const char *url)
 {
     idm_store *s = calloc(1, sizeof *s);
     if (s == NULL) {
@@ -70,7 +70,7 @@ static int wrap(idm_store **out, const idm__store_backend *be, const idm_store_o
     s->ctx = ctx;
     s->timeout_ms = IDM_STORE_TIMEOUT_MS;
     pthread_mutex_init(&s->mu, NULL);
-    snprintf(s->url, sizeof s->url, "%s", masked);
+    idm__url_mask(url, s->url, sizeof s->url);
     *out = s;
     return 0;
 }
@@ -88,7 +88,6 @@ int idm_store_open(idm_store **out, const char *url)
 {
     const idm__scheme *row;
     const idm__store_backend *be;
-    char masked[256];
     void *ctx = NULL;
     int rc;
     if (out == NULL)
@@ -96,11 +95,10 @@ int idm_store_open(idm_store **out, const char *url)
     *out = NULL;
     if ((rc = idm__scheme_pick(schemes, NSCHEMES, "store", STORE_URL_FORMS, url, &row)) != 0)
         return rc;
-    idm__url_mask(url, masked, sizeof masked);
     be = row->backend;
     if ((rc = be->open(&ctx, url)) != 0)
         return rc;
-    return wrap(out, be, be->ops, ctx, masked);
+    return wrap(out, be, be->ops, ctx, url);
 }
 
 int idm_store_custom(idm_store **out, const idm_store_ops *ops, void *ctx)
