@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -120,6 +121,74 @@ void idm__url_mask(const char *url, char *out, size_t cap)
         put(out, cap, &len, p, 1);
         p++;
     }
+}
+
+/* The password texts of url (at most max): pointers into url, lengths. */
+static size_t url_secrets(const char *url, const char **at_, size_t *len, size_t max)
+{
+    const char *sep = url != NULL ? strstr(url, "://") : NULL, *auth, *end, *at = NULL, *colon;
+    size_t k = 0;
+    if (url == NULL)
+        return 0;
+    if (sep != NULL) {
+        auth = sep + 3;
+        end = auth + strcspn(auth, "/");
+        for (const char *c = auth; c < end; c++)
+            if (*c == '@')
+                at = c;
+        colon = at != NULL ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
+        if (colon != NULL && at > colon + 1) {
+            at_[k] = colon + 1;
+            len[k++] = (size_t)(at - colon - 1);
+        }
+    }
+    for (const char *q = url; k < max && (q = strstr(q, "password=")) != NULL; q += 9) {
+        size_t n;
+        if (q != url && q[-1] != '?' && q[-1] != '&' && q[-1] != ' ')
+            continue;
+        n = strcspn(q + 9, "& ");
+        if (n > 0) {
+            at_[k] = q + 9;
+            len[k++] = n;
+        }
+    }
+    return k;
+}
+
+void idm__text_line(const char *msg, const char *url, char *out, size_t cap)
+{
+    const char *sec[4];
+    size_t slen[4], nsec = url_secrets(url, sec, slen, 4), n = 0;
+    bool space = false;
+    const char *c = msg != NULL ? msg : "";
+    if (cap == 0)
+        return;
+    while (*c != '\0' && n + 1 < cap) {
+        const char *piece = c;
+        size_t plen = 1, skip = 1;
+        for (size_t i = 0; i < nsec; i++) {
+            if (strncmp(c, sec[i], slen[i]) == 0) {
+                piece = "***";
+                plen = 3;
+                skip = slen[i];
+                break;
+            }
+        }
+        if (plen == 1 && (*c == ' ' || *c == '\n' || *c == '\t' || *c == '\r')) {
+            space = n > 0;
+            c++;
+            continue;
+        }
+        if (space && n + 2 < cap)
+            out[n++] = ' ';
+        space = false;
+        for (size_t i = 0; i < plen && n + 1 < cap; i++)
+            out[n++] = piece[i];
+        c += skip;
+    }
+    out[n] = '\0';
+    if (n == 0)
+        snprintf(out, cap, "no message");
 }
 
 const idm__scheme *idm__scheme_find(const idm__scheme *rows, size_t n, const char *url)

@@ -78,6 +78,16 @@ int idm__open_regular(const char *path, int flags, mode_t mode, const char **kin
 void idm__url_mask(const char *url, char *out, size_t cap);
 
 /*
+ * A client library's message (libpq's, say) for a detail: msg on one line
+ * (each run of white space one space, leading and trailing ones dropped),
+ * every text of url's passwords (as idm__url_mask finds them: the
+ * authority's, each "password=" value) replaced by "***", since such a
+ * library may quote the URL or part of it. url NULL: nothing replaced.
+ * "no message" if nothing is left; always terminated, cut to cap.
+ */
+void idm__text_line(const char *msg, const char *url, char *out, size_t cap);
+
+/*
  * One table form for every family of backends chosen by URL scheme: rows of
  * a scheme name (without "://") and what implements it. A backend built
  * without its client library keeps its row with backend NULL and `missing`

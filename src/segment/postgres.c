@@ -110,29 +110,6 @@ typedef struct pg_store {
 
 /* -------------------------------------------------------------- helpers */
 
-/* msg on one line: runs of white space (libpq's messages end in a newline
- * and may hold a tab-indented hint) become one space, none at the ends. */
-static void one_line(const char *msg, char *out, size_t cap)
-{
-    size_t n = 0;
-    bool space = false;
-    if (cap == 0)
-        return;
-    for (const char *c = msg != NULL ? msg : ""; *c != '\0' && n + 1 < cap; c++) {
-        if (*c == ' ' || *c == '\n' || *c == '\t' || *c == '\r') {
-            space = n > 0;
-            continue;
-        }
-        if (space && n + 2 < cap)
-            out[n++] = ' ';
-        space = false;
-        out[n++] = *c;
-    }
-    out[n] = '\0';
-    if (n == 0)
-        snprintf(out, cap, "no message");
-}
-
 /* Strictly a decimal int64 as PostgreSQL prints one: an optional '-', then
  * digits, nothing else, no overflow. */
 static int parse_i64(const char *s, int64_t *out)
@@ -214,7 +191,7 @@ static int pg_fail(pg_store *p, PGresult *res, const char *what)
     const char *text = res != NULL ? PQresultErrorMessage(res) : NULL;
     if (text == NULL || *text == '\0')
         text = p->conn != NULL ? PQerrorMessage(p->conn) : p->msg;
-    one_line(text, msg, sizeof msg);
+    idm__text_line(text, p->conninfo, msg, sizeof msg);
     return idm__seg_fail(code_for(state), "store %s: %s: %s", p->url, what, msg);
 }
 
@@ -265,7 +242,7 @@ static void drop(pg_store *p)
     if (p->conn != NULL) {
         const char *m = PQerrorMessage(p->conn);
         if (m != NULL && *m != '\0')
-            one_line(m, p->msg, sizeof p->msg);
+            idm__text_line(m, p->conninfo, p->msg, sizeof p->msg);
         PQfinish(p->conn);
     }
     p->conn = NULL;
@@ -349,7 +326,7 @@ static int pg_connect(pg_store *p)
     }
     connected = PQstatus(p->conn) == CONNECTION_OK && st == PGRES_POLLING_OK;
     if (!connected || PQsetnonblocking(p->conn, 1) != 0) {
-        one_line(PQerrorMessage(p->conn), msg, sizeof msg);
+        idm__text_line(PQerrorMessage(p->conn), p->conninfo, msg, sizeof msg);
         drop(p);
         return idm__seg_fail(connected ? IDM_EIO : IDM_EUNAVAIL, "store %s: cannot %s: %s",
                              p->url, connected ? "make the connection non-blocking" : "connect",
@@ -576,7 +553,8 @@ static int pg_create(void *ctx, const char *name, int64_t start, uint32_t k, uin
         /* The INSERT may or may not have committed: say so; the next call
          * connects again. */
         char msg[512];
-        one_line(p->conn != NULL ? PQerrorMessage(p->conn) : p->msg, msg, sizeof msg);
+        idm__text_line(p->conn != NULL ? PQerrorMessage(p->conn) : p->msg, p->conninfo, msg,
+                       sizeof msg);
         PQclear(res);
         drop(p);
         return idm__seg_fail(IDM_EUNAVAIL,
@@ -895,7 +873,7 @@ static int pg_open(void **ctx, const char *url)
      * unreachable server: parse it first, without connecting. */
     info = PQconninfoParse(full, &err);
     if (info == NULL) {
-        one_line(err != NULL ? err : "out of memory", msg, sizeof msg);
+        idm__text_line(err != NULL ? err : "out of memory", full, msg, sizeof msg);
         PQfreemem(err);
         return idm__seg_fail(IDM_EINVAL, "store: '%.80s' is not a valid PostgreSQL URL: %s",
                              masked, msg);

@@ -93,6 +93,40 @@ static const idm__scheme rows[] = {
 };
 #define NROWS (sizeof rows / sizeof rows[0])
 
+/* ---- idm__text_line ---- */
+
+static void text_is(const char *msg, const char *url, const char *want)
+{
+    char out[256];
+    idm__text_line(msg, url, out, sizeof out);
+    if (strcmp(out, want) != 0)
+        fail_msg("idm__text_line('%s', '%s') = '%s', want '%s'", msg, url ? url : "(null)", out,
+                 want);
+}
+
+static void test_text_line(void **state)
+{
+    char small[8];
+    (void)state;
+    /* libpq's words: one line, white space runs as one space. */
+    text_is("could not connect\n\tHINT:  try again\n", NULL, "could not connect HINT: try again");
+    text_is("", NULL, "no message");
+    text_is(" \n\t", NULL, "no message");
+    /* A password in the authority, and in password= options, wherever the
+     * message quotes it. */
+    text_is("invalid percent-encoded token: \"s3cr%t\"", "postgres://u:s3cr%t@h/db",
+            "invalid percent-encoded token: \"***\"");
+    text_is("bad value \"pw2\" and pw2 again", "postgres://u@h/db?a=1&password=pw2",
+            "bad value \"***\" and *** again");
+    text_is("x pw3 y", "postgres://h/db?password=pw3 password=zz", "x *** y");
+    text_is("the user u is fine", "postgres://u:zz@h/db", "the user u is fine");
+    /* Only the authority before the first '/': a ':' later is no password. */
+    text_is("a:b@c", "postgres://h/db?x=a:b@c", "a:b@c");
+    /* Cut to the buffer, always terminated. */
+    idm__text_line("0123456789", NULL, small, sizeof small);
+    assert_string_equal(small, "0123456");
+}
+
 static void test_scheme_find(void **state)
 {
     (void)state;
@@ -235,7 +269,7 @@ int main(void)
         cmocka_unit_test(test_mask_authority), cmocka_unit_test(test_mask_options),
         cmocka_unit_test(test_mask_cut),       cmocka_unit_test(test_scheme_find),
         cmocka_unit_test(test_open_regular),   cmocka_unit_test(test_fault_hook),
-        cmocka_unit_test(test_mono),
+        cmocka_unit_test(test_mono),           cmocka_unit_test(test_text_line),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
