@@ -4,6 +4,7 @@
  * options (--help, --version) and hands the rest to a subcommand.
  */
 #include "cli.h"
+#include "common.h"
 
 #include <string.h>
 
@@ -73,6 +74,7 @@ static int finish(const char *cmd, int status)
 
 int main(int argc, char **argv)
 {
+    idm__argv_hide_secrets(argc, argv);
     if (argc < 2) {
         cli_error(NULL, "missing command (try 'idmint --help')");
         return CLI_USAGE;

@@ -123,6 +123,30 @@ void idm__url_mask(const char *url, char *out, size_t cap)
     }
 }
 
+void idm__argv_hide_secrets(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        size_t n = strlen(argv[i]);
+        char *masked, *copy;
+        if (strstr(argv[i], "://") == NULL && strstr(argv[i], "password=") == NULL)
+            continue;
+        masked = malloc(n + 16);
+        if (masked == NULL)
+            return;
+        idm__url_mask(argv[i], masked, n + 16);
+        if (strcmp(masked, argv[i]) == 0 || (copy = strdup(argv[i])) == NULL) {
+            free(masked);
+            continue;
+        }
+        /* The mask is at most 3 bytes longer than a 0-byte password: cut
+         * to the original's length, padded with '*'. */
+        memset(argv[i], '*', n);
+        memcpy(argv[i], masked, strlen(masked) < n ? strlen(masked) : n);
+        argv[i] = copy;
+        free(masked);
+    }
+}
+
 /* The password texts of url (at most max): pointers into url, lengths. */
 static size_t url_secrets(const char *url, const char **at_, size_t *len, size_t max)
 {

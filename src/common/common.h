@@ -78,6 +78,17 @@ int idm__open_regular(const char *path, int flags, mode_t mode, const char **kin
 void idm__url_mask(const char *url, char *out, size_t cap);
 
 /*
+ * Keep the credentials of a command line out of ps(1): every argument that
+ * idm__url_mask would change (a URL's user:password@, a "password=" option)
+ * is copied to the heap, argv[i] is pointed at the copy, and the original
+ * bytes, which /proc/<pid>/cmdline shows, are overwritten as the mask shows
+ * them. Call first thing in main. The password was visible from exec until
+ * then: documentation tells users to keep passwords in files instead. A
+ * copy that cannot be made leaves that argument as it is.
+ */
+void idm__argv_hide_secrets(int argc, char **argv);
+
+/*
  * A client library's message (libpq's, say) for a detail: msg on one line
  * (each run of white space one space, leading and trailing ones dropped),
  * every text of url's passwords (as idm__url_mask finds them: the

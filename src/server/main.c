@@ -352,7 +352,9 @@ static int setup(idmd_app *app, const idmd_config *cfg)
         snprintf(url, sizeof url, "sqlite://%s/segments.db", cfg->data_dir);
     rc = idm_store_open(&app->store, url);
     if (rc != 0) {
-        say("store %s: %s", url, idm_error_detail());
+        char shown[sizeof url];
+        idm__url_mask(url, shown, sizeof shown);
+        say("store %s: %s", shown, idm_error_detail());
         return -1;
     }
     rc = idm_store_set_timeout(app->store, cfg->store_timeout_ms);
@@ -415,6 +417,7 @@ int main(int argc, char **argv)
     idmd_http *http = NULL;
     int lost_said = 0;
 
+    idm__argv_hide_secrets(argc, argv);
     if (idmd_config_build(&cfg, argc, argv, environ, &check, &help, err, sizeof err) != 0) {
         fprintf(stderr, "idmintd: %s\n", err);
         return 2;

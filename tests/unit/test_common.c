@@ -127,6 +127,31 @@ static void test_text_line(void **state)
     assert_string_equal(small, "0123456");
 }
 
+/* ---- idm__argv_hide_secrets ---- */
+
+static void test_argv_hide(void **state)
+{
+    char a0[] = "idmint", a1[] = "lease", a2[] = "postgres://u:topsecret@h:5432/db",
+         a3[] = "--store=postgres://h/db?password=pw&x=1", a4[] = "file:///tmp/x";
+    char *argv[] = {a0, a1, a2, a3, a4, NULL};
+    (void)state;
+    idm__argv_hide_secrets(5, argv);
+    /* The program reads the originals from copies... */
+    assert_string_equal(argv[2], "postgres://u:topsecret@h:5432/db");
+    assert_string_equal(argv[3], "--store=postgres://h/db?password=pw&x=1");
+    assert_ptr_not_equal(argv[2], a2);
+    /* ... while the bytes ps shows are masked, padded to their length. */
+    assert_string_equal(a2, "postgres://u:***@h:5432/db******");
+    assert_int_equal(strlen(a2), strlen("postgres://u:topsecret@h:5432/db"));
+    assert_null(strstr(a3, "pw&"));
+    assert_non_null(strstr(a3, "password=***"));
+    /* Arguments without credentials are left where they are. */
+    assert_ptr_equal(argv[4], a4);
+    assert_ptr_equal(argv[1], a1);
+    free(argv[2]);
+    free(argv[3]);
+}
+
 static void test_scheme_find(void **state)
 {
     (void)state;
@@ -270,6 +295,7 @@ int main(void)
         cmocka_unit_test(test_mask_cut),       cmocka_unit_test(test_scheme_find),
         cmocka_unit_test(test_open_regular),   cmocka_unit_test(test_fault_hook),
         cmocka_unit_test(test_mono),           cmocka_unit_test(test_text_line),
+        cmocka_unit_test(test_argv_hide),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
