@@ -20,6 +20,22 @@
 #                              start member N again on its ports, on its data
 #                              directory (kept, or with "wipe" emptied and
 #                              bootstrapped as a new cluster: one member only)
+#   etcd-test-server.sh start-tls DIR CERTDIR [auth [TOKEN_TTL]]
+#                              start one member that serves clients over
+#                              HTTPS only, with the certificates that
+#                              etcd-test-certs.sh made in CERTDIR (server.pem
+#                              for 127.0.0.1, clients must present a
+#                              certificate signed by ca.pem); with "auth",
+#                              authentication enabled too: a root user (its
+#                              password in DIR/root.pw), JWT tokens that
+#                              expire TOKEN_TTL (default 2s) after they are
+#                              made, whatever their use, so that a test sees
+#                              them expire; print the endpoint
+#   etcd-test-server.sh user DIR NAME PASSWORD_FILE [PREFIX]
+#                              (auth) add the user NAME, its password the
+#                              first line of PASSWORD_FILE; with PREFIX, a
+#                              role NAME-rw that may read and write the keys
+#                              under PREFIX, granted to it
 #
 # Members run with etcd's default timing (heartbeat 100 ms, election 1 s, so
 # the shortest lease etcd grants is 2 s). Each start makes a new cluster
@@ -30,7 +46,7 @@
 # pid is in IDM_ETCD_OWNER, by default the caller of this script), so a test
 # that crashes does not leave etcd running; IDM_ETCD_OWNER=0 disables it.
 #
-# What it does not do: TLS, authentication, or anything but loopback.
+# Peers always talk plain HTTP; nothing but loopback is used.
 set -uo pipefail
 
 me=etcd-test-server.sh
@@ -40,8 +56,32 @@ die() {
     exit 1
 }
 
+# TLS=1 (clients over HTTPS: etcdctl with the test client's certificate),
+# TOKEN_TTL (set: JWT tokens of that lifetime) and AUTH=1 (authentication
+# enabled: etcdctl as root, its password from the environment, never from
+# the command line) come from cluster.conf.
+TLS=0
+AUTH=0
+CERTS=
+TOKEN_TTL=
+
 ctl() {
-    ETCDCTL_API=3 etcdctl --dial-timeout=1s --command-timeout=2s "$@"
+    local tls=() user=
+    if [ "$TLS" = 1 ]; then
+        tls=(--cacert="$CERTS/ca.pem" --cert="$CERTS/client.pem" --key="$CERTS/client-key.pem")
+    fi
+    [ "$AUTH" = 1 ] && [ -f "${CONF_DIR:-}/root.pw" ] && user="root:$(cat "$CONF_DIR/root.pw")"
+    if [ -n "$user" ]; then
+        ETCDCTL_USER=$user ETCDCTL_API=3 etcdctl --dial-timeout=1s --command-timeout=2s \
+            "${tls[@]}" "$@"
+    else
+        ETCDCTL_API=3 etcdctl --dial-timeout=1s --command-timeout=2s "${tls[@]}" "$@"
+    fi
+}
+
+# scheme: of the client URLs.
+scheme() {
+    if [ "$TLS" = 1 ]; then echo https; else echo http; fi
 }
 
 # random_port: a port below the kernel's ephemeral range. A port from that
@@ -79,6 +119,7 @@ load_conf() {
     [ -f "$1/cluster.conf" ] || die "no cluster was started in '$1'"
     # shellcheck disable=SC1091
     . "$1/cluster.conf"
+    CONF_DIR=$1
 }
 
 # check_member N: N is a member number of the loaded cluster.
@@ -109,10 +150,19 @@ peer_list() {
 
 # launch DIR N: start member N in the background, record its pid.
 launch() {
-    local dir=$1 n=$2 c p
+    local dir=$1 n=$2 c p s jwt extra=()
     eval "c=\$CPORT$n; p=\$PPORT$n"
-    setsid etcd --name "m$n" --data-dir "$dir/m$n.etcd" \
-        --listen-client-urls "http://127.0.0.1:$c" --advertise-client-urls "http://127.0.0.1:$c" \
+    s=$(scheme)
+    if [ "$TLS" = 1 ]; then
+        extra+=(--cert-file "$CERTS/server.pem" --key-file "$CERTS/server-key.pem"
+            --trusted-ca-file "$CERTS/ca.pem" --client-cert-auth)
+    fi
+    if [ -n "$TOKEN_TTL" ]; then
+        jwt="jwt,pub-key=$CERTS/jwt-pub.pem,priv-key=$CERTS/jwt.pem,sign-method=RS256"
+        extra+=(--bcrypt-cost 4 --auth-token "$jwt,ttl=$TOKEN_TTL")
+    fi
+    setsid etcd --name "m$n" --data-dir "$dir/m$n.etcd" "${extra[@]}" \
+        --listen-client-urls "$s://127.0.0.1:$c" --advertise-client-urls "$s://127.0.0.1:$c" \
         --listen-peer-urls "http://127.0.0.1:$p" --initial-advertise-peer-urls "http://127.0.0.1:$p" \
         --initial-cluster "$(peer_list)" --initial-cluster-token "$TOKEN" \
         --initial-cluster-state new >>"$dir/m$n.log" 2>&1 </dev/null &
@@ -143,8 +193,8 @@ wait_healthy() {
         for n in "$@"; do
             member_alive "$dir" "$n" || return 1
             eval "c=\$CPORT$n"
-            ETCDCTL_API=3 etcdctl --dial-timeout=500ms --command-timeout=1s \
-                --endpoints="127.0.0.1:$c" endpoint health >/dev/null 2>&1 || ok=0
+            ctl --dial-timeout=500ms --command-timeout=1s \
+                --endpoints="$(scheme)://127.0.0.1:$c" endpoint health >/dev/null 2>&1 || ok=0
         done
         [ "$ok" = 1 ] && return 0
         sleep 0.1
@@ -168,7 +218,7 @@ start_watcher() {
 }
 
 cmd_start() {
-    local dir=$1 members=${2:-1} i try
+    local dir=$1 members=${2:-1} i try tlsconf=${3:-}
     case $members in 1 | 3) ;; *) die "start: MEMBERS must be 1 or 3, not '$members'" ;; esac
     [ -d "$dir" ] || die "start: '$dir' is not a directory"
     dir=$(cd "$dir" && pwd) || die "start: cannot enter '$dir'"
@@ -181,6 +231,7 @@ cmd_start() {
         {
             echo "MEMBERS=$members"
             echo "TOKEN=idmint-test-$$-$RANDOM$RANDOM-$(date +%s%N)"
+            [ -z "$tlsconf" ] || printf '%s\n' "$tlsconf"
             for i in $(seq 1 "$members"); do
                 echo "CPORT$i=$(free_port)"
                 echo "PPORT$i=$(free_port)"
@@ -258,7 +309,8 @@ cmd_leader() {
             member_alive "$dir" "$i" || continue
             eval "c=\$CPORT$i"
             # Simple format: endpoint, id, version, db size, is leader, ...
-            line=$(ctl --endpoints="127.0.0.1:$c" endpoint status 2>/dev/null) || continue
+            line=$(ctl --endpoints="$(scheme)://127.0.0.1:$c" endpoint status 2>/dev/null) ||
+                continue
             if [ "$(printf '%s\n' "$line" | awk -F', ' '{print $5}')" = true ]; then
                 printf '%s\n' "$i"
                 return 0
@@ -296,8 +348,61 @@ cmd_restart() {
     }
 }
 
+# start-tls DIR CERTDIR [auth [TOKEN_TTL]]
+cmd_start_tls() {
+    local dir=$1 certs=$2 auth=${3:-} ttl=${4:-2s} f eps pw
+    [ -d "$certs" ] || die "start-tls: '$certs' is not a directory"
+    certs=$(cd "$certs" && pwd) || die "start-tls: cannot enter '$certs'"
+    case $certs in *[[:space:],]*) die "start-tls: '$certs' holds white space or a comma" ;; esac
+    for f in ca.pem server.pem server-key.pem client.pem client-key.pem jwt.pem jwt-pub.pem; do
+        [ -r "$certs/$f" ] || die "start-tls: no $certs/$f (made by etcd-test-certs.sh)"
+    done
+    case $auth in '' | auth) ;; *) die "start-tls: unknown option '$auth'" ;; esac
+    case $ttl in *[!0-9a-z]* | '') die "start-tls: '$ttl' is no duration (2s, 500ms)" ;; esac
+    [ "$auth" = auth ] || ttl=
+    eps=$(cmd_start "$dir" 1 "TLS=1
+CERTS=$certs
+TOKEN_TTL=$ttl") || exit 1
+    dir=$(cd "$dir" && pwd)
+    if [ "$auth" = auth ]; then
+        load_conf "$dir"
+        pw=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+        (umask 077 && printf '%s\n' "$pw" >"$dir/root.pw")
+        printf '%s\n' "$pw" | ctl --endpoints="https://$eps" user add root --interactive=false \
+            >/dev/null || die "start-tls: cannot add the root user"
+        if ! ctl --endpoints="https://$eps" role add root >/dev/null ||
+            ! ctl --endpoints="https://$eps" user grant-role root root >/dev/null ||
+            ! ctl --endpoints="https://$eps" auth enable >/dev/null; then
+            die "start-tls: cannot enable authentication"
+        fi
+        sed -i 's/^AUTH=.*//' "$dir/cluster.conf"
+        echo "AUTH=1" >>"$dir/cluster.conf"
+    fi
+    printf '%s\n' "$eps"
+}
+
+# user DIR NAME PASSWORD_FILE [PREFIX]
+cmd_user() {
+    local dir=$1 name=$2 pwfile=$3 prefix=${4:-} eps
+    load_conf "$dir"
+    [ "$AUTH" = 1 ] || die "user: the server in '$dir' has no authentication"
+    [ -r "$pwfile" ] || die "user: cannot read '$pwfile'"
+    eps="https://$(endpoints)"
+    head -n 1 "$pwfile" | ctl --endpoints="$eps" user add "$name" --interactive=false \
+        >/dev/null || die "user: cannot add '$name'"
+    [ -n "$prefix" ] || return 0
+    if ! ctl --endpoints="$eps" role add "$name-rw" >/dev/null ||
+        ! ctl --endpoints="$eps" role grant-permission "$name-rw" readwrite --prefix=true \
+            "$prefix" >/dev/null ||
+        ! ctl --endpoints="$eps" user grant-role "$name" "$name-rw" >/dev/null; then
+        die "user: cannot grant '$name' the keys under '$prefix'"
+    fi
+}
+
 case "${1:-}:${2:-}" in
 start:?*) cmd_start "$2" "${3:-1}" ;;
+start-tls:?*) cmd_start_tls "$2" "${3:?start-tls needs CERTDIR}" "${4:-}" "${5:-}" ;;
+user:?*) cmd_user "$2" "${3:?user needs NAME}" "${4:?user needs PASSWORD_FILE}" "${5:-}" ;;
 stop:?*) cmd_stop "$2" ;;
 endpoints:?*) load_conf "$2" && endpoints ;;
 pid:?*) cmd_pid "$2" "${3:?pid needs N}" ;;
@@ -306,7 +411,8 @@ kill:?*) cmd_kill "$2" "${3:?kill needs N}" ;;
 restart:?*) cmd_restart "$2" "${3:?restart needs N}" "${4:-}" ;;
 *)
     echo "usage: $me start DIR [1|3] | stop DIR | endpoints DIR | pid DIR N | leader DIR |" \
-        "kill DIR N | restart DIR N [wipe]" >&2
+        "kill DIR N | restart DIR N [wipe] | start-tls DIR CERTDIR [auth [TOKEN_TTL]] |" \
+        "user DIR NAME PASSWORD_FILE [PREFIX]" >&2
     exit 2
     ;;
 esac

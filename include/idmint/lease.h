@@ -30,6 +30,25 @@
  *                 that only ever raise it, released by revoking the lease. Endpoints are tried in turn on
  *                 transport errors; every answer's cluster id must match
  *                 the first, or the claim is taken as lost.
+ *   etcds://host:port[,host:port...]/prefix[?option=value&...]
+ *                 etcd as above over HTTPS, the server's certificate
+ *                 verified (its CA and the host name; never a fallback to
+ *                 plain HTTP). Options, each optional, others refused:
+ *                   cacert=FILE          CA bundle for a private CA
+ *                   cert=FILE, key=FILE  a client certificate (mutual TLS;
+ *                                        both or neither)
+ *                   user=NAME, password-file=FILE
+ *                                        etcd authentication (both or
+ *                                        neither): the password is read from
+ *                                        the file, never from the URL; the
+ *                                        token from /v3/auth/authenticate is
+ *                                        renewed when etcd says it expired
+ *                                        and is never logged (the file is
+ *                                        read again at each authentication)
+ *                 cacert replaces the system's CAs. etcd 3.4's gateway
+ *                 refuses a client certificate that has a Common Name.
+ *                 A claim costs one more round trip with authentication
+ *                 (the token's), then 3 as over etcd://.
  *
  * Scope: a coordinator hands out worker ids of one node field of one
  * layout. Two claimants that fill different fields, or use different
@@ -130,7 +149,7 @@ typedef struct idm_lease idm_lease;
 #define IDM_LEASE_SCOPE_MAX 640
 
 typedef struct idm_lease_opts {
-    const char *url;        /* required: file:///dir or etcd://... */
+    const char *url;        /* required: file:///dir, etcd://... or etcds://... */
     uint32_t max_workers;   /* ids 0 .. max_workers-1 (at most
                                IDM_LEASE_WORKERS_MAX); default 1024 */
     int64_t ttl_ms;         /* IDM_LEASE_TTL_MIN_MS to _MAX_MS, default
@@ -177,6 +196,9 @@ typedef struct idm_lease_status {
     int last_error;         /* the last renewal's error, 0 if it worked */
     idm_mono_ns deadline;   /* the guard's monotonic deadline */
     idm_unix_ms mark_ms;    /* the mark last recorded */
+    int64_t renew_ns;       /* how long the last successful renewal took,
+                               from its send to its answer (0 before the
+                               first; the claim's mark counts as none) */
 } idm_lease_status;
 
 IDM_EXTERN void idm_lease_opts_init(idm_lease_opts *opts);
@@ -209,6 +231,11 @@ IDM_EXTERN int idm_lease_url_check(const char *url);
  */
 IDM_EXTERN int idm_lease_open(idm_lease **out, const idm_lease_opts *opts);
 IDM_EXTERN uint32_t idm_lease_worker(const idm_lease *l);
+/* The claim's fencing token: a number that rises at every claim of this
+ * worker id by any holder, for a store that must refuse writes of an older
+ * holder. etcd:// and etcds://: the worker key's create revision; file://:
+ * 0 (the coordinator has none). */
+IDM_EXTERN uint64_t idm_lease_generation(const idm_lease *l);
 /* The previous holder's high-water mark (0 if none): start above it. */
 IDM_EXTERN idm_unix_ms idm_lease_mark(const idm_lease *l);
 /*

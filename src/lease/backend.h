@@ -40,6 +40,12 @@ typedef struct idm__lease_backend {
      * bytes, else IDM_EINVAL; bytes outside ' '..'~' as '?'. */
     int (*scope)(void *be, char *buf, size_t len);
     void (*close)(void *be);
+    /* The fencing token of the claim this handle made (after claim): a
+     * number that rises at every claim of its worker id, by any holder
+     * (postgres: the row's generation; zk: the worker node's czxid; etcd:
+     * the worker key's create revision). NULL: the backend has none
+     * (file://), idm_lease_generation reports 0. */
+    uint64_t (*generation)(void *be);
 } idm__lease_backend;
 
 /* Scopes, for every backend: their text and the refusal's detail. */
@@ -127,6 +133,7 @@ static inline int idm__lease_scope_refuse(const char *where, const char *recorde
 }
 
 extern const idm__lease_backend idm__lease_file;
-extern const idm__lease_backend idm__lease_etcd; /* if IDM_WITH_ETCD */
+extern const idm__lease_backend idm__lease_etcd;  /* if IDM_WITH_ETCD: etcd:// */
+extern const idm__lease_backend idm__lease_etcds; /* if IDM_WITH_ETCD: etcds:// (TLS) */
 
 #endif /* IDM_LEASE_BACKEND_H */

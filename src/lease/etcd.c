@@ -53,17 +53,44 @@
  * each operation has a budget (renew and release TTL/3, claim 2/3 TTL) on
  * CLOCK_MONOTONIC, whatever clock the lease is given: network time is real.
  *
- * What it does not do: TLS, authentication, HTTP proxies (none is used,
- * whatever the environment says), watches (a deleted key is noticed at the
- * next renewal), or reattach to a lease after a restart (a restarted
- * process claims anew; its old key expires with its lease).
+ * etcds://host:port[,...]/prefix[?cacert=F&cert=F&key=F&user=U&password-file=F]
+ * is the same over HTTPS: the server's certificate always verified (its CA:
+ * cacert's alone if given, else the system's; and the host name or IP
+ * address), a client certificate if cert and key are given, and a handle
+ * that speaks HTTPS only, so nothing ever falls back to plain HTTP. Options
+ * are checked at open (files regular and readable, pairs complete, none
+ * unknown or twice) and shown by name only, never by value. With user and
+ * password-file, etcd authentication: the first request of a handle is
+ * preceded by /v3/auth/authenticate (one more round trip), the token goes
+ * in the Authorization header of every request after it, and when etcd
+ * refuses it (3.4's answers: 401 "invalid auth token" when it expired,
+ * "revision of auth store is old" after a change of users or roles, "user
+ * name is empty" when none was sent) it is made anew and the refused
+ * request sent once more: etcd checks the token before it applies
+ * anything, so the request was not applied. The password is read from its
+ * file for each authentication (a rotated file is picked up) and wiped
+ * from memory with the request that carried it; neither it nor the token is
+ * ever part of a detail. A wrong password, and a user without permission on
+ * the prefix, fail with a detail naming the user and the cause (IDM_EIO, as
+ * every answer from etcd that is not "the claim is gone").
+ *
+ * The claim's fencing token (generation) is the worker key's create
+ * revision: the revision of the txn that created it.
+ *
+ * What it does not do: HTTP proxies (none is used, whatever the
+ * environment says), watches (a deleted key is noticed at the next
+ * renewal), or reattach to a lease after a restart (a restarted process
+ * claims anew; its old key expires with its lease).
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <curl/curl.h>
 #include <json-c/json.h>
@@ -106,17 +133,28 @@ typedef struct etcd_be {
     bool have_cluster;
     bool foreign;             /* another cluster answered: send nothing more */
     idm__etcd_post_fn post;   /* libcurl, or a fuzz target's (etcd_internal.h) */
+    /* etcds:// (tls): the files its options name, NULL if not given */
+    bool tls;
+    char *cacert, *cert, *key;
+    /* authentication (user and pwfile both set, or neither): the token
+     * from /v3/auth/authenticate (NULL until needed; dropped when etcd
+     * refuses it), the headers that carry it */
+    char *user, *pwfile;
+    char *token;
+    struct curl_slist *auth_hdrs;
+    bool auth_off;            /* etcd said authentication is not enabled */
     /* the claim */
     bool held;
     int64_t lease_id;
     uint32_t worker;
+    uint64_t generation;      /* the worker key's create revision */
     /* the scope: <prefix>/scope, and the claimant's (has_scope) */
     char scope_key[MAX_PREFIX + 8];
     char scope_key64[4 * (MAX_PREFIX + 8) / 3 + 8];
     bool has_scope;
     char scope[IDM_LEASE_SCOPE_MAX];
     char scope64[4 * IDM_LEASE_SCOPE_MAX / 3 + 8];
-    char where[MAX_HOST + MAX_PREFIX + 16]; /* etcd://host:port[,...]/prefix, for details */
+    char where[MAX_HOST + MAX_PREFIX + 16]; /* etcd[s]://host:port[,...]/prefix, for details */
 } etcd_be;
 
 /* ---------------------------------------------------------------- helpers */
@@ -449,7 +487,15 @@ static void error_answer(etcd_be *e, int *code, char *msg, size_t msglen)
     o = json_tokener_parse_ex(tok, e->buf, (int)e->len);
     json_tokener_free(tok);
     if (o == NULL || !json_object_is_type(o, json_type_object)) {
+        /* Not JSON: its first line as text (etcd's gateway answers some
+         * refusals so, e.g. a client certificate with a Common Name). */
+        size_t n = strcspn(e->buf, "\r\n");
         json_object_put(o);
+        if (n > 0)
+            snprintf(msg, msglen, "%.*s", (int)n, e->buf);
+        for (char *p = msg; *p != '\0'; p++)
+            if (*p < ' ' || *p > '~')
+                *p = '?';
         return;
     }
     if (json_object_object_get_ex(o, "code", &v) && json_object_is_type(v, json_type_int))
@@ -478,10 +524,35 @@ void idm__etcd_transport_error(void *be, const char *text)
     snprintf(e->errbuf, sizeof e->errbuf, "%s", text);
 }
 
+/* What a TLS failure (libcurl's code cc) likely means, for the detail:
+ * short, as libcurl's own text says why and both share one line. */
+static const char *tls_hint(const etcd_be *e, CURLcode cc)
+{
+    if (!e->tls)
+        return "";
+    switch (cc) {
+    case CURLE_PEER_FAILED_VERIFICATION:
+        return " (TLS: the server's certificate was refused)";
+    case CURLE_SSL_CONNECT_ERROR:
+        if (strstr(e->errbuf, "wrong version number") != NULL ||
+            strstr(e->errbuf, "packet length too long") != NULL)
+            return " (TLS: the server does not speak TLS there)";
+        /* fall through */
+    case CURLE_SEND_ERROR:
+    case CURLE_RECV_ERROR:
+    case CURLE_GOT_NOTHING:
+        return e->cert == NULL ? " (TLS: a client certificate, cert= and key=, may be required)"
+                               : " (TLS: the server may have refused the client certificate)";
+    default:
+        return "";
+    }
+}
+
 static int post_curl(void *be, const char *url, const char *body, long timeout_ms, long *status)
 {
     etcd_be *e = be;
     CURLcode cc;
+    curl_easy_setopt(e->curl, CURLOPT_HTTPHEADER, e->token != NULL ? e->auth_hdrs : e->hdrs);
     curl_easy_setopt(e->curl, CURLOPT_URL, url);
     curl_easy_setopt(e->curl, CURLOPT_POSTFIELDS, body);
     curl_easy_setopt(e->curl, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
@@ -489,30 +560,349 @@ static int post_curl(void *be, const char *url, const char *body, long timeout_m
     curl_easy_setopt(e->curl, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
     cc = curl_easy_perform(e->curl);
     if (cc != CURLE_OK) {
+        size_t n;
         if (e->errbuf[0] == '\0')
             snprintf(e->errbuf, sizeof e->errbuf, "%s", curl_easy_strerror(cc));
+        n = strlen(e->errbuf);
+        snprintf(e->errbuf + n, sizeof e->errbuf - n, "%s", tls_hint(e, cc));
         return -1;
     }
     curl_easy_getinfo(e->curl, CURLINFO_RESPONSE_CODE, status);
     return 0;
 }
 
+/* ---------------------------------------------------- authentication */
+
+#define MAX_PASSWORD 1024 /* longest first line of a password file */
+#define MAX_TOKEN 8192    /* longest token accepted */
+#define GRPC_INVALID_ARGUMENT 3
+#define GRPC_PERMISSION_DENIED 7
+#define GRPC_FAILED_PRECONDITION 9
+#define GRPC_UNAUTHENTICATED 16
+
+/* The first line of the password file into pw (cap bytes), its trailing
+ * "\n" or "\r\n" cut; IDM_EINVAL naming the file (never its content) if it
+ * cannot be read, is no regular file, or the line is empty or too long.
+ * The caller wipes pw. */
+static int read_password(const char *path, char *pw, size_t cap)
+{
+    const char *kind;
+    size_t len = 0;
+    int fd = idm__open_regular(path, O_RDONLY, 0, &kind), err = 0;
+    pw[0] = '\0';
+    if (fd < 0)
+        return kind != NULL
+                   ? idm_error_fail(IDM_EINVAL, "lease: etcds option password-file: '%.120s' is "
+                                                "%s, not a regular file",
+                                    path, kind)
+                   : idm_error_fail(IDM_EINVAL, "lease: etcds option password-file: cannot read "
+                                                "'%.120s': %s",
+                                    path, strerror(errno));
+    while (len < cap - 1 && memchr(pw, '\n', len) == NULL) {
+        ssize_t n = read(fd, pw + len, cap - 1 - len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            err = errno;
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+    }
+    close(fd);
+    pw[len] = '\0';
+    if (err != 0)
+        return idm_error_fail(IDM_EINVAL, "lease: etcds option password-file: cannot read "
+                                          "'%.120s': %s",
+                              path, strerror(err));
+    len = strcspn(pw, "\n");
+    if (pw[len] != '\n' && len == cap - 1)
+        return idm_error_fail(IDM_EINVAL, "lease: etcds option password-file: the first line "
+                                          "of '%.120s' is longer than %zu bytes",
+                              path, cap - 2);
+    if (len > 0 && pw[len - 1] == '\r')
+        len--;
+    explicit_bzero(pw + len, cap - len);
+    if (len == 0)
+        return idm_error_fail(IDM_EINVAL, "lease: etcds option password-file: the first line "
+                                          "of '%.120s' is empty",
+                              path);
+    return 0;
+}
+
+/* s as the inside of a JSON string into out (cap bytes): -1 if it does
+ * not fit. */
+static int json_escape(const char *s, char *out, size_t cap)
+{
+    size_t o = 0;
+    for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++) {
+        char esc[8];
+        size_t n;
+        if (*p == '"' || *p == '\\') {
+            esc[0] = '\\';
+            esc[1] = (char)*p;
+            n = 2;
+        } else if (*p < 0x20 || *p == 0x7f) {
+            n = (size_t)snprintf(esc, sizeof esc, "\\u%04x", *p);
+        } else {
+            esc[0] = (char)*p;
+            n = 1;
+        }
+        if (o + n >= cap)
+            return -1;
+        memcpy(out + o, esc, n);
+        o += n;
+    }
+    out[o] = '\0';
+    return 0;
+}
+
+/* Forget the token, wiping it. */
+static void drop_token(etcd_be *e)
+{
+    for (struct curl_slist *h = e->auth_hdrs; h != NULL; h = h->next)
+        explicit_bzero(h->data, strlen(h->data));
+    curl_slist_free_all(e->auth_hdrs);
+    e->auth_hdrs = NULL;
+    if (e->token != NULL) {
+        explicit_bzero(e->token, strlen(e->token));
+        free(e->token);
+        e->token = NULL;
+    }
+}
+
+/* Keep token (len bytes): the headers of every request carry it. */
+static int keep_token(etcd_be *e, const char *token, size_t len)
+{
+    struct curl_slist *h = NULL;
+    char *line = malloc(len + 32);
+    drop_token(e);
+    if (line == NULL)
+        return IDM_ENOMEM;
+    snprintf(line, len + 32, "Authorization: %.*s", (int)len, token);
+    for (const struct curl_slist *b = e->hdrs; b != NULL; b = b->next) {
+        struct curl_slist *n = curl_slist_append(h, b->data);
+        if (n == NULL)
+            break;
+        h = n;
+    }
+    e->auth_hdrs = h != NULL ? curl_slist_append(h, line) : NULL;
+    e->token = e->auth_hdrs != NULL ? strndup(token, len) : NULL;
+    explicit_bzero(line, len + 32);
+    free(line);
+    if (e->token == NULL) {
+        if (e->auth_hdrs == NULL)
+            curl_slist_free_all(h);
+        drop_token(e);
+        return IDM_ENOMEM;
+    }
+    return 0;
+}
+
+/* Whether etcd refused a request for its token (expired, invalid, from
+ * before a change of users or roles, or none sent): then a new token and
+ * one more try. The error answers of etcd 3.4's gateway. */
+static bool token_refused(int code, const char *msg)
+{
+    return (code == GRPC_UNAUTHENTICATED && strcmp(msg, "etcdserver: invalid auth token") == 0) ||
+           (code == GRPC_INVALID_ARGUMENT &&
+            (strcmp(msg, "etcdserver: revision of auth store is old") == 0 ||
+             strcmp(msg, "etcdserver: user name is empty") == 0));
+}
+
+/* An answer's user, shown: at most 64 bytes, printable. */
+static void user_shown(const etcd_be *e, char *out, size_t cap)
+{
+    snprintf(out, cap, "%.64s", e->user != NULL ? e->user : "");
+    for (char *p = out; *p != '\0'; p++)
+        if (*p < ' ' || *p > '~')
+            *p = '?';
+}
+
+/* What a call to one endpoint came to. */
+enum { AT_DONE, AT_NEXT, AT_RETRY };
+
+/* Authenticate at endpoint k (url prefix base) within t ms: AT_DONE with
+ * *rc 0 (a token kept, or etcd has authentication off) or an error;
+ * AT_NEXT (transport error, no leader: last says what) for the next
+ * endpoint. The password is read from its file for this request only, and
+ * wiped with the request's body and the answer. */
+static int authenticate(etcd_be *e, size_t k, const char *base, long t, char *last,
+                        size_t lastcap, int *rc)
+{
+    static const char path[] = "/v3/auth/authenticate";
+    char url[MAX_HOST + 64], pw[MAX_PASSWORD + 2], who[80];
+    char body[6 * (MAX_PASSWORD + 2) + 6 * 256 + 64], epw[6 * (MAX_PASSWORD + 2)];
+    char euser[6 * 256 + 8];
+    long status = 0;
+    int r;
+    *rc = read_password(e->pwfile, pw, sizeof pw);
+    if (*rc != 0)
+        return AT_DONE;
+    r = json_escape(pw, epw, sizeof epw) | json_escape(e->user, euser, sizeof euser);
+    explicit_bzero(pw, sizeof pw);
+    if (r == 0)
+        r = snprintf(body, sizeof body, "{\"name\":\"%s\",\"password\":\"%s\"}", euser, epw) >=
+                    (int)sizeof body
+                ? -1
+                : 0;
+    explicit_bzero(epw, sizeof epw);
+    if (r != 0) {
+        explicit_bzero(body, sizeof body);
+        *rc = idm_error_fail(IDM_EINVAL, "lease: etcds: the user name or password is too long");
+        return AT_DONE;
+    }
+    snprintf(url, sizeof url, "%s%s", base, path);
+    e->len = 0;
+    e->overflow = false;
+    e->errbuf[0] = '\0';
+    drop_token(e);
+    r = e->post(e, url, body, t, &status);
+    explicit_bzero(body, sizeof body);
+    user_shown(e, who, sizeof who);
+    if (r != 0) {
+        if (e->overflow) {
+            *rc = idm_error_fail(IDM_EIO, "lease: etcd %s%s: answer larger than %d bytes",
+                                 e->eps[k], path, MAX_BODY);
+            return AT_DONE;
+        }
+        snprintf(last, lastcap, "%s%s: %s", e->eps[k], path, e->errbuf);
+        return AT_NEXT;
+    }
+    if (status == 200) {
+        json_object *resp = NULL, *tok = NULL;
+        e->cur = k;
+        *rc = parse_answer(e, path, &resp);
+        if (*rc == 0)
+            *rc = check_header(e, resp, path);
+        if (*rc == 0 && (get_field(resp, "token", json_type_string, &tok) != 0 || tok == NULL ||
+                         json_object_get_string_len(tok) == 0 ||
+                         json_object_get_string_len(tok) > MAX_TOKEN))
+            *rc = garbage(e, path, "no token");
+        if (*rc == 0) {
+            const char *s = json_object_get_string(tok);
+            size_t n = (size_t)json_object_get_string_len(tok);
+            for (size_t i = 0; i < n && *rc == 0; i++)
+                if (s[i] <= ' ' || s[i] > '~')
+                    *rc = garbage(e, path, "a token that no header can carry");
+            if (*rc == 0)
+                *rc = keep_token(e, s, n);
+        }
+        if (tok != NULL)
+            explicit_bzero((char *)json_object_get_string(tok),
+                           (size_t)json_object_get_string_len(tok));
+        json_object_put(resp);
+        explicit_bzero(e->buf, e->len);
+        return AT_DONE;
+    }
+    {
+        int code;
+        char msg[160];
+        error_answer(e, &code, msg, sizeof msg);
+        explicit_bzero(e->buf, e->len);
+        if (status == 502 || status == 503 || status == 504 || code == GRPC_UNAVAILABLE) {
+            snprintf(last, lastcap, "%s%s: HTTP %ld: %s", e->eps[k], path, status, msg);
+            return AT_NEXT;
+        }
+        e->cur = k;
+        if (code == GRPC_FAILED_PRECONDITION &&
+            strcmp(msg, "etcdserver: authentication is not enabled") == 0) {
+            e->auth_off = true; /* no token needed; asked again if etcd says one is */
+            *rc = 0;
+        } else if (code == GRPC_INVALID_ARGUMENT &&
+                   strstr(msg, "authentication failed") != NULL) {
+            *rc = idm_error_fail(IDM_EIO, "lease: etcd %s: authentication as user '%s' failed: "
+                                          "wrong password, or no such user (%s)",
+                                 e->eps[k], who, msg);
+        } else {
+            *rc = idm_error_fail(IDM_EIO, "lease: etcd %s: authentication as user '%s' failed: "
+                                          "HTTP %ld: %s",
+                                 e->eps[k], who, status, msg);
+        }
+        return AT_DONE;
+    }
+}
+
+/* One request to endpoint k within t ms: AT_DONE with *rc and *out as
+ * call gives them, AT_NEXT for the next endpoint (last says why), or
+ * AT_RETRY: etcd refused the token, which is dropped (once per call). */
+static int call_at(etcd_be *e, size_t k, const char *path, const char *body, long t,
+                   bool may_retry, json_object **out, char *last, size_t lastcap, int *rc)
+{
+    char url[MAX_HOST + 64], base[MAX_HOST + 16];
+    long status = 0;
+    int code;
+    char msg[160];
+    snprintf(base, sizeof base, "%s://%s", e->tls ? "https" : "http", e->eps[k]);
+    e->ep = e->eps[k];
+    if (e->user != NULL && e->token == NULL && !e->auth_off) {
+        int r = authenticate(e, k, base, t, last, lastcap, rc);
+        if (r != AT_DONE || *rc != 0)
+            return r;
+    }
+    snprintf(url, sizeof url, "%s%s", base, path);
+    e->len = 0;
+    e->overflow = false;
+    e->errbuf[0] = '\0';
+    if (e->post(e, url, body, t, &status) != 0) {
+        if (e->overflow) {
+            *rc = idm_error_fail(IDM_EIO, "lease: etcd %s%s: answer larger than %d bytes",
+                                 e->eps[k], path, MAX_BODY);
+            return AT_DONE;
+        }
+        snprintf(last, lastcap, "%s%s: %s", e->eps[k], path, e->errbuf);
+        return AT_NEXT;
+    }
+    if (status == 200) {
+        e->cur = k;
+        *rc = parse_answer(e, path, out);
+        return AT_DONE;
+    }
+    error_answer(e, &code, msg, sizeof msg);
+    if (status == 502 || status == 503 || status == 504 || code == GRPC_UNAVAILABLE) {
+        snprintf(last, lastcap, "%s%s: HTTP %ld: %s", e->eps[k], path, status, msg);
+        return AT_NEXT;
+    }
+    e->cur = k;
+    e->grpc_code = code;
+    if (e->user != NULL && token_refused(code, msg) && may_retry) {
+        drop_token(e);
+        e->auth_off = false;
+        return AT_RETRY;
+    }
+    if (code == GRPC_PERMISSION_DENIED || (code == GRPC_INVALID_ARGUMENT &&
+                                           strcmp(msg, "etcdserver: user name is empty") == 0)) {
+        char who[80];
+        user_shown(e, who, sizeof who);
+        *rc = e->user != NULL
+                  ? idm_error_fail(IDM_EIO, "lease: etcd %s%s: permission denied to user '%s' "
+                                            "(it needs a role with readwrite on %s/): %s",
+                                   e->eps[k], path, who, e->prefix, msg)
+                  : idm_error_fail(IDM_EIO, "lease: etcd %s%s: etcd asks for authentication "
+                                            "(etcds://...?user=NAME&password-file=FILE): %s",
+                                   e->eps[k], path, msg);
+        return AT_DONE;
+    }
+    *rc = idm_error_fail(IDM_EIO, "lease: etcd %s%s: HTTP %ld: %s", e->eps[k], path, status, msg);
+    return AT_DONE;
+}
+
 /* POST body to path; 0 and the answer (a JSON object, status 200), or an
  * error: IDM_EIO with e->grpc_code set for an error answer (0 if it had no
- * code). Each endpoint is tried once (see the comment at the top). */
+ * code). Each endpoint is tried once (see the comment at the top), and the
+ * one that refused a token once more with a new one. */
 static int call(etcd_be *e, const char *path, const char *body, json_object **out)
 {
     char last[320] = "no endpoint tried";
+    bool retried = false;
     *out = NULL;
     e->grpc_code = 0;
     if (e->foreign)
         return idm_error_fail(IDM_ELEASE,
                               "lease: a different etcd cluster answered earlier: the claim is lost");
-    for (size_t i = 0; i < e->neps; i++) {
+    for (size_t i = 0; i < e->neps;) {
         size_t k = (e->cur + i) % e->neps;
-        char url[MAX_HOST + 64];
         int64_t left_ms = (e->deadline_ns - idm__mono_ns()) / 1000000, t;
-        long status = 0;
+        int rc = 0, r;
         if (left_ms < 10) {
             snprintf(last, sizeof last, "out of time before %s%s", e->eps[k], path);
             break;
@@ -524,35 +914,16 @@ static int call(etcd_be *e, const char *path, const char *body, json_object **ou
             t = 5000;
         if (t > left_ms)
             t = left_ms;
-        snprintf(url, sizeof url, "http://%s%s", e->eps[k], path);
-        e->ep = e->eps[k];
-        e->len = 0;
-        e->overflow = false;
-        e->errbuf[0] = '\0';
-        if (e->post(e, url, body, (long)t, &status) != 0) {
-            if (e->overflow)
-                return idm_error_fail(IDM_EIO, "lease: etcd %s%s: answer larger than %d bytes",
-                                      e->eps[k], path, MAX_BODY);
-            snprintf(last, sizeof last, "%s%s: %s", e->eps[k], path, e->errbuf);
+        r = call_at(e, k, path, body, (long)t, !retried, out, last, sizeof last, &rc);
+        if (r == AT_DONE)
+            return rc;
+        if (r == AT_RETRY) {
+            retried = true; /* the same endpoint, with a new token */
+            e->cur = k;
+            i = 0;
             continue;
         }
-        if (status == 200) {
-            e->cur = k;
-            return parse_answer(e, path, out);
-        }
-        {
-            int code;
-            char msg[160];
-            error_answer(e, &code, msg, sizeof msg);
-            if (status == 502 || status == 503 || status == 504 || code == GRPC_UNAVAILABLE) {
-                snprintf(last, sizeof last, "%s%s: HTTP %ld: %s", e->eps[k], path, status, msg);
-                continue;
-            }
-            e->cur = k;
-            e->grpc_code = code;
-            return idm_error_fail(IDM_EIO, "lease: etcd %s%s: HTTP %ld: %s", e->eps[k], path,
-                                  status, msg);
-        }
+        i++;
     }
     return idm_error_fail(IDM_EIO, "lease: etcd unreachable: %s", last);
 }
@@ -732,17 +1103,19 @@ static int range_all(etcd_be *e, const char *kind, bool keys_only, kv_fn fn, voi
 
 /* ------------------------------------------------------------------ open */
 
-/* The URL is shown with any password masked (an endpoint may not hold
- * user:password@, but a refused URL may). */
-static int bad_url(const char *why, const char *rest)
+/* The URL (of scheme etcd, or etcds if tls) is shown with any password
+ * masked (an endpoint may not hold user:password@, but a refused URL may),
+ * and never its options: they are shown by name only. */
+static int bad_url_of(bool tls, const char *why, const char *rest)
 {
     char url[128], shown[128];
-    snprintf(url, sizeof url, "etcd://%.120s", rest); /* as much as fits */
+    snprintf(url, sizeof url, "%s://%.*s", tls ? "etcds" : "etcd", (int)strcspn(rest, "?"),
+             rest); /* as much as fits */
     idm__url_mask(url, shown, sizeof shown);
-    return idm_error_fail(IDM_EINVAL,
-                          "lease: etcd URL '%.87s': %s (want "
-                          "etcd://host:port[,host:port...]/prefix)",
-                          shown, why);
+    return idm_error_fail(IDM_EINVAL, "lease: %s URL '%.87s': %s (want %s)",
+                          tls ? "etcds" : "etcd", shown, why,
+                          tls ? "etcds://host:port[,host:port...]/prefix[?option=value&...]"
+                              : "etcd://host:port[,host:port...]/prefix");
 }
 
 static bool host_char(char c)
@@ -791,8 +1164,16 @@ static void eb_free(void *be)
         free(e->eps[i]);
     if (e->curl != NULL)
         curl_easy_cleanup(e->curl);
+    drop_token(e);
     curl_slist_free_all(e->hdrs);
+    if (e->buf != NULL)
+        explicit_bzero(e->buf, e->cap); /* it may have held a token */
     free(e->buf);
+    free(e->cacert);
+    free(e->cert);
+    free(e->key);
+    free(e->user);
+    free(e->pwfile);
     free(e);
 }
 
@@ -803,16 +1184,16 @@ static int parse_endpoints(etcd_be *e, const char *rest, const char *slash)
         const char *c = memchr(p, ',', (size_t)(slash - p));
         size_t n = (size_t)((c != NULL ? c : slash) - p);
         if (check_endpoint(p, n) != 0)
-            return bad_url("an endpoint is not host:port (port 1 to 65535)", rest);
+            return bad_url_of(e->tls, "an endpoint is not host:port (port 1 to 65535)", rest);
         if (e->neps == MAX_ENDPOINTS)
-            return bad_url("more than 16 endpoints", rest);
+            return bad_url_of(e->tls, "more than 16 endpoints", rest);
         e->eps[e->neps] = strndup(p, n);
         if (e->eps[e->neps] == NULL)
             return IDM_ENOMEM;
         e->neps++;
         p += n;
         if (c != NULL && ++p == slash)
-            return bad_url("an endpoint is empty", rest);
+            return bad_url_of(e->tls, "an endpoint is empty", rest);
     }
     return 0;
 }
@@ -844,52 +1225,240 @@ static int curl_setup(etcd_be *e)
     curl_easy_setopt(e->curl, CURLOPT_ERRORBUFFER, e->errbuf);
     curl_easy_setopt(e->curl, CURLOPT_PROXY, "");
     curl_easy_setopt(e->curl, CURLOPT_FOLLOWLOCATION, 0L);
+    /* One protocol per handle: an etcds:// handle never speaks plain HTTP. */
 #if LIBCURL_VERSION_NUM >= 0x075500
-    curl_easy_setopt(e->curl, CURLOPT_PROTOCOLS_STR, "http");
+    curl_easy_setopt(e->curl, CURLOPT_PROTOCOLS_STR, e->tls ? "https" : "http");
 #else
-    curl_easy_setopt(e->curl, CURLOPT_PROTOCOLS, (long)CURLPROTO_HTTP);
+    curl_easy_setopt(e->curl, CURLOPT_PROTOCOLS, (long)(e->tls ? CURLPROTO_HTTPS : CURLPROTO_HTTP));
 #endif
+    if (e->tls) {
+        const curl_version_info_data *v = curl_version_info(CURLVERSION_NOW);
+        if (v == NULL || !(v->features & CURL_VERSION_SSL))
+            return idm_error_fail(IDM_EINVAL, "lease: etcds:// needs a libcurl with TLS; this "
+                                              "one has none");
+        /* Verified always: the CA and the host name (or IP address). */
+        if (curl_easy_setopt(e->curl, CURLOPT_SSL_VERIFYPEER, 1L) != CURLE_OK ||
+            curl_easy_setopt(e->curl, CURLOPT_SSL_VERIFYHOST, 2L) != CURLE_OK)
+            return idm_error_fail(IDM_EINVAL, "lease: etcds: libcurl cannot verify certificates");
+        if (e->cacert != NULL) {
+            /* A private CA: that one only, not the system's as well. */
+            curl_easy_setopt(e->curl, CURLOPT_CAINFO, e->cacert);
+            curl_easy_setopt(e->curl, CURLOPT_CAPATH, NULL);
+        }
+        if (e->cert != NULL) {
+            curl_easy_setopt(e->curl, CURLOPT_SSLCERT, e->cert);
+            curl_easy_setopt(e->curl, CURLOPT_SSLKEY, e->key);
+        }
+    }
     return 0;
 }
 
-static int eb_open(void **be, const char *rest, const idm_lease_opts *opts)
+/* A handle for rest, "host:port[,...]/prefix" (the whole rest of an
+ * etcd:// URL; of an etcds:// one, the part before '?'), of scheme etcds if
+ * tls, into *out: no transport yet. */
+static int open_url(etcd_be **out, const char *rest, const char *shown, const idm_lease_opts *opts,
+                    bool tls)
 {
     const char *slash = strchr(rest, '/');
     size_t plen = slash != NULL ? strlen(slash) : 0;
     etcd_be *e;
     int rc;
+    *out = NULL;
     if (slash == NULL)
-        return bad_url("no /prefix", rest);
+        return bad_url_of(tls, "no /prefix", shown);
     /* The prefix: "/" and then 1 to MAX_PREFIX - 1 bytes of letters, digits,
      * '.', '-', '_' and single '/' inside. */
     if (plen < 2)
-        return bad_url("the prefix is empty", rest);
+        return bad_url_of(tls, "the prefix is empty", shown);
     if (plen > MAX_PREFIX)
-        return bad_url("the prefix is longer than 256 bytes", rest);
+        return bad_url_of(tls, "the prefix is longer than 256 bytes", shown);
     if (slash[plen - 1] == '/')
-        return bad_url("the prefix ends with '/'", rest);
+        return bad_url_of(tls, "the prefix ends with '/'", shown);
     for (size_t i = 0; i < plen; i++) {
         if (!host_char(slash[i]) && slash[i] != '/')
-            return bad_url("the prefix may hold only letters, digits, '.', '-', '_' and '/'",
-                           rest);
+            return bad_url_of(tls,
+                              "the prefix may hold only letters, digits, '.', '-', '_' and '/'",
+                              shown);
         if (slash[i] == '/' && slash[i + 1] == '/')
-            return bad_url("the prefix holds '//'", rest);
+            return bad_url_of(tls, "the prefix holds '//'", shown);
     }
     if (slash == rest)
-        return bad_url("no host:port", rest);
+        return bad_url_of(tls, "no host:port", shown);
     e = calloc(1, sizeof *e);
     if (e == NULL)
         return IDM_ENOMEM;
+    e->tls = tls;
     memcpy(e->prefix, slash, plen + 1);
     rc = parse_endpoints(e, rest, slash);
     if (rc == 0) {
         e->ttl_ms = opts->ttl_ms > 0 ? opts->ttl_ms : IDM_LEASE_TTL_DEFAULT_MS;
         snprintf(e->scope_key, sizeof e->scope_key, "%s/scope", e->prefix);
         idm__etcd_b64_str(e->scope_key, e->scope_key64);
-        snprintf(e->where, sizeof e->where, "etcd://%s%s%s", e->eps[0],
+        snprintf(e->where, sizeof e->where, "%s://%s%s%s", tls ? "etcds" : "etcd", e->eps[0],
                  e->neps > 1 ? ",..." : "", e->prefix);
-        rc = curl_setup(e);
     }
+    if (rc != 0) {
+        eb_free(e);
+        return rc;
+    }
+    *out = e;
+    return 0;
+}
+
+static int eb_open(void **be, const char *rest, const idm_lease_opts *opts)
+{
+    etcd_be *e;
+    int rc = open_url(&e, rest, rest, opts, false);
+    if (rc == 0 && (rc = curl_setup(e)) != 0)
+        eb_free(e);
+    if (rc == 0)
+        *be = e;
+    return rc;
+}
+
+/* ------------------------------------------------------- etcds options */
+
+static int hex_digit(char c)
+{
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
+}
+
+/* An option's name, shown: at most 40 bytes, printable. */
+static void name_shown(const char *s, size_t n, char *out, size_t cap)
+{
+    if (n > 40)
+        n = 40;
+    idm__lease_scope_copy(s, n, out, cap);
+}
+
+/* The value v[0..n) of option name, %XX-decoded, into a malloc'd *out;
+ * IDM_EINVAL naming the option (never showing the value) if it is empty,
+ * badly escaped, or holds a NUL. */
+static int option_value(const char *name, const char *v, size_t n, char **out)
+{
+    char *d;
+    size_t o = 0;
+    if (n == 0)
+        return idm_error_fail(IDM_EINVAL, "lease: etcds option %s: the value is empty", name);
+    d = malloc(n + 1);
+    if (d == NULL)
+        return IDM_ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        if (v[i] != '%') {
+            d[o++] = v[i];
+            continue;
+        }
+        if (i + 2 >= n || hex_digit(v[i + 1]) < 0 || hex_digit(v[i + 2]) < 0 ||
+            (hex_digit(v[i + 1]) == 0 && hex_digit(v[i + 2]) == 0)) {
+            free(d);
+            return idm_error_fail(IDM_EINVAL, "lease: etcds option %s: a bad %%-escape in the "
+                                              "value (%%XX, not %%00)",
+                                  name);
+        }
+        d[o++] = (char)(hex_digit(v[i + 1]) * 16 + hex_digit(v[i + 2]));
+        i += 2;
+    }
+    d[o] = '\0';
+    *out = d;
+    return 0;
+}
+
+/* A file an option names must be a regular file this process can read. */
+static int check_file(const char *name, const char *path)
+{
+    const char *kind;
+    int fd = idm__open_regular(path, O_RDONLY, 0, &kind);
+    if (fd >= 0) {
+        close(fd);
+        return 0;
+    }
+    if (kind != NULL)
+        return idm_error_fail(IDM_EINVAL,
+                              "lease: etcds option %s: '%.120s' is %s, not a regular file", name,
+                              path, kind);
+    return idm_error_fail(IDM_EINVAL, "lease: etcds option %s: cannot read '%.120s': %s", name,
+                          path, strerror(errno));
+}
+
+/* The options q ("name=value&..."), each optional, none twice, into e. */
+static int parse_options(etcd_be *e, const char *q)
+{
+    static const char *const names[] = {"cacert", "cert", "key", "user", "password-file"};
+    char **slots[] = {&e->cacert, &e->cert, &e->key, &e->user, &e->pwfile};
+    char pw[MAX_PASSWORD + 2];
+    int rc = 0;
+    for (const char *p = q; rc == 0;) {
+        size_t n = strcspn(p, "&"), nl = strcspn(p, "=&");
+        size_t which = sizeof names / sizeof names[0];
+        char shown[48];
+        name_shown(p, nl, shown, sizeof shown);
+        if (n == 0)
+            return idm_error_fail(IDM_EINVAL, "lease: etcds URL: an empty option (a stray '&' "
+                                              "or '?')");
+        for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+            if (strlen(names[i]) == nl && memcmp(p, names[i], nl) == 0)
+                which = i;
+        if (which == sizeof names / sizeof names[0])
+            return idm_error_fail(IDM_EINVAL, "lease: etcds URL: unknown option '%s' (known: "
+                                              "cacert, cert, key, user, password-file)",
+                                  shown);
+        if (*slots[which] != NULL)
+            return idm_error_fail(IDM_EINVAL, "lease: etcds option %s given twice", names[which]);
+        if (nl == n)
+            return idm_error_fail(IDM_EINVAL, "lease: etcds option %s: no value (%s=...)",
+                                  names[which], names[which]);
+        rc = option_value(names[which], p + nl + 1, n - nl - 1, slots[which]);
+        if (p[n] == '\0')
+            break;
+        p += n + 1;
+    }
+    if (rc != 0)
+        return rc;
+    if ((e->cert == NULL) != (e->key == NULL))
+        return idm_error_fail(IDM_EINVAL, "lease: etcds option %s without %s: give both or "
+                                          "neither",
+                              e->cert != NULL ? "cert" : "key", e->cert != NULL ? "key" : "cert");
+    if ((e->user == NULL) != (e->pwfile == NULL))
+        return idm_error_fail(IDM_EINVAL, "lease: etcds option %s without %s: give both or "
+                                          "neither",
+                              e->user != NULL ? "user" : "password-file",
+                              e->user != NULL ? "password-file" : "user");
+    if (e->user != NULL) {
+        for (const char *c = e->user; *c != '\0'; c++)
+            if ((unsigned char)*c < ' ' || *c == 0x7f)
+                return idm_error_fail(IDM_EINVAL, "lease: etcds option user: a control "
+                                                  "character in the name");
+        if (strlen(e->user) > 255)
+            return idm_error_fail(IDM_EINVAL, "lease: etcds option user: longer than 255 bytes");
+    }
+    for (size_t i = 0; rc == 0 && i < 3; i++)
+        if (*slots[i] != NULL)
+            rc = check_file(names[i], *slots[i]);
+    if (rc == 0 && e->pwfile != NULL) {
+        rc = read_password(e->pwfile, pw, sizeof pw); /* checked now, read again when needed */
+        explicit_bzero(pw, sizeof pw);
+    }
+    return rc;
+}
+
+/* etcds://host:port[,...]/prefix[?options]: the same over HTTPS. */
+static int eb_open_tls(void **be, const char *rest, const idm_lease_opts *opts)
+{
+    const char *q = strchr(rest, '?');
+    char *path = strndup(rest, q != NULL ? (size_t)(q - rest) : strlen(rest));
+    etcd_be *e = NULL;
+    int rc;
+    if (path == NULL)
+        return IDM_ENOMEM;
+    rc = open_url(&e, path, rest, opts, true);
+    free(path);
+    if (rc == 0 && q != NULL)
+        rc = parse_options(e, q + 1);
+    if (rc == 0)
+        rc = curl_setup(e);
     if (rc != 0) {
         eb_free(e);
         return rc;
@@ -934,7 +1503,7 @@ static int grant(etcd_be *e, int64_t ttl_ms, int64_t *granted_s)
 /* Give the lease back. After a failure rc (not 0), the result is rc with
  * its detail, whatever the revoke says: the first error is the one
  * reported. */
-static int revoke(etcd_be *e, int rc)
+static int revoke_lease(etcd_be *e, int rc)
 {
     static const char path[] = "/v3/lease/revoke";
     char body[64], keep[256];
@@ -1131,7 +1700,7 @@ static int claim_failed(etcd_be *e, const char *path, json_object *ops, uint32_t
 {
     json_object *rr = op_member(json_object_array_get_idx(ops, 0), "response_range");
     json_object *kvs, *kv, *hwm = json_object_array_get_idx(ops, 1);
-    int64_t lease;
+    int64_t lease, crev;
     int rc = e->has_scope ? scope_check(e, path, json_object_array_get_idx(ops, 2)) : 0;
     if (rc != 0)
         return rc;
@@ -1141,10 +1710,13 @@ static int claim_failed(etcd_be *e, const char *path, json_object *ops, uint32_t
         (kv = json_object_array_get_idx(kvs, 0)) == NULL ||
         !json_object_is_type(kv, json_type_object))
         return 0;
-    if (get_i64(kv, "lease", &lease, NULL) != 0)
-        return garbage(e, path, "the key's lease");
+    if (get_i64(kv, "lease", &lease, NULL) != 0 || get_i64(kv, "create_revision", &crev, NULL) != 0)
+        return garbage(e, path, "the key's lease or create revision");
     if (lease != e->lease_id)
         return 0;
+    if (crev <= 0)
+        return garbage(e, path, "the key's create revision");
+    e->generation = (uint64_t)crev;
     rc = mark_of(e, hwm, id, mark);
     if (rc == 0)
         rc = check_raised(e, hwm, id, want);
@@ -1206,7 +1778,15 @@ static int try_claim(etcd_be *e, uint32_t id, const char *value64, idm_unix_ms w
         json_object_array_length(ops) != (ok ? 4u : e->has_scope ? 3u : 2u))
         rc = garbage(e, path, "succeeded or responses");
     if (rc == 0 && ok) {
-        if (op_member(json_object_array_get_idx(ops, 1), "response_put") == NULL)
+        json_object *h = NULL;
+        int64_t rev = 0;
+        /* The txn's revision is the one that created the key. */
+        if (get_field(resp, "header", json_type_object, &h) != 0 ||
+            get_i64(h, "revision", &rev, NULL) != 0 || rev <= 0)
+            rc = garbage(e, path, "the header's revision");
+        else
+            e->generation = (uint64_t)rev;
+        if (rc == 0 && op_member(json_object_array_get_idx(ops, 1), "response_put") == NULL)
             rc = garbage(e, path, "no response_put");
         if (rc == 0)
             rc = mark_of(e, json_object_array_get_idx(ops, 0), id, mark);
@@ -1313,7 +1893,7 @@ static int eb_claim(void *be, uint32_t max_workers, int64_t ttl_ms, const char *
      * bound to it); if this fails too, it expires by itself. */
     if (e->lease_id != 0 && !e->foreign) {
         begin_op(e, e->ttl_ms / 3 > 500 ? e->ttl_ms / 3 : 500);
-        rc = revoke(e, rc);
+        rc = revoke_lease(e, rc);
     }
     e->lease_id = 0;
     return rc;
@@ -1327,16 +1907,28 @@ static int keepalive(etcd_be *e, int64_t *ttl_s)
     char body[64];
     json_object *root, *res, *err;
     int64_t id, ttl;
-    bool has_id;
+    bool has_id, retried = false;
     int rc;
+again:
     snprintf(body, sizeof body, "{\"ID\":\"%" PRId64 "\"}", e->lease_id);
     rc = call(e, path, body, &root);
     if (rc != 0)
         return rc;
-    /* A stream: {"result":{...}} or {"error":{...}}. */
+    /* A stream: {"result":{...}} or {"error":{...}}. etcd 3.4 checks no
+     * token here; one that does would say so in the stream: then once more
+     * with a new token. */
     if (get_field(root, "error", json_type_object, &err) != 0 || err != NULL) {
-        json_object *m = NULL;
+        json_object *m = NULL, *c = NULL;
         json_object_object_get_ex(err, "message", &m);
+        json_object_object_get_ex(err, "grpc_code", &c);
+        if (e->user != NULL && !retried && m != NULL && c != NULL &&
+            json_object_is_type(m, json_type_string) && json_object_is_type(c, json_type_int) &&
+            token_refused((int)json_object_get_int(c), json_object_get_string(m))) {
+            json_object_put(root);
+            drop_token(e);
+            retried = true;
+            goto again;
+        }
         rc = idm_error_fail(IDM_EIO, "lease: etcd %s%s: %.100s", e->ep, path,
                             m != NULL && json_object_is_type(m, json_type_string)
                                 ? json_object_get_string(m)
@@ -1440,7 +2032,7 @@ static int eb_release(void *be, idm_unix_ms mark)
     /* Revoke even if the mark was refused (the key is not ours then; our
      * lease binds nothing of anyone else's), but never on another cluster. */
     if (!e->foreign)
-        rc = revoke(e, rc);
+        rc = revoke_lease(e, rc);
     e->held = false;
     return rc;
 }
@@ -1557,6 +2149,17 @@ static int eb_scope(void *be, char *buf, size_t cap)
     return rc;
 }
 
+/* The claim's fencing token: the worker key's create revision. */
+static uint64_t eb_generation(void *be)
+{
+    const etcd_be *e = be;
+    return e->held ? e->generation : 0;
+}
+
 const idm__lease_backend idm__lease_etcd = {
-    eb_open, eb_claim, eb_renew, eb_release, eb_list, eb_scope, eb_free,
+    eb_open, eb_claim, eb_renew, eb_release, eb_list, eb_scope, eb_free, eb_generation,
+};
+
+const idm__lease_backend idm__lease_etcds = {
+    eb_open_tls, eb_claim, eb_renew, eb_release, eb_list, eb_scope, eb_free, eb_generation,
 };

@@ -869,5 +869,5 @@ static void fb_close(void *be)
 }
 
 const idm__lease_backend idm__lease_file = {
-    fb_open, fb_claim, fb_renew, fb_release, fb_list, fb_scope, fb_close,
+    fb_open, fb_claim, fb_renew, fb_release, fb_list, fb_scope, fb_close, NULL,
 };

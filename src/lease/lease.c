@@ -35,6 +35,7 @@ struct idm_lease {
     const idm_clock *clock;
     uint32_t worker;
     idm_unix_ms prev_mark;
+    uint64_t generation; /* the claim's fencing token, 0 if none */
     /* The claim, when it recorded a mark, stands as the first renewal. */
     idm_unix_ms claim_mark;
     idm_mono_ns claim_mono;
@@ -58,6 +59,7 @@ struct idm_lease {
     _Atomic int last_error;
     _Atomic int64_t deadline;
     _Atomic int64_t mark_ms;
+    _Atomic int64_t renew_ns;
 };
 
 void idm_lease_opts_init(idm_lease_opts *opts)
@@ -74,14 +76,16 @@ static const idm__scheme backends[] = {
     {"file", &idm__lease_file, NULL},
 #ifdef IDM_WITH_ETCD
     {"etcd", &idm__lease_etcd, NULL},
+    {"etcds", &idm__lease_etcds, NULL},
 #else
     {"etcd", NULL, "IDM_WITH_ETCD=OFF"},
+    {"etcds", NULL, "IDM_WITH_ETCD=OFF"},
 #endif
 };
 #define N_BACKENDS (sizeof backends / sizeof backends[0])
 
 /* What a lease URL looks like, for messages. */
-#define LEASE_URL_FORMS "file:///dir or etcd://host:port/prefix"
+#define LEASE_URL_FORMS "file:///dir, etcd://host:port/prefix or etcds://host:port/prefix"
 
 int idm_lease_url_check(const char *url)
 {
@@ -242,6 +246,7 @@ int idm_lease_open(idm_lease **out, const idm_lease_opts *opts)
         free(l);
         return rc;
     }
+    l->generation = ops->generation != NULL ? ops->generation(l->be) : 0;
     l->recorded = l->claim_mark > l->prev_mark ? l->claim_mark : l->prev_mark;
     atomic_store(&l->mark_ms, l->recorded);
     *out = l;
@@ -256,6 +261,11 @@ uint32_t idm_lease_worker(const idm_lease *l)
 idm_unix_ms idm_lease_mark(const idm_lease *l)
 {
     return l->prev_mark;
+}
+
+uint64_t idm_lease_generation(const idm_lease *l)
+{
+    return l->generation;
 }
 
 int64_t idm__lease_ttl_ms(const idm_lease *l)
@@ -284,8 +294,12 @@ static int renew_once(idm_lease *l)
     int rc;
     if (mark < l->recorded)
         mark = l->recorded;
+    /* The renewal's cost, on the real monotonic clock (an injected clock
+     * may stand still): for status, never for a deadline. */
+    int64_t t0 = idm__mono_ns();
     rc = l->ops->renew(l->be, mark, &ttl);
     if (rc == 0) {
+        atomic_store(&l->renew_ns, idm__mono_ns() - t0);
         l->recorded = mark;
         if (ttl < l->ttl_ms)
             l->ttl_ms = ttl;
@@ -369,6 +383,7 @@ void idm_lease_status_get(const idm_lease *l, idm_lease_status *out)
     out->last_error = atomic_load(&l->last_error);
     out->deadline = atomic_load(&l->deadline);
     out->mark_ms = atomic_load(&l->mark_ms);
+    out->renew_ns = atomic_load(&l->renew_ns);
 }
 
 int idm_lease_close(idm_lease *l)
