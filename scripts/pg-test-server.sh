@@ -15,6 +15,17 @@
 #   pg-test-server.sh restart DIR start a stopped (or crashed) server again
 #                                 on its cluster and port; prints the port
 #   pg-test-server.sh port DIR    print the port of a started server
+#   pg-test-server.sh faketime DIR OFFSET
+#                                 move the clock of a server started with
+#                                 IDM_PG_FAKETIME to OFFSET (libfaketime's
+#                                 form: +60 is a minute ahead, +0 the true
+#                                 time); it reads it at its next clock read
+#
+# With IDM_PG_FAKETIME=OFFSET in the environment, start runs the server
+# under libfaketime (Debian's faketime package): its wall clock (now(),
+# clock_timestamp()) is OFFSET from the true one, read from DIR/faketime
+# (see the faketime command), its monotonic clock left alone. A restart
+# keeps it so.
 #
 # Connect with: psql -X -h 127.0.0.1 -p PORT -U postgres -d postgres
 #
@@ -65,6 +76,16 @@ find_bindir() {
     die "no PostgreSQL server binaries (initdb, pg_ctl) found; install postgresql"
 }
 
+# find_faketime: the path of libfaketime.so.1.
+find_faketime() {
+    local f
+    for f in /usr/lib/*/faketime/libfaketime.so.1 /usr/lib/faketime/libfaketime.so.1 \
+        /usr/local/lib/faketime/libfaketime.so.1; do
+        [ -r "$f" ] && { printf '%s\n' "$f"; return 0; }
+    done
+    die "IDM_PG_FAKETIME is set but libfaketime.so.1 is not installed (Debian: faketime)"
+}
+
 # as_owner CMD...: run CMD as the user that owns the cluster.
 as_owner() {
     if [ "$(id -u)" -eq 0 ]; then
@@ -97,7 +118,12 @@ port_busy() {
 # immediate mode (a crash) loses none of them, as the ticket-store tests
 # need (a block taken must never be handed out again after a restart).
 pg_start() {
-    as_owner "$1/pg_ctl" -D "$2/data" -l "$2/server.log" -w -t 60 \
+    local pre=()
+    if [ -f "$2/faketime" ]; then
+        pre=(env "LD_PRELOAD=$(find_faketime)" "FAKETIME_TIMESTAMP_FILE=$2/faketime"
+            FAKETIME_NO_CACHE=1 FAKETIME_DONT_FAKE_MONOTONIC=1)
+    fi
+    as_owner ${pre[@]+"${pre[@]}"} "$1/pg_ctl" -D "$2/data" -l "$2/server.log" -w -t 60 \
         -o "-k $2/sock -h 127.0.0.1 -p $3 -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off -c synchronous_commit=on" \
         start >"$2/pg_ctl.log" 2>&1
 }
@@ -111,6 +137,10 @@ cmd_start() {
     bin=$(find_bindir) || exit 1
 
     mkdir -p "$dir/sock" || die "start: cannot create '$dir/sock'"
+    if [ -n "${IDM_PG_FAKETIME:-}" ]; then
+        find_faketime >/dev/null || exit 1
+        printf '%s\n' "$IDM_PG_FAKETIME" >"$dir/faketime" || die "start: cannot write '$dir/faketime'"
+    fi
     if [ "$(id -u)" -eq 0 ]; then
         getent passwd postgres >/dev/null ||
             die "start: running as root and there is no 'postgres' user to run the server as"
@@ -182,13 +212,21 @@ cmd_port() {
     cat "$1/port"
 }
 
+cmd_faketime() {
+    [ -f "$1/faketime" ] || die "faketime: the server in '$1' was not started with IDM_PG_FAKETIME"
+    # Written whole, then renamed: libfaketime never reads half a line.
+    printf '%s\n' "$2" >"$1/faketime.new" && chmod 644 "$1/faketime.new" &&
+        mv -f "$1/faketime.new" "$1/faketime" || die "faketime: cannot write '$1/faketime'"
+}
+
 case "${1:-}:${2:-}" in
 start:?*) cmd_start "$2" ;;
 stop:?*) cmd_stop "$2" ;;
 restart:?*) cmd_restart "$2" ;;
 port:?*) cmd_port "$2" ;;
+faketime:?*) [ -n "${3:-}" ] || die "faketime: no OFFSET"; cmd_faketime "$2" "$3" ;;
 *)
-    echo "usage: $me start DIR | stop DIR | restart DIR | port DIR" >&2
+    echo "usage: $me start DIR | stop DIR | restart DIR | port DIR | faketime DIR OFFSET" >&2
     exit 2
     ;;
 esac

@@ -49,6 +49,18 @@
  *                 refuses a client certificate that has a Common Name.
  *                 A claim costs one more round trip with authentication
  *                 (the token's), then 3 as over etcd://.
+ *   postgres://... or postgresql://...   (any libpq connection URI)
+ *                 PostgreSQL (libpq): the table idmint_workers (in the
+ *                 schema the URI's search_path names), created if
+ *                 missing, one row
+ *                 per worker id with its holder, a generation bumped at
+ *                 every claim (idm_lease_generation), the expiry (judged by
+ *                 the database's clock_timestamp()) and the mark. Claim,
+ *                 renew and release are one statement each; renew and
+ *                 release only touch a row whose generation is the claim's.
+ *                 Passwords: in ~/.pgpass or passfile=FILE, never needed
+ *                 in the URL (one given there is never shown: messages
+ *                 mask it).
  *
  * Scope: a coordinator hands out worker ids of one node field of one
  * layout. Two claimants that fill different fields, or use different
@@ -149,7 +161,8 @@ typedef struct idm_lease idm_lease;
 #define IDM_LEASE_SCOPE_MAX 640
 
 typedef struct idm_lease_opts {
-    const char *url;        /* required: file:///dir, etcd://... or etcds://... */
+    const char *url;        /* required: file:///dir, etcd://..., etcds://...,
+                               postgres://... */
     uint32_t max_workers;   /* ids 0 .. max_workers-1 (at most
                                IDM_LEASE_WORKERS_MAX); default 1024 */
     int64_t ttl_ms;         /* IDM_LEASE_TTL_MIN_MS to _MAX_MS, default
@@ -233,8 +246,8 @@ IDM_EXTERN int idm_lease_open(idm_lease **out, const idm_lease_opts *opts);
 IDM_EXTERN uint32_t idm_lease_worker(const idm_lease *l);
 /* The claim's fencing token: a number that rises at every claim of this
  * worker id by any holder, for a store that must refuse writes of an older
- * holder. etcd:// and etcds://: the worker key's create revision; file://:
- * 0 (the coordinator has none). */
+ * holder. postgres://: the row's generation; etcd:// and etcds://: the
+ * worker key's create revision; file://: 0 (the coordinator has none). */
 IDM_EXTERN uint64_t idm_lease_generation(const idm_lease *l);
 /* The previous holder's high-water mark (0 if none): start above it. */
 IDM_EXTERN idm_unix_ms idm_lease_mark(const idm_lease *l);

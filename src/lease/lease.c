@@ -81,11 +81,19 @@ static const idm__scheme backends[] = {
     {"etcd", NULL, "IDM_WITH_ETCD=OFF"},
     {"etcds", NULL, "IDM_WITH_ETCD=OFF"},
 #endif
+#ifdef IDM_WITH_POSTGRES
+    {"postgres", &idm__lease_pg, NULL},
+    {"postgresql", &idm__lease_pg, NULL},
+#else
+    {"postgres", NULL, "IDM_WITH_POSTGRES=OFF"},
+    {"postgresql", NULL, "IDM_WITH_POSTGRES=OFF"},
+#endif
 };
 #define N_BACKENDS (sizeof backends / sizeof backends[0])
 
 /* What a lease URL looks like, for messages. */
-#define LEASE_URL_FORMS "file:///dir, etcd://host:port/prefix or etcds://host:port/prefix"
+#define LEASE_URL_FORMS                                                                    \
+    "file:///dir, etcd://host:port/prefix, etcds://host:port/prefix or postgres://..."
 
 int idm_lease_url_check(const char *url)
 {

@@ -45,6 +45,8 @@ expect_refusal "lease list etcd://" IDM_WITH_ETCD=OFF \
   "$dir/idmint" lease list etcd://127.0.0.1:1/idmint
 expect_refusal "lease list etcds://" IDM_WITH_ETCD=OFF \
   "$dir/idmint" lease list etcds://127.0.0.1:1/idmint
+expect_refusal "lease list postgres://" IDM_WITH_POSTGRES=OFF \
+  "$dir/idmint" lease list postgres://idmint@127.0.0.1:1/idmint
 expect_refusal "seq list sqlite://" IDM_WITH_SQLITE=OFF \
   "$dir/idmint" seq list --store "sqlite://$tmp/s.db"
 expect_refusal "seq list postgres://" IDM_WITH_POSTGRES=OFF \

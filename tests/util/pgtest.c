@@ -32,14 +32,15 @@ int idm_test_pg_init(const char *who)
     return 0;
 }
 
-int idm_test_pg_start(void)
+/* Start with the environment prefix env ("" or "IDM_PG_FAKETIME=... "). */
+static int start_with(const char *env)
 {
     char cmd[8400], out[64] = "";
     FILE *p;
     g_dir = idm_test_tmpdir();
     /* The server runs as postgres when we are root: let it in. */
     chmod(g_dir, 0755);
-    snprintf(cmd, sizeof cmd, "bash '%s' start '%s'", g_script, g_dir);
+    snprintf(cmd, sizeof cmd, "%sbash '%s' start '%s'", env, g_script, g_dir);
     p = popen(cmd, "r");
     if (p == NULL || fgets(out, sizeof out, p) == NULL) {
         if (p != NULL)
@@ -52,6 +53,45 @@ int idm_test_pg_start(void)
         return -1;
     }
     return g_port;
+}
+
+int idm_test_pg_start(void)
+{
+    return start_with("");
+}
+
+int idm_test_pg_start_faketime(const char *offset)
+{
+    char env[128];
+    snprintf(env, sizeof env, "IDM_PG_FAKETIME='%s' ", offset);
+    return start_with(env);
+}
+
+/* Run the script's command cmd on the server's directory (with arg); the
+ * test fails if it does. */
+static void script(const char *cmd, const char *arg)
+{
+    char line[8400];
+    assert_non_null(g_dir);
+    snprintf(line, sizeof line, "bash '%s' %s '%s' %s >/dev/null", g_script, cmd, g_dir, arg);
+    CHECK(system(line) == 0, "%s: pg-test-server.sh %s %s failed", g_who, cmd, arg);
+}
+
+void idm_test_pg_faketime(const char *offset)
+{
+    char arg[128];
+    snprintf(arg, sizeof arg, "'%s'", offset);
+    script("faketime", arg);
+}
+
+void idm_test_pg_halt(void)
+{
+    script("stop", "");
+}
+
+void idm_test_pg_restart(void)
+{
+    script("restart", "");
 }
 
 void idm_test_pg_stop(void)

@@ -15,8 +15,20 @@
 int idm_test_pg_init(const char *who);
 /* Start the server: its port, or -1 with a message on stderr. */
 int idm_test_pg_start(void);
+/* Start it under libfaketime, its wall clock offset (libfaketime's form:
+ * "+0", "+60" seconds ahead) from the true one: its port, or -1 with a
+ * message on stderr. idm_test_pg_faketime moves it. */
+int idm_test_pg_start_faketime(const char *offset);
+/* Move the clock of a server started with idm_test_pg_start_faketime: the
+ * test fails if the script does. */
+void idm_test_pg_faketime(const char *offset);
 /* Stop it and remove its directory (nothing if it is not running). */
 void idm_test_pg_stop(void);
+/* Stop it at once (immediate mode, as a crash), keeping its cluster; then
+ * start it again on its cluster and port. Each fails the test if the
+ * script does. */
+void idm_test_pg_halt(void);
+void idm_test_pg_restart(void);
 /* Run sql in database db with psql; the test fails if psql does. */
 void idm_test_pg_sql(const char *db, const char *sql);
 /* The first line psql prints for sql in database db (unaligned, no
