@@ -17,6 +17,8 @@ want=(cmake make gcc libc6-dev pkg-config libcmocka-dev python3
       libsqlite3-dev libpq-dev         # the segment ticket stores
       libmicrohttpd-dev curl           # idmintd, and its black-box tests
       etcd-server etcd-client          # etcd servers the lease tests start
+      libzookeeper-mt-dev              # the zk:// lease backend
+      zookeeper libslf4j-java          # ZooKeeper servers the lease tests start
       faketime                         # a PostgreSQL server on a clock set forward
       openssl                          # certificates for the etcd TLS tests
       nodejs:node npm:npm)             # interoperability: npm uuid and ulid

@@ -41,7 +41,8 @@ minimal_suite() {
   echo "== minimal"
   local dir=build-minimal
   if ! cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release -DIDM_TESTS=OFF -DIDM_BENCH=OFF \
-         -DIDM_WITH_ETCD=OFF -DIDM_WITH_SQLITE=OFF -DIDM_WITH_POSTGRES=OFF >/dev/null ||
+         -DIDM_WITH_ETCD=OFF -DIDM_WITH_SQLITE=OFF -DIDM_WITH_POSTGRES=OFF \
+         -DIDM_WITH_ZOOKEEPER=OFF >/dev/null ||
      ! cmake --build "$dir" -j "$jobs" >/dev/null; then
     echo "minimal: build failed" >&2
     cmake --build "$dir" -j 1 2>&1 | tail -40 >&2

@@ -49,6 +49,22 @@
  *                 refuses a client certificate that has a Common Name.
  *                 A claim costs one more round trip with authentication
  *                 (the token's), then 3 as over etcd://.
+ *   zk://host:port[,host:port...]/prefix
+ *                 ZooKeeper (libzookeeper-mt): one session per lease,
+ *                 negotiated to the TTL (the TTL granted is the session
+ *                 timeout the server grants). Worker id N is the ephemeral
+ *                 node <prefix>/workers/N; the free ids come from one
+ *                 getChildren; the mark is kept in the persistent node
+ *                 <prefix>/hwm/N, raised by versioned setData; the scope in
+ *                 <prefix>/scope. A holder stops at the time the server was
+ *                 last heard (the send time of the last answered renewal)
+ *                 plus the session timeout minus the margin; an expired
+ *                 session is a lost claim. Renewals are one multi (the
+ *                 worker node's version checked, the mark written); a
+ *                 release records the exact final mark and closes the
+ *                 session, which removes the worker node at once. The
+ *                 first zk:// open turns the C client's own logging off,
+ *                 for the whole process.
  *   postgres://... or postgresql://...   (any libpq connection URI)
  *                 PostgreSQL (libpq): the table idmint_workers (in the
  *                 schema the URI's search_path names), created if
@@ -162,7 +178,7 @@ typedef struct idm_lease idm_lease;
 
 typedef struct idm_lease_opts {
     const char *url;        /* required: file:///dir, etcd://..., etcds://...,
-                               postgres://... */
+                               zk://..., postgres://... */
     uint32_t max_workers;   /* ids 0 .. max_workers-1 (at most
                                IDM_LEASE_WORKERS_MAX); default 1024 */
     int64_t ttl_ms;         /* IDM_LEASE_TTL_MIN_MS to _MAX_MS, default
@@ -246,8 +262,9 @@ IDM_EXTERN int idm_lease_open(idm_lease **out, const idm_lease_opts *opts);
 IDM_EXTERN uint32_t idm_lease_worker(const idm_lease *l);
 /* The claim's fencing token: a number that rises at every claim of this
  * worker id by any holder, for a store that must refuse writes of an older
- * holder. postgres://: the row's generation; etcd:// and etcds://: the
- * worker key's create revision; file://: 0 (the coordinator has none). */
+ * holder. postgres://: the row's generation; zk://: the worker node's czxid;
+ * etcd:// and etcds://: the worker key's create revision; file://: 0 (the
+ * coordinator has none). */
 IDM_EXTERN uint64_t idm_lease_generation(const idm_lease *l);
 /* The previous holder's high-water mark (0 if none): start above it. */
 IDM_EXTERN idm_unix_ms idm_lease_mark(const idm_lease *l);

@@ -135,6 +135,7 @@ static inline int idm__lease_scope_refuse(const char *where, const char *recorde
 extern const idm__lease_backend idm__lease_file;
 extern const idm__lease_backend idm__lease_etcd;  /* if IDM_WITH_ETCD: etcd:// */
 extern const idm__lease_backend idm__lease_etcds; /* if IDM_WITH_ETCD: etcds:// (TLS) */
+extern const idm__lease_backend idm__lease_zk;    /* if IDM_WITH_ZOOKEEPER: zk:// */
 extern const idm__lease_backend idm__lease_pg;    /* if IDM_WITH_POSTGRES: postgres://, postgresql:// */
 
 #endif /* IDM_LEASE_BACKEND_H */

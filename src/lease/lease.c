@@ -81,6 +81,11 @@ static const idm__scheme backends[] = {
     {"etcd", NULL, "IDM_WITH_ETCD=OFF"},
     {"etcds", NULL, "IDM_WITH_ETCD=OFF"},
 #endif
+#ifdef IDM_WITH_ZOOKEEPER
+    {"zk", &idm__lease_zk, NULL},
+#else
+    {"zk", NULL, "IDM_WITH_ZOOKEEPER=OFF"},
+#endif
 #ifdef IDM_WITH_POSTGRES
     {"postgres", &idm__lease_pg, NULL},
     {"postgresql", &idm__lease_pg, NULL},
@@ -93,7 +98,8 @@ static const idm__scheme backends[] = {
 
 /* What a lease URL looks like, for messages. */
 #define LEASE_URL_FORMS                                                                    \
-    "file:///dir, etcd://host:port/prefix, etcds://host:port/prefix or postgres://..."
+    "file:///dir, etcd://host:port/prefix, etcds://host:port/prefix, "                      \
+    "zk://host:port/prefix or postgres://..."
 
 int idm_lease_url_check(const char *url)
 {

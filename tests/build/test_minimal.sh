@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# A build without the optional backends (IDM_WITH_ETCD, IDM_WITH_SQLITE and
-# IDM_WITH_POSTGRES all OFF): each backend links only its own client
-# library, so the libraries of this build need none of them, and a URL of a
+# A build without the optional backends (IDM_WITH_ETCD, IDM_WITH_SQLITE,
+# IDM_WITH_POSTGRES and IDM_WITH_ZOOKEEPER all OFF): each backend links only
+# its own client library, so the libraries of this build need none of them, and a URL of a
 # backend left out is refused naming the option, never taken for an unknown
 # scheme. Run by scripts/test.sh on the build it makes (argument: its dir).
 set -uo pipefail
@@ -15,13 +15,13 @@ needed() { readelf -d "$1" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'; }
 for lib in libidmint_lease.so libidmint_segment.so; do
   [ -e "$dir/$lib" ] || { bad "$lib was not built"; continue; }
   got=$(needed "$dir/$lib")
-  for client in libcurl libjson-c libsqlite3 libpq; do
+  for client in libcurl libjson-c libsqlite3 libpq libzookeeper; do
     if grep -q "^$client" <<<"$got"; then bad "$lib needs $client: $(tr '\n' ' ' <<<"$got")"; fi
   done
 done
 for prog in idmint idmintd; do
   got=$(needed "$dir/$prog")
-  for client in libcurl libjson-c libsqlite3 libpq; do
+  for client in libcurl libjson-c libsqlite3 libpq libzookeeper; do
     if grep -q "^$client" <<<"$got"; then bad "$prog needs $client"; fi
   done
 done
@@ -45,6 +45,8 @@ expect_refusal "lease list etcd://" IDM_WITH_ETCD=OFF \
   "$dir/idmint" lease list etcd://127.0.0.1:1/idmint
 expect_refusal "lease list etcds://" IDM_WITH_ETCD=OFF \
   "$dir/idmint" lease list etcds://127.0.0.1:1/idmint
+expect_refusal "lease list zk://" IDM_WITH_ZOOKEEPER=OFF \
+  "$dir/idmint" lease list zk://127.0.0.1:1/idmint
 expect_refusal "lease list postgres://" IDM_WITH_POSTGRES=OFF \
   "$dir/idmint" lease list postgres://idmint@127.0.0.1:1/idmint
 expect_refusal "seq list sqlite://" IDM_WITH_SQLITE=OFF \
