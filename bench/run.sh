@@ -9,14 +9,18 @@
 # targets in BUILD_DIR (configuring a Release build there if BUILD_DIR is not
 # configured yet), runs them (the Snowflake generator, then the 128-bit ids
 # with libuuid as a C peer where it is installed, then worker-id lease claims
-# against a throwaway etcd started with scripts/etcd-test-server.sh, then the
-# segment allocator over SQLite ticket stores), installs the Node.js peers of
+# and renewals with every coordinator: file://, and throwaway servers started
+# with scripts/etcd-test-server.sh (plain, and over TLS with certificates from
+# scripts/etcd-test-certs.sh), scripts/zk-test-server.sh and
+# scripts/pg-test-server.sh, then the segment allocator over SQLite ticket
+# stores), installs the Node.js peers of
 # bench/peers/node/package.json into BUILD_DIR/bench-node and runs them.
 #
 # Exit status: 0 unless something could not be built, crashed, or a
 # correctness check inside the benchmark failed. A figure below its target
 # is reported as BELOW and never changes the exit status; neither does a
-# peer that is skipped (no node, no npm, no network, no libuuid, no etcd).
+# peer that is skipped (no node, no npm, no network, no libuuid, no etcd,
+# ZooKeeper or PostgreSQL).
 #
 # IDM_BENCH_SECONDS (default 1) sets the length of each timed measurement,
 # IDM_BENCH_ROUNDS (default 3) how many times each is repeated; figures are
@@ -65,12 +69,33 @@ for b in "$bin" "$bin128" "$binlease" "$binseg"; do
 done
 
 work=$(mktemp -d)
+# The lease part's throwaway servers, each in its own directory.
 etcd_dir=""
-cleanup() {
-    if [ -n "$etcd_dir" ]; then
-        bash "$src_dir/scripts/etcd-test-server.sh" stop "$etcd_dir" >/dev/null 2>&1
-        rm -rf "$etcd_dir"
+etcds_dir=""
+zk_dir=""
+pg_dir=""
+lease_servers_stop() {
+    local d
+    for d in "$etcd_dir" "$etcds_dir"; do
+        [ -n "$d" ] || continue
+        bash "$src_dir/scripts/etcd-test-server.sh" stop "$d" >/dev/null 2>&1
+        rm -rf "$d"
+    done
+    if [ -n "$zk_dir" ]; then
+        bash "$src_dir/scripts/zk-test-server.sh" stop "$zk_dir" >/dev/null 2>&1
+        rm -rf "$zk_dir"
     fi
+    if [ -n "$pg_dir" ]; then
+        bash "$src_dir/scripts/pg-test-server.sh" stop "$pg_dir" >/dev/null 2>&1
+        rm -rf "$pg_dir"
+    fi
+    etcd_dir=""
+    etcds_dir=""
+    zk_dir=""
+    pg_dir=""
+}
+cleanup() {
+    lease_servers_stop
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -103,38 +128,84 @@ if [ -z "$libuuid_status" ]; then
     fi
 fi
 
-# ---- worker-id leases: file:// here, etcd:// on a throwaway etcd
-etcd_args=()
+# ---- worker-id leases: file:// here; etcd://, etcds:// (HTTPS with client
+# certificates), zk:// and postgres:// on throwaway servers started here
+lease_args=()
+lease_skips=()
+# why_from FILE: the helper script's own words for a failed start.
+why_from() {
+    local why
+    why=$(grep -m1 -E '^[a-z-]+\.sh: ' "$1" 2>/dev/null || tail -n1 "$1" 2>/dev/null)
+    printf '%s\n' "${why:-no output}"
+}
+lease_skip() { # FLAG REASON
+    lease_args+=("$1" "$2")
+    lease_skips+=("${1#--no-} rows skipped: $2")
+}
 if ! have etcd; then
-    etcd_args=(--no-etcd "etcd is not installed (Debian package etcd-server)")
+    lease_skip --no-etcd "etcd is not installed (Debian package etcd-server)"
+    lease_skip --no-etcds "etcd is not installed (Debian package etcd-server)"
 elif ! have etcdctl; then
-    etcd_args=(--no-etcd "etcdctl is not installed (Debian package etcd-client)")
+    lease_skip --no-etcd "etcdctl is not installed (Debian package etcd-client)"
+    lease_skip --no-etcds "etcdctl is not installed (Debian package etcd-client)"
 else
     etcd_dir=$(mktemp -d)
     if ep=$(IDM_ETCD_OWNER=$$ bash "$src_dir/scripts/etcd-test-server.sh" start "$etcd_dir" 1 2>"$work/etcd.err"); then
-        etcd_args=(--etcd "$ep")
+        lease_args+=(--etcd "$ep")
     else
-        why=$(grep -m1 'etcd-test-server.sh:' "$work/etcd.err" || tail -n1 "$work/etcd.err")
-        etcd_args=(--no-etcd "etcd did not start: ${why:-no output}")
+        lease_skip --no-etcd "etcd did not start: $(why_from "$work/etcd.err")"
+    fi
+    # etcds: one member serving HTTPS only, with certificates made here
+    # (a CA, a server certificate for 127.0.0.1, a client certificate).
+    certs=$work/certs
+    mkdir -p "$certs"
+    if ! have openssl; then
+        lease_skip --no-etcds "openssl is not installed (Debian package openssl)"
+    elif ! bash "$src_dir/scripts/etcd-test-certs.sh" "$certs" 2>"$work/certs.err"; then
+        lease_skip --no-etcds "no certificates: $(why_from "$work/certs.err")"
+    else
+        etcds_dir=$(mktemp -d)
+        if ep=$(IDM_ETCD_OWNER=$$ bash "$src_dir/scripts/etcd-test-server.sh" \
+            start-tls "$etcds_dir" "$certs" 2>"$work/etcds.err"); then
+            lease_args+=(--etcds "$ep" --etcds-cacert "$certs/ca.pem"
+                --etcds-cert "$certs/client.pem" --etcds-key "$certs/client-key.pem")
+        else
+            lease_skip --no-etcds "etcd with TLS did not start: $(why_from "$work/etcds.err")"
+        fi
     fi
 fi
-IDM_BENCH_SECONDS=$seconds IDM_BENCH_ROUNDS=$rounds "$binlease" --dir "$work" "${etcd_args[@]}" |
-    tee "$work/lease.txt"
+if ! have java; then
+    lease_skip --no-zk "java is not installed (Debian package zookeeper pulls it in)"
+else
+    zk_dir=$(mktemp -d)
+    if ep=$(IDM_ZK_OWNER=$$ bash "$src_dir/scripts/zk-test-server.sh" \
+        start "$zk_dir" 1 2>"$work/zk.err"); then
+        lease_args+=(--zk "$ep")
+    else
+        lease_skip --no-zk "ZooKeeper did not start: $(why_from "$work/zk.err")"
+    fi
+fi
+# Its own temporary directory, not one under $work: as root the server runs
+# as the postgres user, which must be let through the parent directories.
+pg_dir=$(mktemp -d)
+if port=$(bash "$src_dir/scripts/pg-test-server.sh" start "$pg_dir" 2>"$work/pg.err"); then
+    lease_args+=(--pg "postgres://postgres@127.0.0.1:$port/postgres")
+else
+    lease_skip --no-pg "PostgreSQL did not start: $(why_from "$work/pg.err")"
+fi
+IDM_BENCH_SECONDS=$seconds IDM_BENCH_ROUNDS=$rounds "$binlease" --dir "$work" \
+    ${lease_args[@]+"${lease_args[@]}"} | tee "$work/lease.txt"
 rc=${PIPESTATUS[0]}
 case $rc in
     0) lease_status="ok" ;;
     2) lease_status="FAILED (a correctness check failed: see WRONG above)"; failed=1 ;;
     *) lease_status="FAILED (idm_bench_lease exited with status $rc)"; failed=1 ;;
 esac
-if [ -n "$etcd_dir" ]; then
-    bash "$src_dir/scripts/etcd-test-server.sh" stop "$etcd_dir" >/dev/null 2>&1
-    rm -rf "$etcd_dir"
-    etcd_dir=""
-fi
-if [ "${etcd_args[0]}" = --no-etcd ]; then
-    echo "etcd rows were skipped: ${etcd_args[1]}"
-    lease_status="$lease_status; etcd rows skipped: ${etcd_args[1]}"
-fi
+lease_servers_stop
+for skip in ${lease_skips[@]+"${lease_skips[@]}"}; do
+    echo "$skip"
+    lease_status="$lease_status; $skip"
+done
 
 # ---- the segment allocator (SQLite ticket stores in a directory under $work)
 IDM_BENCH_SECONDS=$seconds IDM_BENCH_ROUNDS=$rounds "$binseg" --dir "$work" | tee "$work/seg.txt"
