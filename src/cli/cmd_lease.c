@@ -29,8 +29,13 @@ static const char usage_text[] =
     "Worker-id leases: a process claims a worker id from a coordinator, so\n"
     "that no two processes mint with the same one (see idmint next --lease).\n"
     "URL names the coordinator: file:///DIR, one lock file per worker id in\n"
-    "DIR (created if missing; one machine only), or\n"
-    "etcd://HOST:PORT[,HOST:PORT...]/PREFIX, an etcd v3 cluster.\n"
+    "DIR (created if missing; one machine only);\n"
+    "etcd://HOST:PORT[,HOST:PORT...]/PREFIX, an etcd v3 cluster;\n"
+    "etcds://HOST:PORT[,...]/PREFIX[?cacert=F&cert=F&key=F&user=U&password-file=F],\n"
+    "the same over TLS, with etcd authentication;\n"
+    "zk://HOST:PORT[,HOST:PORT...]/PREFIX, a ZooKeeper ensemble; or\n"
+    "postgres://USER@HOST:PORT/DB[?...], a PostgreSQL table (libpq URI;\n"
+    "keep passwords in ~/.pgpass or passfile=FILE, not in the URL).\n"
     "\n"
     "  list                   print each worker id that has a record:\n"
     "                         worker=N held=yes|no mark=ISO mark_ms=MS holder=TEXT\n"
@@ -308,7 +313,7 @@ int cli_cmd_lease(int argc, char **argv)
     if (status != CLI_OK || args.help)
         return status;
     if (args.pos_count == 0) {
-        cli_error(spec->cmd, "missing URL (file:///DIR or etcd://HOST:PORT/PREFIX)");
+        cli_error(spec->cmd, "missing URL (file:///DIR, etcd://, etcds://, zk:// or postgres://)");
         return CLI_USAGE;
     }
     if (spec == &list_spec)

@@ -24,7 +24,7 @@ static const command commands[] = {
      "split ids (Snowflake, UUID, ULID, ObjectId) into their parts"},
     {"range", cli_cmd_range, "the smallest and largest id of a time window"},
     {"layout", cli_cmd_layout, "describe a layout, or list the presets"},
-    {"lease", cli_cmd_lease, "list or hold worker-id leases (file://, etcd://)"},
+    {"lease", cli_cmd_lease, "list or hold worker-id leases (file, etcd, zk, postgres)"},
     {"seq", cli_cmd_seq, "named sequences of dense ids from ticket stores"},
     {"birthday", cli_cmd_birthday, "the chance that random ids collide"},
     {"encrypt", cli_cmd_encrypt, "turn ids into opaque public ids (keyed)"},

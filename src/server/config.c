@@ -329,7 +329,7 @@ static const cfg_key cfg_keys[] = {
      .arg = "HOST:PORT", .help = "a listener of its own for /healthz, /metrics, /ping"},
     {"data-dir", STR(data_dir), .def = "./var", .arg = "DIR", .help = "where state lives"},
     {"lease", STR(lease), .valid = valid_url, .arg = "URL", .def_help = "file://DATA-DIR/leases",
-     .help = "lease backend, file:// or etcd://"},
+     .help = "lease backend: file://, etcd://, etcds://, zk:// or postgres://"},
     {"lease-ttl", NUM(lease_ttl_ms, IDM_LEASE_TTL_MIN_MS, IDM_LEASE_TTL_MAX_MS,
                       IDM_LEASE_TTL_DEFAULT_MS), .arg = "MS", .help = "lease time to live"},
     {"store", STR(store), .valid = valid_url, .arg = "URL", .help = "segment store",
