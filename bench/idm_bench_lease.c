@@ -230,8 +230,10 @@ static void http_close(http *h)
     memset(h, 0, sizeof *h);
 }
 
-/* POST body to path; 0 on HTTP 200 (the answer in h->buf). */
-static int http_post(http *h, const char *path, const char *body)
+/* POST body to path, or GET path if body is NULL; 0 on HTTP 200 (the
+ * answer in h->buf, which a GET must have), else -1 (a POST says why in
+ * h->err). */
+static int http_call(http *h, const char *path, const char *body)
 {
     char url[256];
     long status = 0;
@@ -241,33 +243,21 @@ static int http_post(http *h, const char *path, const char *body)
     if (h->buf != NULL)
         h->buf[0] = '\0';
     curl_easy_setopt(h->c, CURLOPT_URL, url);
-    curl_easy_setopt(h->c, CURLOPT_POST, 1L);
-    curl_easy_setopt(h->c, CURLOPT_POSTFIELDS, body);
-    curl_easy_setopt(h->c, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+    if (body != NULL) {
+        curl_easy_setopt(h->c, CURLOPT_POST, 1L);
+        curl_easy_setopt(h->c, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(h->c, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+    } else {
+        curl_easy_setopt(h->c, CURLOPT_HTTPGET, 1L);
+    }
     if (curl_easy_perform(h->c) != CURLE_OK)
         return -1;
     curl_easy_getinfo(h->c, CURLINFO_RESPONSE_CODE, &status);
+    if (body == NULL)
+        return status == 200 && h->buf != NULL ? 0 : -1;
     if (status != 200)
         snprintf(h->err, sizeof h->err, "HTTP status %ld", status);
     return status == 200 ? 0 : -1;
-}
-
-/* GET path; 0 on HTTP 200 (the answer in h->buf). */
-static int http_get(http *h, const char *path)
-{
-    char url[256];
-    long status = 0;
-    snprintf(url, sizeof url, "%s%s", h->base, path);
-    h->len = 0;
-    h->err[0] = '\0';
-    if (h->buf != NULL)
-        h->buf[0] = '\0';
-    curl_easy_setopt(h->c, CURLOPT_URL, url);
-    curl_easy_setopt(h->c, CURLOPT_HTTPGET, 1L);
-    if (curl_easy_perform(h->c) != CURLE_OK)
-        return -1;
-    curl_easy_getinfo(h->c, CURLINFO_RESPONSE_CODE, &status);
-    return status == 200 && h->buf != NULL ? 0 : -1;
 }
 
 static void b64(const char *s, char *out)
@@ -301,7 +291,7 @@ static long long etcd_grant(http *h, int ttl_s)
 {
     char body[64];
     snprintf(body, sizeof body, "{\"TTL\":\"%d\",\"ID\":\"0\"}", ttl_s);
-    if (http_post(h, "/v3/lease/grant", body) != 0)
+    if (http_call(h, "/v3/lease/grant", body) != 0)
         return 0;
     const char *p = strstr(h->buf, "\"ID\":\"");
     return p != NULL ? strtoll(p + 6, NULL, 10) : 0;
@@ -317,7 +307,7 @@ static int etcd_fill(http *h, const char *prefix, int n, long long id)
         snprintf(body, sizeof body,
                  "{\"key\":\"%s\",\"value\":\"%s\",\"lease\":\"%lld\"}", key64,
                  "YmVuY2g=" /* "bench" */, id);
-        if (http_post(h, "/v3/kv/put", body) != 0)
+        if (http_call(h, "/v3/kv/put", body) != 0)
             return -1;
     }
     return 0;
@@ -326,7 +316,7 @@ static int etcd_fill(http *h, const char *prefix, int n, long long id)
 /* One bare round trip: a linearizable range on a key that does not exist. */
 static int etcd_rt(void *st)
 {
-    return http_post(st, "/v3/kv/range",
+    return http_call(st, "/v3/kv/range",
                      "{\"key\":\"L2lkbWludC1iZW5jaC9ub25l\"}"); /* /idmint-bench/none */
 }
 
@@ -337,7 +327,7 @@ static int etcd_wr(void *st)
     snprintf(key, sizeof key, "/idmint-bench/%ld/write", g_pid);
     b64(key, key64);
     snprintf(body, sizeof body, "{\"key\":\"%s\",\"value\":\"eA==\"}", key64);
-    return http_post(st, "/v3/kv/put", body);
+    return http_call(st, "/v3/kv/put", body);
 }
 
 /* One bare connection setup, as the claim's first request makes it: a
@@ -367,7 +357,7 @@ static int etcd_cn(void *st, double *us)
 static int etcd_rk(void *st)
 {
     http *h = st;
-    return http_post(h, "/v3/kv/range", h->rk_body);
+    return http_call(h, "/v3/kv/range", h->rk_body);
 }
 
 /* The gRPC calls etcd has started, from its /metrics: each request of the
@@ -378,7 +368,7 @@ static int etcd_count(void *st, uint64_t *n)
     static const char tag[] = "grpc_server_started_total{";
     http *h = st;
     uint64_t sum = 0;
-    if (http_get(h, "/metrics") != 0)
+    if (http_call(h, "/metrics", NULL) != 0)
         return -1;
     for (const char *p = h->buf; (p = strstr(p, tag)) != NULL; p++) {
         if (p != h->buf && p[-1] != '\n')
@@ -402,7 +392,7 @@ static void etcd_cleanup(http *h)
     b64(from, f64);
     b64(to, t64);
     snprintf(body, sizeof body, "{\"key\":\"%s\",\"range_end\":\"%s\"}", f64, t64);
-    http_post(h, "/v3/kv/deleterange", body);
+    http_call(h, "/v3/kv/deleterange", body);
 }
 
 /* Set up etcd:// or etcds:// on ep: the bench's connection (kept for the
@@ -1355,41 +1345,33 @@ int main(int argc, char **argv)
                *key = NULL, *zk = NULL, *pg = NULL;
     const char *no[K_COUNT] = {NULL, "no --etcd given", "no --etcds given", "no --zk given",
                                "no --pg given"};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (v == NULL) {
+    /* Every option takes a value: where it goes. */
+    const struct {
+        const char *name;
+        const char **to;
+    } opts[] = {
+        {"--dir", &base},
+        {"--etcd", &ep},
+        {"--no-etcd", &no[K_ETCD]},
+        {"--etcds", &eps},
+        {"--etcds-cacert", &cacert},
+        {"--etcds-cert", &cert},
+        {"--etcds-key", &key},
+        {"--no-etcds", &no[K_ETCDS]},
+        {"--zk", &zk},
+        {"--no-zk", &no[K_ZK]},
+        {"--pg", &pg},
+        {"--no-pg", &no[K_PG]},
+    };
+    for (int i = 1; i < argc; i += 2) {
+        size_t k = 0;
+        while (k < sizeof opts / sizeof opts[0] && strcmp(argv[i], opts[k].name) != 0)
+            k++;
+        if (i + 1 >= argc || k == sizeof opts / sizeof opts[0]) {
             usage();
             return 1;
         }
-        i++;
-        if (strcmp(a, "--dir") == 0)
-            base = v;
-        else if (strcmp(a, "--etcd") == 0)
-            ep = v;
-        else if (strcmp(a, "--no-etcd") == 0)
-            no[K_ETCD] = v;
-        else if (strcmp(a, "--etcds") == 0)
-            eps = v;
-        else if (strcmp(a, "--etcds-cacert") == 0)
-            cacert = v;
-        else if (strcmp(a, "--etcds-cert") == 0)
-            cert = v;
-        else if (strcmp(a, "--etcds-key") == 0)
-            key = v;
-        else if (strcmp(a, "--no-etcds") == 0)
-            no[K_ETCDS] = v;
-        else if (strcmp(a, "--zk") == 0)
-            zk = v;
-        else if (strcmp(a, "--no-zk") == 0)
-            no[K_ZK] = v;
-        else if (strcmp(a, "--pg") == 0)
-            pg = v;
-        else if (strcmp(a, "--no-pg") == 0)
-            no[K_PG] = v;
-        else {
-            usage();
-            return 1;
-        }
+        *opts[k].to = argv[i + 1];
     }
     if (eps != NULL && (cacert == NULL || (cert == NULL) != (key == NULL))) {
         fprintf(stderr, "idm_bench_lease: --etcds needs --etcds-cacert, and --etcds-cert and "
@@ -1547,7 +1529,7 @@ int main(int argc, char **argv)
         if (fill[i] != 0) {
             char body[64];
             snprintf(body, sizeof body, "{\"ID\":\"%lld\"}", fill[i]);
-            http_post(hh[i], "/v3/lease/revoke", body);
+            http_call(hh[i], "/v3/lease/revoke", body);
         }
         etcd_cleanup(hh[i]);
         http_close(hh[i]);

@@ -132,6 +132,48 @@ static inline int idm__lease_scope_refuse(const char *where, const char *recorde
                           where, r, o);
 }
 
+/* Endpoints, for the backends that take a list of them (etcd, zk). */
+
+/* A byte of a host name or IPv4 address. */
+static inline bool idm__lease_host_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '.' || c == '-' || c == '_';
+}
+
+/* One "host:port" or "[v6]:port" of length n, the port 1 to 65535 in
+ * decimal without a leading zero: 0, else -1. */
+static inline int idm__lease_endpoint_check(const char *s, size_t n)
+{
+    size_t i = 0;
+    unsigned long port = 0;
+    if (n == 0)
+        return -1;
+    if (s[0] == '[') {
+        for (i = 1; i < n && s[i] != ']'; i++)
+            if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f') ||
+                  (s[i] >= 'A' && s[i] <= 'F') || s[i] == ':' || s[i] == '.'))
+                return -1;
+        if (i >= n || i == 1)
+            return -1;
+        i++;
+    } else {
+        for (; i < n && s[i] != ':'; i++)
+            if (!idm__lease_host_char(s[i]))
+                return -1;
+        if (i == 0)
+            return -1;
+    }
+    if (i >= n || s[i] != ':' || i + 1 == n || n - i - 1 > 5 || s[i + 1] == '0')
+        return -1;
+    for (size_t k = i + 1; k < n; k++) {
+        if (s[k] < '0' || s[k] > '9')
+            return -1;
+        port = port * 10 + (unsigned long)(s[k] - '0');
+    }
+    return port >= 1 && port <= 65535 ? 0 : -1;
+}
+
 extern const idm__lease_backend idm__lease_file;
 extern const idm__lease_backend idm__lease_etcd;  /* if IDM_WITH_ETCD: etcd:// */
 extern const idm__lease_backend idm__lease_etcds; /* if IDM_WITH_ETCD: etcds:// (TLS) */

@@ -718,8 +718,30 @@ static void user_shown(const etcd_be *e, char *out, size_t cap)
             *p = '?';
 }
 
-/* What a call to one endpoint came to. */
-enum { AT_DONE, AT_NEXT, AT_RETRY };
+/* What a call to one endpoint came to (AT_ANSWERED: post_at only). */
+enum { AT_DONE, AT_NEXT, AT_RETRY, AT_ANSWERED };
+
+/* POST body to endpoint k's base + path within t ms: AT_ANSWERED with
+ * *status (the answer in e->buf); else AT_DONE with *rc (an answer too
+ * large) or AT_NEXT (a transport error: last says what). */
+static int post_at(etcd_be *e, size_t k, const char *base, const char *path, const char *body,
+                   long t, long *status, char *last, size_t lastcap, int *rc)
+{
+    char url[MAX_HOST + 64];
+    snprintf(url, sizeof url, "%s%s", base, path);
+    e->len = 0;
+    e->overflow = false;
+    e->errbuf[0] = '\0';
+    if (e->post(e, url, body, t, status) == 0)
+        return AT_ANSWERED;
+    if (e->overflow) {
+        *rc = idm_error_fail(IDM_EIO, "lease: etcd %s%s: answer larger than %d bytes", e->eps[k],
+                             path, MAX_BODY);
+        return AT_DONE;
+    }
+    snprintf(last, lastcap, "%s%s: %s", e->eps[k], path, e->errbuf);
+    return AT_NEXT;
+}
 
 /* Authenticate at endpoint k (url prefix base) within t ms: AT_DONE with
  * *rc 0 (a token kept, or etcd has authentication off) or an error;
@@ -730,7 +752,7 @@ static int authenticate(etcd_be *e, size_t k, const char *base, long t, char *la
                         size_t lastcap, int *rc)
 {
     static const char path[] = "/v3/auth/authenticate";
-    char url[MAX_HOST + 64], pw[MAX_PASSWORD + 2], who[80];
+    char pw[MAX_PASSWORD + 2], who[80];
     char body[6 * (MAX_PASSWORD + 2) + 6 * 256 + 64], epw[6 * (MAX_PASSWORD + 2)];
     char euser[6 * 256 + 8];
     long status = 0;
@@ -751,23 +773,12 @@ static int authenticate(etcd_be *e, size_t k, const char *base, long t, char *la
         *rc = idm_error_fail(IDM_EINVAL, "lease: etcds: the user name or password is too long");
         return AT_DONE;
     }
-    snprintf(url, sizeof url, "%s%s", base, path);
-    e->len = 0;
-    e->overflow = false;
-    e->errbuf[0] = '\0';
     drop_token(e);
-    r = e->post(e, url, body, t, &status);
+    r = post_at(e, k, base, path, body, t, &status, last, lastcap, rc);
     explicit_bzero(body, sizeof body);
     user_shown(e, who, sizeof who);
-    if (r != 0) {
-        if (e->overflow) {
-            *rc = idm_error_fail(IDM_EIO, "lease: etcd %s%s: answer larger than %d bytes",
-                                 e->eps[k], path, MAX_BODY);
-            return AT_DONE;
-        }
-        snprintf(last, lastcap, "%s%s: %s", e->eps[k], path, e->errbuf);
-        return AT_NEXT;
-    }
+    if (r != AT_ANSWERED)
+        return r;
     if (status == 200) {
         json_object *resp = NULL, *tok = NULL;
         e->cur = k;
@@ -828,30 +839,20 @@ static int authenticate(etcd_be *e, size_t k, const char *base, long t, char *la
 static int call_at(etcd_be *e, size_t k, const char *path, const char *body, long t,
                    bool may_retry, json_object **out, char *last, size_t lastcap, int *rc)
 {
-    char url[MAX_HOST + 64], base[MAX_HOST + 16];
+    char base[MAX_HOST + 16];
     long status = 0;
-    int code;
+    int code, r;
     char msg[160];
     snprintf(base, sizeof base, "%s://%s", e->tls ? "https" : "http", e->eps[k]);
     e->ep = e->eps[k];
     if (e->user != NULL && e->token == NULL && !e->auth_off) {
-        int r = authenticate(e, k, base, t, last, lastcap, rc);
+        r = authenticate(e, k, base, t, last, lastcap, rc);
         if (r != AT_DONE || *rc != 0)
             return r;
     }
-    snprintf(url, sizeof url, "%s%s", base, path);
-    e->len = 0;
-    e->overflow = false;
-    e->errbuf[0] = '\0';
-    if (e->post(e, url, body, t, &status) != 0) {
-        if (e->overflow) {
-            *rc = idm_error_fail(IDM_EIO, "lease: etcd %s%s: answer larger than %d bytes",
-                                 e->eps[k], path, MAX_BODY);
-            return AT_DONE;
-        }
-        snprintf(last, lastcap, "%s%s: %s", e->eps[k], path, e->errbuf);
-        return AT_NEXT;
-    }
+    r = post_at(e, k, base, path, body, t, &status, last, lastcap, rc);
+    if (r != AT_ANSWERED)
+        return r;
     if (status == 200) {
         e->cur = k;
         *rc = parse_answer(e, path, out);
@@ -1118,40 +1119,6 @@ static int bad_url_of(bool tls, const char *why, const char *rest)
                               : "etcd://host:port[,host:port...]/prefix");
 }
 
-static bool host_char(char c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '.' || c == '-' || c == '_';
-}
-
-/* One "host:port" or "[v6]:port" of length n. */
-static int check_endpoint(const char *s, size_t n)
-{
-    size_t i = 0;
-    uint64_t port;
-    if (n == 0 || n > MAX_HOST)
-        return -1;
-    if (s[0] == '[') {
-        for (i = 1; i < n && s[i] != ']'; i++)
-            if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f') ||
-                  (s[i] >= 'A' && s[i] <= 'F') || s[i] == ':' || s[i] == '.'))
-                return -1;
-        if (i >= n || i == 1)
-            return -1;
-        i++;
-    } else {
-        for (; i < n && s[i] != ':'; i++)
-            if (!host_char(s[i]))
-                return -1;
-        if (i == 0)
-            return -1;
-    }
-    if (i >= n || s[i] != ':' || dec_u64(s + i + 1, n - i - 1, &port) != 0 || port == 0 ||
-        port > 65535)
-        return -1;
-    return 0;
-}
-
 /* Also the backend's close: a claim still held here was lost (lease.c
  * releases the others), and its lease expires by itself. Revoking it could
  * reach another cluster. */
@@ -1183,7 +1150,7 @@ static int parse_endpoints(etcd_be *e, const char *rest, const char *slash)
     for (const char *p = rest; p < slash;) {
         const char *c = memchr(p, ',', (size_t)(slash - p));
         size_t n = (size_t)((c != NULL ? c : slash) - p);
-        if (check_endpoint(p, n) != 0)
+        if (n > MAX_HOST || idm__lease_endpoint_check(p, n) != 0)
             return bad_url_of(e->tls, "an endpoint is not host:port (port 1 to 65535)", rest);
         if (e->neps == MAX_ENDPOINTS)
             return bad_url_of(e->tls, "more than 16 endpoints", rest);
@@ -1275,7 +1242,7 @@ static int open_url(etcd_be **out, const char *rest, const char *shown, const id
     if (slash[plen - 1] == '/')
         return bad_url_of(tls, "the prefix ends with '/'", shown);
     for (size_t i = 0; i < plen; i++) {
-        if (!host_char(slash[i]) && slash[i] != '/')
+        if (!idm__lease_host_char(slash[i]) && slash[i] != '/')
             return bad_url_of(tls,
                               "the prefix may hold only letters, digits, '.', '-', '_' and '/'",
                               shown);

@@ -85,10 +85,7 @@
  * with target_session_attrs=read-write is libpq's), or protect against rows
  * deleted or changed by hand while holders live.
  */
-#include <errno.h>
 #include <inttypes.h>
-#include <limits.h>
-#include <poll.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -102,10 +99,10 @@
 #include "backend.h"
 #include "common.h"
 #include "postgres_internal.h"
+#include "pq.h"
 
 #define TABLE "idmint_workers"
 #define MAX_URL 4096
-#define NS_PER_MS INT64_C(1000000)
 #define INT4OID 23
 #define INT8OID 20
 #define TEXTOID 25
@@ -129,16 +126,12 @@ uint64_t idm__lease_pg_round_trips(void)
 }
 
 typedef struct pg_be {
-    PGconn *conn;       /* NULL: none (the next operation connects) */
-    bool ready;         /* this session has run its setup */
+    idm__pq pq;         /* the connection, the operation's deadline */
     bool have_table;    /* the setup found the table */
     pid_t pid;          /* the process that opened it */
-    char *conninfo;     /* the URL libpq connects with */
-    int64_t deadline;   /* the operation in progress must end by then (monotonic ns) */
-    int64_t budget_ms;  /* its budget, for messages */
+    int64_t budget_ms;  /* the operation's budget, for messages */
     int64_t claim_budget_ms;
     int64_t renew_budget_ms;
-    char dropped[256];  /* why the connection was last dropped */
     char url[160];      /* for messages: masked */
     /* the claim */
     bool held;
@@ -153,32 +146,7 @@ typedef struct pg_be {
 /* libpq's words msg on one line, the URL's passwords as "***". */
 static void pg_line(const pg_be *p, const char *msg, char *out, size_t cap)
 {
-    idm__text_line(msg, p != NULL ? p->conninfo : NULL, out, cap);
-}
-
-/* Strictly a decimal int64 as PostgreSQL prints one. */
-static int parse_i64(const char *s, int64_t *out)
-{
-    bool neg = false;
-    uint64_t v = 0, lim;
-    if (s == NULL || *s == '\0')
-        return -1;
-    if (*s == '-') {
-        neg = true;
-        s++;
-    }
-    if (*s == '\0')
-        return -1;
-    lim = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
-    for (; *s != '\0'; s++) {
-        if (*s < '0' || *s > '9')
-            return -1;
-        if (v > (lim - (uint64_t)(*s - '0')) / 10)
-            return -1;
-        v = v * 10 + (uint64_t)(*s - '0');
-    }
-    *out = neg ? (v == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)v) : (int64_t)v;
-    return 0;
+    idm__text_line(msg, p != NULL ? p->pq.conninfo : NULL, out, cap);
 }
 
 static int garbage(const pg_be *p, const char *what, const char *why)
@@ -202,7 +170,7 @@ static int field_i64(const pg_be *p, PGresult *res, int row, int col, int64_t lo
     }
     if (isnull != NULL)
         *isnull = false;
-    if (parse_i64(PQgetvalue(res, row, col), &v) != 0 || v < lo || v > hi)
+    if (idm__pq_parse_i64(PQgetvalue(res, row, col), &v) != 0 || v < lo || v > hi)
         return garbage(p, what, "a number out of range");
     *out = v;
     return 0;
@@ -210,168 +178,37 @@ static int field_i64(const pg_be *p, PGresult *res, int row, int col, int64_t lo
 
 /* ------------------------------------------------------- the connection */
 
-/* Server notices ("table exists, skipping") are not for the caller's
- * stderr. */
-static void quiet(void *arg, const char *message)
-{
-    (void)arg;
-    (void)message;
-}
-
 static void begin_op(pg_be *p, int64_t budget_ms)
 {
     p->budget_ms = budget_ms;
-    p->deadline = idm__mono_ns() + budget_ms * NS_PER_MS;
-}
-
-/* Wait until fd is ready for events or the deadline passes: the events
- * (an error or hang-up counts), 0 past the deadline, -1 on a bad fd. */
-static int wait_socket(int fd, short events, int64_t until)
-{
-    if (fd < 0)
-        return -1;
-    for (;;) {
-        struct pollfd pf = {fd, events, 0};
-        int64_t left = until - idm__mono_ns();
-        int r;
-        if (left <= 0)
-            return 0;
-        left = (left + NS_PER_MS - 1) / NS_PER_MS;
-        r = poll(&pf, 1, left > INT_MAX ? INT_MAX : (int)left);
-        if (r > 0)
-            return pf.revents != 0 ? pf.revents : events;
-        if (r < 0 && errno != EINTR)
-            return -1;
-    }
-}
-
-/* Drop the connection (the next operation connects again), keeping
- * libpq's last words. */
-static void drop(pg_be *p)
-{
-    if (p->conn != NULL) {
-        const char *m = PQerrorMessage(p->conn);
-        if (m != NULL && *m != '\0')
-            pg_line(p, m, p->dropped, sizeof p->dropped);
-        PQfinish(p->conn);
-    }
-    p->conn = NULL;
-    p->ready = false;
-}
-
-static bool broken(const pg_be *p)
-{
-    return p->conn == NULL || PQstatus(p->conn) != CONNECTION_OK;
+    idm__pq_begin(&p->pq, budget_ms);
 }
 
 /* The operation's budget ran out during what: the connection is dropped,
  * and whatever was sent may or may not have happened. */
 static int late(pg_be *p, const char *what)
 {
-    drop(p);
+    idm__pq_drop(&p->pq);
     return idm_error_fail(IDM_EIO,
                           "lease: postgres %s: %s: no answer within %lld ms (outcome unknown)",
                           p->url, what, (long long)p->budget_ms);
 }
 
 /* A new connection within the operation's budget, non-blocking. */
-static int pg_connect(pg_be *p)
+static int pg_connect(void *be)
 {
-    PostgresPollingStatusType st = PGRES_POLLING_WRITING;
-    char msg[200];
-    bool ok;
-    drop(p);
+    pg_be *p = be;
     atomic_fetch_add(&g_connects, 1);
-    p->conn = PQconnectStart(p->conninfo);
-    if (p->conn == NULL)
+    if (idm__pq_start(&p->pq) != 0)
         return idm_error_fail(IDM_ENOMEM, "lease: postgres %s: out of memory connecting", p->url);
-    PQsetNoticeProcessor(p->conn, quiet, NULL);
-    while (PQstatus(p->conn) != CONNECTION_BAD && st != PGRES_POLLING_OK &&
-           st != PGRES_POLLING_FAILED) {
-        int ev = st == PGRES_POLLING_READING   ? POLLIN
-                 : st == PGRES_POLLING_WRITING ? POLLOUT
-                                               : 0;
-        if (ev != 0) {
-            int r = wait_socket(PQsocket(p->conn), (short)ev, p->deadline);
-            if (r == 0)
-                return late(p, "cannot connect");
-            if (r < 0)
-                break;
-        }
-        st = PQconnectPoll(p->conn);
-    }
-    ok = PQstatus(p->conn) == CONNECTION_OK && st == PGRES_POLLING_OK &&
-         PQsetnonblocking(p->conn, 1) == 0;
-    if (!ok) {
-        pg_line(p, PQerrorMessage(p->conn), msg, sizeof msg);
-        drop(p);
-        return idm_error_fail(IDM_EIO, "lease: postgres %s: cannot connect: %s", p->url, msg);
-    }
-    return 0;
-}
-
-/*
- * One round trip within the budget: sql with nparams text parameters (the
- * extended protocol, one statement) or, nparams < 0, a simple query
- * (several statements in one implicit transaction). Its last result, or
- * the first error; NULL if none came: the budget ran out (*timed_out) or
- * the connection failed.
- */
-static PGresult *exchange(pg_be *p, const char *sql, int nparams, const unsigned *types,
-                          const char *const *values, bool *timed_out)
-{
-    PGconn *c = p->conn;
-    PGresult *res = NULL, *r;
-    int ev;
-    *timed_out = false;
-    atomic_fetch_add(&g_round_trips, 1);
-    if (!(nparams >= 0 ? PQsendQueryParams(c, sql, nparams, types, values, NULL, NULL, 0)
-                       : PQsendQuery(c, sql)))
-        return NULL;
-    for (;;) {
-        int f = PQflush(c);
-        if (f == 0)
-            break;
-        if (f < 0)
-            return NULL;
-        ev = wait_socket(PQsocket(c), POLLIN | POLLOUT, p->deadline);
-        if (ev == 0) {
-            *timed_out = true;
-            return NULL;
-        }
-        if (ev < 0)
-            return NULL;
-        if ((ev & POLLIN) != 0 && !PQconsumeInput(c))
-            break;
-    }
-    for (;;) {
-        while (!PQisBusy(c)) {
-            ExecStatusType st;
-            if ((r = PQgetResult(c)) == NULL)
-                return res;
-            st = PQresultStatus(r);
-            if (res != NULL && PQresultStatus(res) == PGRES_FATAL_ERROR) {
-                PQclear(r);
-            } else {
-                PQclear(res);
-                res = r;
-            }
-            if (st == PGRES_COPY_IN || st == PGRES_COPY_OUT || st == PGRES_COPY_BOTH) {
-                drop(p); /* nothing here copies: not a session to go on with */
-                return res;
-            }
-        }
-        ev = wait_socket(PQsocket(c), POLLIN, p->deadline);
-        if (ev == 0) {
-            PQclear(res);
-            *timed_out = true;
-            return NULL;
-        }
-        if ((ev < 0 || !PQconsumeInput(c)) && PQisBusy(c)) {
-            PQclear(res);
-            drop(p);
-            return NULL;
-        }
+    switch (idm__pq_connect(&p->pq, p->pq.deadline)) {
+    case IDM__PQ_CONNECTED:
+        return 0;
+    case IDM__PQ_LATE:
+        return late(p, "cannot connect");
+    default:
+        return idm_error_fail(IDM_EIO, "lease: postgres %s: cannot connect: %.199s", p->url,
+                              p->pq.dropped);
     }
 }
 
@@ -393,10 +230,22 @@ static int pg_fail(pg_be *p, PGresult *res, const char *what)
         PQresultStatus(res) != PGRES_NONFATAL_ERROR)
         return garbage(p, what, PQresStatus(PQresultStatus(res)));
     if (text == NULL || *text == '\0')
-        text = p->conn != NULL ? PQerrorMessage(p->conn) : p->dropped;
+        text = p->pq.conn != NULL ? PQerrorMessage(p->pq.conn) : p->pq.dropped;
     pg_line(p, text, msg, sizeof msg);
     return idm_error_fail(IDM_EIO, "lease: postgres %s: %s: %s", p->url, what, msg);
 }
+
+/* See session_setup; SETUP_SQL_14 is added on servers 14 and later. */
+#define SETUP_SQL                                                                  \
+    "SELECT CASE current_setting('synchronous_commit')"                            \
+    " WHEN 'remote_apply' THEN 'remote_apply'"                                     \
+    " ELSE set_config('synchronous_commit', 'on', false) END,"                     \
+    " set_config('default_transaction_isolation', 'read committed', false),"       \
+    " set_config('statement_timeout', $1, false),"                                 \
+    " to_regclass('" TABLE "') IS NOT NULL"
+#define SETUP_SQL_14                                                               \
+    " set_config('client_connection_check_interval', '1000', false),"              \
+    " set_config('idle_session_timeout', '0', false)"
 
 /*
  * What every session runs first (one round trip): synchronous_commit on
@@ -404,32 +253,18 @@ static int pg_fail(pg_be *p, PGresult *res, const char *what)
  * 14 and later the client check and no idle timeout; and whether the table
  * is there.
  */
-static int session_setup(pg_be *p)
+static int session_setup(void *be)
 {
     static const unsigned types[] = {TEXTOID};
+    pg_be *p = be;
     char timeout[24];
     const char *values[] = {timeout};
-    bool new_server = PQserverVersion(p->conn) >= 140000, timed_out;
+    bool new_server = PQserverVersion(p->pq.conn) >= 140000, timed_out;
     PGresult *res;
     int rc = 0;
     snprintf(timeout, sizeof timeout, "%lld", (long long)p->claim_budget_ms);
-    res = exchange(p,
-                   new_server
-                       ? "SELECT CASE current_setting('synchronous_commit')"
-                         " WHEN 'remote_apply' THEN 'remote_apply'"
-                         " ELSE set_config('synchronous_commit', 'on', false) END,"
-                         " set_config('default_transaction_isolation', 'read committed', false),"
-                         " set_config('statement_timeout', $1, false),"
-                         " to_regclass('" TABLE "') IS NOT NULL,"
-                         " set_config('client_connection_check_interval', '1000', false),"
-                         " set_config('idle_session_timeout', '0', false)"
-                       : "SELECT CASE current_setting('synchronous_commit')"
-                         " WHEN 'remote_apply' THEN 'remote_apply'"
-                         " ELSE set_config('synchronous_commit', 'on', false) END,"
-                         " set_config('default_transaction_isolation', 'read committed', false),"
-                         " set_config('statement_timeout', $1, false),"
-                         " to_regclass('" TABLE "') IS NOT NULL",
-                   1, types, values, &timed_out);
+    res = idm__pq_exchange(&p->pq, new_server ? SETUP_SQL "," SETUP_SQL_14 : SETUP_SQL, 1, types,
+                           values, &timed_out);
     if (timed_out)
         return late(p, "setting up the session");
     if (res == NULL || PQresultStatus(res) != PGRES_TUPLES_OK) {
@@ -450,19 +285,11 @@ static int session_setup(pg_be *p)
     }
     PQclear(res);
     if (rc != 0) {
-        drop(p);
+        idm__pq_drop(&p->pq);
         return rc;
     }
-    p->ready = true;
+    p->pq.ready = true;
     return 0;
-}
-
-static int ensure_session(pg_be *p)
-{
-    int rc;
-    if (broken(p) && (rc = pg_connect(p)) != 0)
-        return rc;
-    return p->ready ? 0 : session_setup(p);
 }
 
 /*
@@ -475,28 +302,23 @@ static PGresult *run(pg_be *p, const char *sql, int nparams, const unsigned *typ
                      const char *const *values, ExecStatusType want, bool retry,
                      const char *what, int *rc)
 {
-    for (int attempt = 0;; attempt++) {
-        PGresult *res;
-        bool timed_out = false;
-        if ((*rc = ensure_session(p)) != 0)
-            return NULL;
-        res = exchange(p, sql, nparams, types, values, &timed_out);
-        if (timed_out) {
-            *rc = late(p, what);
-            return NULL;
-        }
-        if (res != NULL && PQresultStatus(res) == want)
-            return res;
-        if (broken(p)) {
-            PQclear(res);
-            if (retry && attempt == 0)
-                continue;
-            drop(p);
-            *rc = idm_error_fail(IDM_EIO,
-                                 "lease: postgres %s: %s: connection lost (outcome unknown): %s",
-                                 p->url, what, p->dropped);
-            return NULL;
-        }
+    PGresult *res;
+    switch (idm__pq_run(&p->pq, sql, nparams, types, values, want, retry, &res, rc)) {
+    case IDM__PQ_RAN:
+        return res;
+    case IDM__PQ_NO_SESSION:
+        return NULL;
+    case IDM__PQ_TIMED_OUT:
+        *rc = late(p, what);
+        return NULL;
+    case IDM__PQ_LOST:
+        PQclear(res);
+        idm__pq_drop(&p->pq);
+        *rc = idm_error_fail(IDM_EIO,
+                             "lease: postgres %s: %s: connection lost (outcome unknown): %s",
+                             p->url, what, p->pq.dropped);
+        return NULL;
+    default:
         *rc = pg_fail(p, res, what);
         PQclear(res);
         return NULL;
@@ -525,7 +347,7 @@ static int create_table(pg_be *p, uint32_t max)
              "INSERT INTO " TABLE " (worker) SELECT generate_series(0, %u)"
              " ON CONFLICT DO NOTHING",
              (unsigned)max - 1);
-    res = exchange(p, sql, -1, NULL, NULL, &timed_out);
+    res = idm__pq_exchange(&p->pq, sql, -1, NULL, NULL, &timed_out);
     if (timed_out)
         return late(p, "creating table " TABLE);
     if (res != NULL && PQresultStatus(res) == PGRES_COMMAND_OK) {
@@ -570,20 +392,17 @@ static int make_rows(pg_be *p, uint32_t max)
  * unless it gives them. */
 static int conninfo_of(const char *url, const char *masked, char **out)
 {
-    const char *q = strchr(url, '?');
     size_t len = strlen(url);
     char *s;
-    bool has_ct = q != NULL && (strncmp(q + 1, "connect_timeout=", 16) == 0 ||
-                                strstr(q, "&connect_timeout=") != NULL);
-    const char *sep = q == NULL ? "?" : (url[len - 1] == '?' || url[len - 1] == '&') ? "" : "&";
     if (len > MAX_URL)
         return idm_error_fail(IDM_EINVAL, "lease: URL '%.60s...' is longer than %d bytes", masked,
                               MAX_URL);
     s = malloc(len + 96);
     if (s == NULL)
         return IDM_ENOMEM;
-    snprintf(s, len + 96, "%s%s%sfallback_application_name=" IDM__LEASE_PG_APP, url, sep,
-             has_ct ? "" : "connect_timeout=5&");
+    snprintf(s, len + 96, "%s%s%sfallback_application_name=" IDM__LEASE_PG_APP, url,
+             idm__pq_url_sep(url),
+             idm__pq_url_sets(url, "connect_timeout=") ? "" : "connect_timeout=5&");
     *out = s;
     return 0;
 }
@@ -597,12 +416,12 @@ static void pg_free(void *be)
         /* A forked child's copy: PQfinish would say goodbye on the
          * parent's session, which the server would then end. Close our
          * copy of the socket and leave the rest. */
-        if (p->conn != NULL && PQsocket(p->conn) >= 0)
-            close(PQsocket(p->conn));
+        if (p->pq.conn != NULL && PQsocket(p->pq.conn) >= 0)
+            close(PQsocket(p->pq.conn));
     } else {
-        PQfinish(p->conn);
+        PQfinish(p->pq.conn);
     }
-    free(p->conninfo);
+    free(p->pq.conninfo);
     free(p);
 }
 
@@ -635,7 +454,6 @@ static int pg_open(void **be, const char *rest, const idm_lease_opts *opts)
 {
     const char *url = opts->url;
     char masked[sizeof ((pg_be *)0)->url], msg[200];
-    char *err = NULL;
     PQconninfoOption *info;
     pg_be *p;
     int rc;
@@ -646,17 +464,19 @@ static int pg_open(void **be, const char *rest, const idm_lease_opts *opts)
     if (p == NULL)
         return IDM_ENOMEM;
     p->pid = getpid();
+    p->pq.round_trips = &g_round_trips;
+    p->pq.connect = pg_connect;
+    p->pq.setup = session_setup;
+    p->pq.owner = p;
     snprintf(p->url, sizeof p->url, "%s", masked);
-    if ((rc = conninfo_of(url, masked, &p->conninfo)) != 0) {
+    if ((rc = conninfo_of(url, masked, &p->pq.conninfo)) != 0) {
         pg_free(p);
         return rc;
     }
     /* A URL libpq cannot parse is the caller's mistake, not an unreachable
      * server: parse it first. */
-    info = PQconninfoParse(p->conninfo, &err);
+    info = idm__pq_parse(p->pq.conninfo, msg, sizeof msg);
     if (info == NULL) {
-        pg_line(p, err != NULL ? err : "out of memory", msg, sizeof msg);
-        PQfreemem(err);
         rc = idm_error_fail(IDM_EINVAL, "lease: '%.80s' is not a valid PostgreSQL URL: %s",
                             masked, msg);
         pg_free(p);
@@ -750,7 +570,7 @@ static int pg_claim(void *be, uint32_t max_workers, int64_t ttl_ms, const char *
     snprintf(s_ttl, sizeof s_ttl, "%lld", (long long)ttl_ms);
     snprintf(s_mark, sizeof s_mark, "%lld", (long long)want);
     begin_op(p, p->claim_budget_ms);
-    if ((rc = ensure_session(p)) != 0)
+    if ((rc = idm__pq_ensure(&p->pq)) != 0)
         return rc;
     if (!p->have_table && (rc = create_table(p, max_workers)) != 0)
         return rc;
@@ -882,7 +702,7 @@ static int pg_list(void *be, uint32_t max_workers, idm_lease_entry **entries, si
     *entries = NULL;
     *count = 0;
     begin_op(p, p->claim_budget_ms * 3 / 2);
-    if ((rc = ensure_session(p)) != 0)
+    if ((rc = idm__pq_ensure(&p->pq)) != 0)
         return rc;
     if (!p->have_table)
         return 0; /* nothing claimed yet */
@@ -933,7 +753,7 @@ static int pg_scope(void *be, char *buf, size_t cap)
     int rc = 0;
     buf[0] = '\0';
     begin_op(p, p->claim_budget_ms * 3 / 2);
-    if ((rc = ensure_session(p)) != 0)
+    if ((rc = idm__pq_ensure(&p->pq)) != 0)
         return rc;
     if (!p->have_table)
         return 0;

@@ -424,6 +424,23 @@ static int no_answer(zk_be *z, const char *what)
                           zoo_state(z->zh) == ZOO_CONNECTED_STATE ? "connected" : "disconnected");
 }
 
+/* The answers to rs[0..n), sent (send: ZOK, or the error that stopped the
+ * sending): 0 when all came; else the error, every request freed. */
+static int answers(zk_be *z, zreq **rs, int n, int send, const char *what)
+{
+    if (send != ZOK) {
+        if (n > 0)
+            (void)wait_all(z, rs, n);
+        free_all(rs, n);
+        return zk_error(z, what, send);
+    }
+    if (wait_all(z, rs, n) != 0) {
+        free_all(rs, n);
+        return no_answer(z, what);
+    }
+    return 0;
+}
+
 /* ------------------------------------------------------------ node names */
 
 int idm__zk_parse_id(const char *name, uint32_t max, uint32_t *id)
@@ -485,44 +502,6 @@ static int bad_url(const char *why, const char *rest)
     return idm_error_fail(IDM_EINVAL,
                           "lease: zk URL '%.90s': %s (want zk://host:port[,host:port...]/prefix)",
                           shown, why);
-}
-
-static bool host_char(char c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '.' || c == '-' || c == '_';
-}
-
-/* One "host:port" or "[v6]:port" of length n. */
-static int check_endpoint(const char *s, size_t n)
-{
-    size_t i = 0;
-    unsigned long port = 0;
-    if (n == 0)
-        return -1;
-    if (s[0] == '[') {
-        for (i = 1; i < n && s[i] != ']'; i++)
-            if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f') ||
-                  (s[i] >= 'A' && s[i] <= 'F') || s[i] == ':' || s[i] == '.'))
-                return -1;
-        if (i >= n || i == 1)
-            return -1;
-        i++;
-    } else {
-        for (; i < n && s[i] != ':'; i++)
-            if (!host_char(s[i]))
-                return -1;
-        if (i == 0)
-            return -1;
-    }
-    if (i >= n || s[i] != ':' || i + 1 == n || n - i - 1 > 5 || s[i + 1] == '0')
-        return -1;
-    for (size_t k = i + 1; k < n; k++) {
-        if (s[k] < '0' || s[k] > '9')
-            return -1;
-        port = port * 10 + (unsigned long)(s[k] - '0');
-    }
-    return port >= 1 && port <= 65535 ? 0 : -1;
 }
 
 /* The prefix: an absolute znode path of printable bytes ('!'..'~'), no
@@ -625,7 +604,7 @@ static int zk_open(void **be, const char *rest, const idm_lease_opts *opts)
     for (const char *p = rest; p < slash;) {
         const char *c = memchr(p, ',', (size_t)(slash - p));
         size_t n = (size_t)((c != NULL ? c : slash) - p);
-        if (check_endpoint(p, n) != 0)
+        if (idm__lease_endpoint_check(p, n) != 0)
             return bad_url("an endpoint is not host:port (port 1 to 65535)", rest);
         p += n;
         if (c != NULL && ++p == slash)
@@ -732,16 +711,8 @@ static int ensure_parents(zk_be *z)
         if (rc == ZOK)
             n++;
     }
-    if (rc != ZOK) {
-        if (n > 0)
-            (void)wait_all(z, rs, n);
-        free_all(rs, n);
-        return zk_error(z, "creating the prefix", rc);
-    }
-    if (wait_all(z, rs, n) != 0) {
-        free_all(rs, n);
-        return no_answer(z, "creating the prefix");
-    }
+    if ((rc = answers(z, rs, n, rc, "creating the prefix")) != 0)
+        return rc;
     for (int i = 0; i < n && rc == ZOK; i++)
         if (rs[i]->rc != ZOK && rs[i]->rc != ZNODEEXISTS)
             rc = rs[i]->rc;
@@ -771,16 +742,8 @@ static int read_view(zk_be *z, const char *scope, view *v, bool *missing)
     rc = send_children(z, path, &rs[0]);
     if (rc == ZOK && scope != NULL)
         rc = send_get(z, z->spath, &rs[1]);
-    if (rc != ZOK) {
-        (void)wait_all(z, rs, 2);
-        free_all(rs, 2);
-        return zk_error(z, "reading the taken ids", rc);
-    }
-    if (wait_all(z, rs, 2) != 0) {
-        free_all(rs, 2);
-        return no_answer(z, "reading the taken ids");
-    }
-    rc = 0;
+    if ((rc = answers(z, rs, 2, rc, "reading the taken ids")) != 0)
+        return rc;
     if (rs[1] != NULL) {
         if (rs[1]->rc == ZOK) {
             if (rs[1]->datalen != (int)strlen(scope) || memcmp(rs[1]->data, scope,
@@ -852,16 +815,8 @@ static int try_claim(zk_be *z, uint32_t id, const char *holder, const char *scop
         rc = send_exists(z, z->wpath, &rs[1]);
     if (rc == ZOK)
         rc = send_get(z, z->hpath, &rs[2]);
-    if (rc != ZOK) {
-        (void)wait_all(z, rs, 3);
-        free_all(rs, 3);
-        return zk_error(z, "claiming a worker id", rc);
-    }
-    if (wait_all(z, rs, 3) != 0) {
-        free_all(rs, 3);
-        return no_answer(z, "claiming a worker id");
-    }
-    rc = 0;
+    if ((rc = answers(z, rs, 3, rc, "claiming a worker id")) != 0)
+        return rc;
     if (rs[0]->rc != ZOK) {
         int f = failed_op(rs[0]);
         int err = f >= 0 ? rs[0]->res[f].err : rs[0]->rc;
@@ -909,16 +864,8 @@ static int reread(zk_be *z, idm_unix_ms *stored)
     int rc = send_exists(z, z->wpath, &rs[0]);
     if (rc == ZOK)
         rc = send_get(z, z->hpath, &rs[1]);
-    if (rc != ZOK) {
-        (void)wait_all(z, rs, 2);
-        free_all(rs, 2);
-        return zk_error(z, "re-reading the claim", rc);
-    }
-    if (wait_all(z, rs, 2) != 0) {
-        free_all(rs, 2);
-        return no_answer(z, "re-reading the claim");
-    }
-    rc = 0;
+    if ((rc = answers(z, rs, 2, rc, "re-reading the claim")) != 0)
+        return rc;
     if (rs[0]->rc == ZNONODE || (rs[0]->rc == ZOK && (rs[0]->stat.ephemeralOwner != z->session ||
                                                       rs[0]->stat.czxid != z->czxid))) {
         rc = idm_error_fail(IDM_ELEASE,
@@ -1184,15 +1131,8 @@ static int zk_list(void *be, uint32_t max_workers, idm_lease_entry **entries, si
     snprintf(path, sizeof path, "%s/hwm", z->prefix);
     if (rc == ZOK)
         rc = send_children(z, path, &kids[1]);
-    if (rc != ZOK) {
-        (void)wait_all(z, kids, 2);
-        free_all(kids, 2);
-        return zk_error(z, "listing", rc);
-    }
-    if (wait_all(z, kids, 2) != 0) {
-        free_all(kids, 2);
-        return no_answer(z, "listing");
-    }
+    if ((rc = answers(z, kids, 2, rc, "listing")) != 0)
+        return rc;
     for (int k = 0; k < 2; k++)
         if (kids[k]->rc != ZOK && kids[k]->rc != ZNONODE) {
             rc = zk_error(z, "listing", kids[k]->rc);

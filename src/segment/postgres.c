@@ -70,10 +70,7 @@
  * What it does not do: retry elsewhere (high availability is a list of
  * stores, see segment.h), or bound a host name's resolution (see above).
  */
-#include <errno.h>
 #include <inttypes.h>
-#include <limits.h>
-#include <poll.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -83,13 +80,13 @@
 
 #include <libpq-fe.h>
 
+#include "pq.h"
 #include "segment_internal.h"
 
 #define CONNECT_TIMEOUT "connect_timeout=5"
 #define MAX_URL 4096
 #define INT8OID 20
 #define TEXTOID 25
-#define NS_PER_MS INT64_C(1000000)
 /* How often the server checks that the client of a running statement is
  * still there (client_connection_check_interval, ms). */
 #define CLIENT_CHECK_MS "1000"
@@ -99,42 +96,12 @@
 #define CREATE_LOCK "7596562509622071665"
 
 typedef struct pg_store {
-    PGconn *conn;       /* NULL: none (dropped; the next call connects) */
-    bool ready;         /* this session has run session_setup */
+    idm__pq pq;         /* conninfo: the URL with connect_timeout added */
     int64_t timeout_ms; /* the longest a call may take */
-    int64_t deadline;   /* the call in progress must end by then (monotonic ns) */
-    char *conninfo;     /* the URL libpq connects with (connect_timeout added) */
-    char msg[512];      /* why the last connection was dropped, one line */
     char url[256];      /* for messages; password masked */
 } pg_store;
 
 /* -------------------------------------------------------------- helpers */
-
-/* Strictly a decimal int64 as PostgreSQL prints one: an optional '-', then
- * digits, nothing else, no overflow. */
-static int parse_i64(const char *s, int64_t *out)
-{
-    bool neg = false;
-    uint64_t v = 0, lim;
-    if (s == NULL || *s == '\0')
-        return -1;
-    if (*s == '-') {
-        neg = true;
-        s++;
-    }
-    if (*s == '\0')
-        return -1;
-    lim = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
-    for (; *s != '\0'; s++) {
-        if (*s < '0' || *s > '9')
-            return -1;
-        if (v > (lim - (uint64_t)(*s - '0')) / 10)
-            return -1;
-        v = v * 10 + (uint64_t)(*s - '0');
-    }
-    *out = neg ? (v == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)v) : (int64_t)v;
-    return 0;
-}
 
 /* Field (row, col) of res as an int64 in 0 to max. */
 static int field_i64(pg_store *p, PGresult *res, int row, int col, int64_t max, int64_t *out,
@@ -142,7 +109,7 @@ static int field_i64(pg_store *p, PGresult *res, int row, int col, int64_t max, 
 {
     int64_t v;
     const char *txt = PQgetisnull(res, row, col) ? NULL : PQgetvalue(res, row, col);
-    if (txt == NULL || parse_i64(txt, &v) != 0)
+    if (txt == NULL || idm__pq_parse_i64(txt, &v) != 0)
         return idm__seg_fail(IDM_EIO, "store %s: %s: column %d is not an integer ('%.30s')",
                              p->url, what, col + 1, txt != NULL ? txt : "NULL");
     if (v < 0 || v > max)
@@ -190,79 +157,21 @@ static int pg_fail(pg_store *p, PGresult *res, const char *what)
     const char *state = res != NULL ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
     const char *text = res != NULL ? PQresultErrorMessage(res) : NULL;
     if (text == NULL || *text == '\0')
-        text = p->conn != NULL ? PQerrorMessage(p->conn) : p->msg;
-    idm__text_line(text, p->conninfo, msg, sizeof msg);
+        text = p->pq.conn != NULL ? PQerrorMessage(p->pq.conn) : p->pq.dropped;
+    idm__text_line(text, p->pq.conninfo, msg, sizeof msg);
     return idm__seg_fail(code_for(state), "store %s: %s: %s", p->url, what, msg);
 }
 
 /* ------------------------------------------------------------ deadlines */
-
-/* Server notices and warnings (a shutdown's "terminating connection") are
- * not errors: a library does not print them on the caller's stderr. */
-static void quiet(void *arg, const char *message)
-{
-    (void)arg;
-    (void)message;
-}
-
-/* A call starts: it must end within the timeout from now. */
-static void begin_call(pg_store *p)
-{
-    p->deadline = idm__mono_ns() + p->timeout_ms * NS_PER_MS;
-}
-
-/* Wait until fd is ready for events (POLLIN, POLLOUT) or until (monotonic
- * ns) passes. The events that came (an error or a hang-up counts: libpq
- * finds out what it was), 0 when until passed, -1 if fd cannot be waited
- * on. */
-static int wait_socket(int fd, short events, int64_t until)
-{
-    if (fd < 0)
-        return -1;
-    for (;;) {
-        struct pollfd pf = {fd, events, 0};
-        int64_t left = until - idm__mono_ns();
-        int r;
-        if (left <= 0)
-            return 0;
-        /* Rounded up: waking early would only poll again. */
-        left = (left + NS_PER_MS - 1) / NS_PER_MS;
-        r = poll(&pf, 1, left > INT_MAX ? INT_MAX : (int)left);
-        if (r > 0)
-            return pf.revents != 0 ? pf.revents : events;
-        if (r < 0 && errno != EINTR)
-            return -1;
-    }
-}
-
-/* Drop the connection (the next call makes a new one), keeping libpq's
- * last message for pg_fail. */
-static void drop(pg_store *p)
-{
-    if (p->conn != NULL) {
-        const char *m = PQerrorMessage(p->conn);
-        if (m != NULL && *m != '\0')
-            idm__text_line(m, p->conninfo, p->msg, sizeof p->msg);
-        PQfinish(p->conn);
-    }
-    p->conn = NULL;
-    p->ready = false;
-}
 
 /* The deadline passed during what: the connection is dropped, and what it
  * was doing may or may not have happened (outcome says which of the two
  * matters). */
 static int late(pg_store *p, const char *what, const char *outcome)
 {
-    drop(p);
+    idm__pq_drop(&p->pq);
     return idm__seg_fail(IDM_EUNAVAIL, "store %s: %s: no answer within %lld ms (%s)", p->url,
                          what, (long long)p->timeout_ms, outcome);
-}
-
-/* The connection is gone, or was never made. */
-static bool lost(const pg_store *p)
-{
-    return p->conn == NULL || PQstatus(p->conn) != CONNECTION_OK;
 }
 
 /* libpq's connect_timeout for conn in ns (as libpq reads it: at least 2 s,
@@ -275,8 +184,8 @@ static int64_t connect_timeout_ns(PGconn *conn)
         int64_t v;
         if (strcmp(o->keyword, "connect_timeout") != 0 || o->val == NULL)
             continue;
-        if (parse_i64(o->val, &v) == 0 && v > 0)
-            ns = (v < 2 ? 2 : v > 86400 ? 86400 : v) * 1000 * NS_PER_MS;
+        if (idm__pq_parse_i64(o->val, &v) == 0 && v > 0)
+            ns = (v < 2 ? 2 : v > 86400 ? 86400 : v) * 1000 * IDM__PQ_NS_PER_MS;
         break;
     }
     PQconninfoFree(opts);
@@ -285,128 +194,33 @@ static int64_t connect_timeout_ns(PGconn *conn)
 
 /* A new connection (the old one, if any, dropped), made within the call's
  * deadline and connect_timeout; non-blocking from then on. */
-static int pg_connect(pg_store *p)
+static int pg_connect(void *ctx)
 {
-    PostgresPollingStatusType st = PGRES_POLLING_WRITING;
-    int64_t until = p->deadline, ct;
-    bool by_ct = false, connected;
-    char msg[512];
-    drop(p);
-    p->conn = PQconnectStart(p->conninfo);
-    if (p->conn == NULL)
+    pg_store *p = ctx;
+    int64_t until = p->pq.deadline, ct;
+    bool by_ct = false;
+    if (idm__pq_start(&p->pq) != 0)
         return idm__seg_fail(IDM_ENOMEM, "store %s: out of memory connecting", p->url);
-    PQsetNoticeProcessor(p->conn, quiet, NULL);
-    if ((ct = connect_timeout_ns(p->conn)) > 0 && idm__mono_ns() + ct < until) {
+    if ((ct = connect_timeout_ns(p->pq.conn)) > 0 && idm__mono_ns() + ct < until) {
         until = idm__mono_ns() + ct;
         by_ct = true;
     }
-    /* PQconnectStart has begun: libpq asks to be polled as after WRITING. */
-    while (PQstatus(p->conn) != CONNECTION_BAD && st != PGRES_POLLING_OK &&
-           st != PGRES_POLLING_FAILED) {
-        int ev = st == PGRES_POLLING_READING   ? POLLIN
-                 : st == PGRES_POLLING_WRITING ? POLLOUT
-                                               : 0; /* ACTIVE: poll libpq again now */
-        if (ev != 0) {
-            /* The socket changes from host to host: ask each time. */
-            int r = wait_socket(PQsocket(p->conn), (short)ev, until);
-            if (r == 0) {
-                if (by_ct) {
-                    drop(p);
-                    return idm__seg_fail(IDM_EUNAVAIL,
-                                         "store %s: cannot connect: no answer within "
-                                         "connect_timeout (%lld s)",
-                                         p->url, (long long)(ct / 1000 / NS_PER_MS));
-                }
-                return late(p, "cannot connect", "gave up; the next call connects again");
-            }
-            if (r < 0)
-                break; /* libpq's message says why */
-        }
-        st = PQconnectPoll(p->conn);
-    }
-    connected = PQstatus(p->conn) == CONNECTION_OK && st == PGRES_POLLING_OK;
-    if (!connected || PQsetnonblocking(p->conn, 1) != 0) {
-        idm__text_line(PQerrorMessage(p->conn), p->conninfo, msg, sizeof msg);
-        drop(p);
-        return idm__seg_fail(connected ? IDM_EIO : IDM_EUNAVAIL, "store %s: cannot %s: %s",
-                             p->url, connected ? "make the connection non-blocking" : "connect",
-                             msg);
-    }
-    return 0;
-}
-
-/*
- * One round trip on the connection, within the call's deadline: sql with
- * nparams text parameters of the given types (the extended protocol, one
- * statement), or with nparams < 0 as a simple query (several statements;
- * no parameters). Returns its result: the last, or the first error if one
- * came (as PQexec does). NULL when there is none: the deadline passed
- * (*timed_out; the connection is still there, for late() to drop) or the
- * connection failed (pg_fail has libpq's message).
- */
-static PGresult *exchange(pg_store *p, const char *sql, int nparams, const unsigned *types,
-                          const char *const *values, bool *timed_out)
-{
-    PGconn *c = p->conn;
-    PGresult *res = NULL, *r;
-    int sent, ev;
-    *timed_out = false;
-    sent = nparams >= 0 ? PQsendQueryParams(c, sql, nparams, types, values, NULL, NULL, 0)
-                        : PQsendQuery(c, sql);
-    if (!sent)
-        return NULL;
-    /* Send it all; the server may answer meanwhile (read what comes so
-     * that neither side waits on a full buffer). */
-    for (;;) {
-        int f = PQflush(c);
-        if (f == 0)
-            break;
-        if (f < 0)
-            return NULL;
-        ev = wait_socket(PQsocket(c), POLLIN | POLLOUT, p->deadline);
-        if (ev == 0) {
-            *timed_out = true;
-            return NULL;
-        }
-        if (ev < 0)
-            return NULL;
-        if ((ev & POLLIN) != 0 && !PQconsumeInput(c))
-            break; /* lost: PQgetResult reports it */
-    }
-    /* Read every result, until PQgetResult says there is no more. */
-    for (;;) {
-        while (!PQisBusy(c)) {
-            ExecStatusType st;
-            if ((r = PQgetResult(c)) == NULL)
-                return res;
-            st = PQresultStatus(r);
-            if (res != NULL && PQresultStatus(res) == PGRES_FATAL_ERROR) {
-                PQclear(r);
-            } else {
-                PQclear(res);
-                res = r;
-            }
-            /* No statement here copies: a session in COPY is not ours to
-             * finish. Dropped; the caller finds the answer unexpected. */
-            if (st == PGRES_COPY_IN || st == PGRES_COPY_OUT || st == PGRES_COPY_BOTH) {
-                drop(p);
-                return res;
-            }
-        }
-        ev = wait_socket(PQsocket(c), POLLIN, p->deadline);
-        if (ev == 0) {
-            PQclear(res);
-            *timed_out = true;
-            return NULL;
-        }
-        /* Lost? libpq reports that as a result once the connection is
-         * marked bad; if it is not (still busy), PQgetResult could block:
-         * drop it instead, keeping its message. */
-        if ((ev < 0 || !PQconsumeInput(c)) && PQisBusy(c)) {
-            PQclear(res);
-            drop(p);
-            return NULL;
-        }
+    switch (idm__pq_connect(&p->pq, until)) {
+    case IDM__PQ_CONNECTED:
+        return 0;
+    case IDM__PQ_LATE:
+        if (by_ct)
+            return idm__seg_fail(IDM_EUNAVAIL,
+                                 "store %s: cannot connect: no answer within connect_timeout "
+                                 "(%lld s)",
+                                 p->url, (long long)(ct / 1000 / IDM__PQ_NS_PER_MS));
+        return late(p, "cannot connect", "gave up; the next call connects again");
+    case IDM__PQ_BLOCKING:
+        return idm__seg_fail(IDM_EIO, "store %s: cannot make the connection non-blocking: %s",
+                             p->url, p->pq.dropped);
+    default:
+        return idm__seg_fail(IDM_EUNAVAIL, "store %s: cannot connect: %s", p->url,
+                             p->pq.dropped);
     }
 }
 
@@ -418,14 +232,15 @@ static PGresult *exchange(pg_store *p, const char *sql, int nparams, const unsig
  * clients gone away (see the top): a server that refuses it (a platform
  * without the check) works as before.
  */
-static int session_setup(pg_store *p)
+static int session_setup(void *ctx)
 {
+    pg_store *p = ctx;
     bool timed_out = false;
-    PGresult *res = exchange(p,
-                             "SELECT CASE current_setting('synchronous_commit')"
-                             " WHEN 'remote_apply' THEN 'remote_apply'"
-                             " ELSE set_config('synchronous_commit', 'on', false) END",
-                             0, NULL, NULL, &timed_out);
+    PGresult *res = idm__pq_exchange(&p->pq,
+                                     "SELECT CASE current_setting('synchronous_commit')"
+                                     " WHEN 'remote_apply' THEN 'remote_apply'"
+                                     " ELSE set_config('synchronous_commit', 'on', false) END",
+                                     0, NULL, NULL, &timed_out);
     const char *v;
     int rc = 0;
     if (timed_out)
@@ -445,27 +260,19 @@ static int session_setup(pg_store *p)
     PQclear(res);
     if (rc != 0)
         return rc;
-    if (PQserverVersion(p->conn) >= 140000) {
-        res = exchange(p, "SELECT set_config('client_connection_check_interval', '"
-                       CLIENT_CHECK_MS "', false)", 0, NULL, NULL, &timed_out);
+    if (PQserverVersion(p->pq.conn) >= 140000) {
+        res = idm__pq_exchange(&p->pq,
+                               "SELECT set_config('client_connection_check_interval', '"
+                               CLIENT_CHECK_MS "', false)",
+                               0, NULL, NULL, &timed_out);
         PQclear(res);
         if (timed_out)
             return late(p, "setting client_connection_check_interval", "connection dropped");
-        if (lost(p))
+        if (idm__pq_lost(&p->pq))
             return pg_fail(p, NULL, "cannot set client_connection_check_interval");
     }
-    p->ready = true;
+    p->pq.ready = true;
     return 0;
-}
-
-/* A connection with a session set up: made again if it was lost or
- * dropped (within the call's deadline). */
-static int ensure_session(pg_store *p)
-{
-    int rc;
-    if (lost(p) && (rc = pg_connect(p)) != 0)
-        return rc;
-    return p->ready ? 0 : session_setup(p);
 }
 
 /*
@@ -480,38 +287,35 @@ static PGresult *run(pg_store *p, const char *sql, int nparams, const unsigned *
                      const char *const *values, ExecStatusType want, bool retry,
                      const char *what, int *rc)
 {
-    for (int attempt = 0;; attempt++) {
-        PGresult *res;
-        bool timed_out = false;
-        if ((*rc = ensure_session(p)) != 0)
-            return NULL;
-        res = exchange(p, sql, nparams, types, values, &timed_out);
-        if (timed_out) {
-            *rc = late(p, what, "connection dropped; the outcome is unknown");
-            return NULL;
-        }
-        if (res != NULL && PQresultStatus(res) == want)
-            return res;
-        if (lost(p) && attempt == 0) {
-            if (!retry) {
-                *rc = pg_fail(p, res, what);
-                PQclear(res);
-                /* For the next call; this one's outcome is unknown. */
-                drop(p);
-                return NULL;
-            }
-            PQclear(res);
-            continue;
-        }
-        if (res != NULL && PQresultStatus(res) != PGRES_FATAL_ERROR &&
-            PQresultStatus(res) != PGRES_NONFATAL_ERROR)
-            *rc = idm__seg_fail(IDM_EIO, "store %s: %s: unexpected answer %s", p->url, what,
-                                PQresStatus(PQresultStatus(res)));
-        else
-            *rc = pg_fail(p, res, what);
-        PQclear(res);
+    PGresult *res;
+    switch (idm__pq_run(&p->pq, sql, nparams, types, values, want, retry, &res, rc)) {
+    case IDM__PQ_RAN:
+        return res;
+    case IDM__PQ_NO_SESSION:
         return NULL;
+    case IDM__PQ_TIMED_OUT:
+        *rc = late(p, what, "connection dropped; the outcome is unknown");
+        return NULL;
+    case IDM__PQ_LOST:
+        if (!retry) {
+            *rc = pg_fail(p, res, what);
+            PQclear(res);
+            /* For the next call; this one's outcome is unknown. */
+            idm__pq_drop(&p->pq);
+            return NULL;
+        }
+        break;
+    default:
+        break;
     }
+    if (res != NULL && PQresultStatus(res) != PGRES_FATAL_ERROR &&
+        PQresultStatus(res) != PGRES_NONFATAL_ERROR)
+        *rc = idm__seg_fail(IDM_EIO, "store %s: %s: unexpected answer %s", p->url, what,
+                            PQresStatus(PQresultStatus(res)));
+    else
+        *rc = pg_fail(p, res, what);
+    PQclear(res);
+    return NULL;
 }
 
 /* ------------------------------------------------------------------ ops */
@@ -530,12 +334,14 @@ static int pg_create(void *ctx, const char *name, int64_t start, uint32_t k, uin
     snprintf(s_start, sizeof s_start, "%" PRId64, start);
     snprintf(s_k, sizeof s_k, "%" PRIu32, k);
     snprintf(s_n, sizeof s_n, "%" PRIu32, n);
-    begin_call(p);
-    rc = ensure_session(p);
+    idm__pq_begin(&p->pq, p->timeout_ms);
+    rc = idm__pq_ensure(&p->pq);
     if (rc != 0)
         return rc;
-    res = exchange(p, "INSERT INTO " IDM__SEQ_TABLE "(name, next, k, n) VALUES($1, $2, $3, $4)",
-                   4, types, values, &timed_out);
+    res = idm__pq_exchange(&p->pq,
+                           "INSERT INTO " IDM__SEQ_TABLE "(name, next, k, n)"
+                           " VALUES($1, $2, $3, $4)",
+                           4, types, values, &timed_out);
     if (timed_out) {
         snprintf(what, sizeof what, "creating sequence %s", name);
         return late(p, what, "connection dropped; it may or may not exist now");
@@ -549,14 +355,14 @@ static int pg_create(void *ctx, const char *name, int64_t start, uint32_t k, uin
         PQclear(res);
         return idm__seg_fail(IDM_EEXIST, "sequence %s exists already in %s", name, p->url);
     }
-    if (lost(p)) {
+    if (idm__pq_lost(&p->pq)) {
         /* The INSERT may or may not have committed: say so; the next call
          * connects again. */
         char msg[512];
-        idm__text_line(p->conn != NULL ? PQerrorMessage(p->conn) : p->msg, p->conninfo, msg,
-                       sizeof msg);
+        idm__text_line(p->pq.conn != NULL ? PQerrorMessage(p->pq.conn) : p->pq.dropped,
+                       p->pq.conninfo, msg, sizeof msg);
         PQclear(res);
-        drop(p);
+        idm__pq_drop(&p->pq);
         return idm__seg_fail(IDM_EUNAVAIL,
                              "store %s: connection lost creating sequence %s (it may or may not "
                              "exist now): %s",
@@ -586,7 +392,7 @@ static int pg_take(void *ctx, const char *name, int64_t size, uint32_t k, uint32
     snprintf(s_max, sizeof s_max, "%" PRId64, limit);
     snprintf(s_k, sizeof s_k, "%u", (unsigned)k);
     snprintf(s_n, sizeof s_n, "%u", (unsigned)n);
-    begin_call(p);
+    idm__pq_begin(&p->pq, p->timeout_ms);
     /* retry: a take whose answer was lost is abandoned and taken again (P3),
      * within the deadline; a take that runs past it is abandoned. */
     res = run(p,
@@ -642,7 +448,7 @@ static int pg_list(void *ctx, idm_seq_info **out, size_t *count)
     int rows, rc = 0;
     *out = NULL;
     *count = 0;
-    begin_call(p);
+    idm__pq_begin(&p->pq, p->timeout_ms);
     /* COLLATE "C": byte order, whatever the database's collation, as SQLite. */
     res = run(p, "SELECT name, next, k, n FROM " IDM__SEQ_TABLE " ORDER BY name COLLATE \"C\"", 0,
               NULL, NULL, PGRES_TUPLES_OK, true, "cannot list the sequences", &rc);
@@ -685,7 +491,7 @@ static int pg_floor_get(void *ctx, const char *name, uint32_t k, int64_t *floor)
     PGresult *res;
     int rc = 0;
     snprintf(s_k, sizeof s_k, "%" PRIu32, k);
-    begin_call(p);
+    idm__pq_begin(&p->pq, p->timeout_ms);
     res = run(p, "SELECT floor FROM " IDM__FLOOR_TABLE " WHERE name = $1 AND k = $2", 2, types,
               values, PGRES_TUPLES_OK, true, "cannot read a floor", &rc);
     if (res == NULL)
@@ -714,7 +520,7 @@ static int pg_floor_raise(void *ctx, const char *name, uint32_t k, int64_t floor
                              (long long)floor);
     snprintf(s_k, sizeof s_k, "%" PRIu32, k);
     snprintf(s_floor, sizeof s_floor, "%" PRId64, floor);
-    begin_call(p);
+    idm__pq_begin(&p->pq, p->timeout_ms);
     /* A raise, never a lowering: running it twice (a retry) is harmless. */
     res = run(p,
               "INSERT INTO " IDM__FLOOR_TABLE "(name, k, floor) VALUES($1, $2, $3)"
@@ -730,8 +536,8 @@ static void pg_close(void *ctx)
     pg_store *p = ctx;
     if (p == NULL)
         return;
-    PQfinish(p->conn);
-    free(p->conninfo);
+    PQfinish(p->pq.conn);
+    free(p->pq.conninfo);
     free(p);
 }
 
@@ -764,14 +570,14 @@ static int pg_identity(void *ctx, char *out, size_t cap)
     };
     pg_store *p = ctx;
     int rc = 0;
-    begin_call(p);
+    idm__pq_begin(&p->pq, p->timeout_ms);
     for (size_t i = 0; i < sizeof queries / sizeof queries[0]; i++) {
         PGresult *res = run(p, queries[i], 0, NULL, NULL, PGRES_TUPLES_OK, true,
                             "cannot read the store's identity", &rc);
         const char *v;
         if (res == NULL) {
             /* Not allowed or not there: the next query; else the error. */
-            if (i + 1 < sizeof queries / sizeof queries[0] && !lost(p))
+            if (i + 1 < sizeof queries / sizeof queries[0] && !idm__pq_lost(&p->pq))
                 continue;
             return rc;
         }
@@ -797,18 +603,9 @@ static int pg_identity(void *ctx, char *out, size_t cap)
  * a longer store timeout (and within the store timeout if that is shorter). */
 static int with_timeout(const char *url, const char *masked, char *out, size_t cap)
 {
-    const char *q = strchr(url, '?');
-    const char *sep;
-    int n;
-    if (q != NULL && (strncmp(q + 1, "connect_timeout=", 16) == 0 ||
-                      strstr(q, "&connect_timeout=") != NULL)) {
-        n = snprintf(out, cap, "%s", url);
-    } else {
-        /* "...?" or "...?a=b&" already end in a separator. */
-        size_t len = strlen(url);
-        sep = q == NULL ? "?" : (url[len - 1] == '?' || url[len - 1] == '&') ? "" : "&";
-        n = snprintf(out, cap, "%s%s" CONNECT_TIMEOUT, url, sep);
-    }
+    int n = idm__pq_url_sets(url, "connect_timeout=")
+                ? snprintf(out, cap, "%s", url)
+                : snprintf(out, cap, "%s%s" CONNECT_TIMEOUT, url, idm__pq_url_sep(url));
     if (n < 0 || (size_t)n >= cap)
         return idm__seg_fail(IDM_EINVAL, "store: URL '%.60s...' is longer than %zu bytes", masked,
                              cap - 32);
@@ -836,17 +633,17 @@ static int ensure_tables(pg_store *p)
     if (rc != 0 || exist)
         return rc;
     /* One statement string: simple query protocol, one transaction. */
-    res = exchange(p,
-                   "BEGIN;"
-                   "SELECT pg_advisory_xact_lock(" CREATE_LOCK ");"
-                   "CREATE TABLE IF NOT EXISTS " IDM__SEQ_TABLE
-                   "(name TEXT PRIMARY KEY, next BIGINT NOT NULL,"
-                   " k BIGINT NOT NULL, n BIGINT NOT NULL);"
-                   "CREATE TABLE IF NOT EXISTS " IDM__FLOOR_TABLE
-                   "(name TEXT NOT NULL, k BIGINT NOT NULL, floor BIGINT NOT NULL,"
-                   " PRIMARY KEY (name, k));"
-                   "COMMIT",
-                   -1, NULL, NULL, &timed_out);
+    res = idm__pq_exchange(&p->pq,
+                           "BEGIN;"
+                           "SELECT pg_advisory_xact_lock(" CREATE_LOCK ");"
+                           "CREATE TABLE IF NOT EXISTS " IDM__SEQ_TABLE
+                           "(name TEXT PRIMARY KEY, next BIGINT NOT NULL,"
+                           " k BIGINT NOT NULL, n BIGINT NOT NULL);"
+                           "CREATE TABLE IF NOT EXISTS " IDM__FLOOR_TABLE
+                           "(name TEXT NOT NULL, k BIGINT NOT NULL, floor BIGINT NOT NULL,"
+                           " PRIMARY KEY (name, k));"
+                           "COMMIT",
+                           -1, NULL, NULL, &timed_out);
     if (timed_out)
         return late(p, "creating the tables", "connection dropped; they may or may not exist now");
     if (res == NULL || PQresultStatus(res) != PGRES_COMMAND_OK)
@@ -860,7 +657,6 @@ static int ensure_tables(pg_store *p)
 static int pg_open(void **ctx, const char *url)
 {
     char masked[256], full[MAX_URL], msg[512];
-    char *err = NULL;
     PQconninfoOption *info;
     pg_store *p;
     int rc;
@@ -871,27 +667,27 @@ static int pg_open(void **ctx, const char *url)
         return rc;
     /* A URL libpq cannot parse is the caller's mistake (IDM_EINVAL), not an
      * unreachable server: parse it first, without connecting. */
-    info = PQconninfoParse(full, &err);
-    if (info == NULL) {
-        idm__text_line(err != NULL ? err : "out of memory", full, msg, sizeof msg);
-        PQfreemem(err);
+    info = idm__pq_parse(full, msg, sizeof msg);
+    if (info == NULL)
         return idm__seg_fail(IDM_EINVAL, "store: '%.80s' is not a valid PostgreSQL URL: %s",
                              masked, msg);
-    }
     PQconninfoFree(info);
     p = calloc(1, sizeof *p);
     if (p == NULL)
         return idm__seg_fail(IDM_ENOMEM, "store %s: out of memory", masked);
     snprintf(p->url, sizeof p->url, "%s", masked);
     p->timeout_ms = IDM_STORE_TIMEOUT_MS;
-    p->conninfo = strdup(full);
-    if (p->conninfo == NULL) {
+    p->pq.connect = pg_connect;
+    p->pq.setup = session_setup;
+    p->pq.owner = p;
+    p->pq.conninfo = strdup(full);
+    if (p->pq.conninfo == NULL) {
         free(p);
         return idm__seg_fail(IDM_ENOMEM, "store %s: out of memory", masked);
     }
     /* Opening is one call: connecting, the session, the tables. */
-    begin_call(p);
-    if ((rc = ensure_session(p)) != 0 || (rc = ensure_tables(p)) != 0) {
+    idm__pq_begin(&p->pq, p->timeout_ms);
+    if ((rc = idm__pq_ensure(&p->pq)) != 0 || (rc = ensure_tables(p)) != 0) {
         pg_close(p);
         return rc;
     }
