@@ -26,7 +26,6 @@
  * SIGSTOP while the others elect a new leader).
  */
 #include <arpa/inet.h>
-#include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -54,31 +53,8 @@ static char *g_dir;         /* the one-member server's directory */
 static char g_eps[256];     /* its endpoint, host:port */
 static char *g_cdir;        /* the three-member cluster's */
 static char g_ceps[512];
-static atomic_int g_frozen; /* a member stopped with SIGSTOP, to resume */
 
 /* ------------------------------------------------------------- helpers */
-
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(int64_t ms)
-{
-    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
-}
-
-/* The guard reads CLOCK_MONOTONIC_COARSE: a mint may pass up to a jiffy
- * after the deadline read on CLOCK_MONOTONIC. */
-#define COARSE_NS INT64_C(10000000)
-
-/* A bound on a wait for an event, or on a call that must give up by
- * itself, that only a hung test reaches: never a claim about how fast. */
-#define HUNG_MS 30000
 
 /* Run a shell command; its exit status (or 128 + signal, -1). */
 __attribute__((format(printf, 1, 2))) static int run(const char *fmt, ...)
@@ -95,47 +71,10 @@ __attribute__((format(printf, 1, 2))) static int run(const char *fmt, ...)
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
-/* The same, with its standard output (trailing white space cut) in out. */
-__attribute__((format(printf, 3, 4))) static int run_out(char *out, size_t n, const char *fmt,
-                                                         ...)
-{
-    char cmd[8192];
-    va_list ap;
-    FILE *p;
-    size_t len = 0, got;
-    int st;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    out[0] = '\0';
-    p = popen(cmd, "r");
-    if (p == NULL)
-        return -1;
-    while (len + 1 < n && (got = fread(out + len, 1, n - 1 - len, p)) > 0)
-        len += got;
-    out[len] = '\0';
-    while (len > 0 && (out[len - 1] == '\n' || out[len - 1] == ' ' || out[len - 1] == '\r'))
-        out[--len] = '\0';
-    {
-        char sink[256];
-        while (fread(sink, 1, sizeof sink, p) > 0)
-            ;
-    }
-    st = pclose(p);
-    if (st == -1)
-        return -1;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
 /* The test server script, with args. */
 static int srv(char *out, size_t n, const char *args)
 {
-    char sink[64];
-    if (out == NULL) {
-        out = sink;
-        n = sizeof sink;
-    }
-    return run_out(out, n, "IDM_ETCD_OWNER=%ld bash '%s' %s", (long)getpid(), g_script, args);
+    return leasetest_script(out, n, "IDM_ETCD_OWNER", g_script, "%s", args);
 }
 
 static pid_t member_pid(const char *dir, int n)
@@ -149,38 +88,20 @@ static pid_t member_pid(const char *dir, int n)
 
 static char *url_for(const char *eps, const char *name)
 {
-    char *u = malloc(strlen(eps) + strlen(name) + 32);
-    assert_non_null(u);
-    sprintf(u, "etcd://%s/idmint/%s", eps, name);
-    return u;
+    return leasetest_url_for("etcd", eps, name);
 }
+
+static char *coord_url(const char *name)
+{
+    return url_for(g_eps, name);
+}
+
+/* For the test bodies every coordinator shares (leasetest.h). */
+static const leasetest_coord k_coord = {coord_url, 3000}; /* renewals every second */
 
 static void lease_opts(idm_lease_opts *o, const char *url, uint32_t max)
 {
-    idm_lease_opts_init(o);
-    o->url = url;
-    o->max_workers = max;
-    o->ttl_ms = 3000; /* renewals every second */
-    o->holder = "test";
-}
-
-/* Mint n ids into iv (all must work). */
-static void mint_n(idm_snowflake *g, idm_test_idvec *iv, int n)
-{
-    for (int i = 0; i < n; i++) {
-        uint64_t id;
-        IDM_ASSERT_OK(idm_snowflake_next(g, &id));
-        idm_test_idvec_push(iv, id);
-    }
-}
-
-static void no_duplicates(const idm_test_idvec *iv)
-{
-    uint64_t *copy = malloc((iv->n + 1) * sizeof *copy);
-    assert_non_null(copy);
-    memcpy(copy, iv->v, iv->n * sizeof *copy);
-    CHECK(idm_test_count_duplicates(copy, iv->n) == 0, "%zu ids, some minted twice", iv->n);
-    free(copy);
+    leasetest_opts(o, url, max, k_coord.ttl_ms);
 }
 
 /* The lease etcd has bound <prefix>/workers/<id> to, 0 if none. */
@@ -188,7 +109,7 @@ static int64_t key_lease(const char *eps, const char *name, uint32_t id)
 {
     char out[2048];
     const char *p;
-    run_out(out, sizeof out, ETCDCTL "%s get /idmint/%s/workers/%u -w fields", eps, name,
+    leasetest_run_out(out, sizeof out, ETCDCTL "%s get /idmint/%s/workers/%u -w fields", eps, name,
             (unsigned)id);
     p = strstr(out, "\"Lease\" : ");
     return p != NULL ? strtoll(p + 10, NULL, 10) : 0;
@@ -197,51 +118,8 @@ static int64_t key_lease(const char *eps, const char *name, uint32_t id)
 static bool key_exists(const char *eps, const char *key)
 {
     char out[1024];
-    run_out(out, sizeof out, ETCDCTL "%s get '%s' --keys-only", eps, key);
+    leasetest_run_out(out, sizeof out, ETCDCTL "%s get '%s' --keys-only", eps, key);
     return strstr(out, key) != NULL;
-}
-
-/* A holder that follows a lost (not released) claim gets the mark the old
- * holder recorded with its last renewal, up to a TTL ahead of the clock:
- * its generator refuses to start until the clock has passed it. */
-static idm_snowflake *gen_after_loss(idm_layout *layout, idm_lease *l)
-{
-    idm_unix_ms mark = idm_lease_mark(l);
-    idm_snowflake *g;
-    int rc;
-    for (;;) {
-        struct timespec ts;
-        idm_unix_ms now;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        now = (idm_unix_ms)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-        if (now > mark + 1)
-            break;
-        CHECK(mark - now < 10000, "mark %lld ms ahead", LL(mark - now));
-        g = leasetest_gen_rc(layout, l, NULL, &rc);
-        if (now < mark - 50) {
-            IDM_ASSERT_RC(rc, IDM_ECLOCKBACK);
-            assert_null(g);
-        } else if (rc == 0) {
-            idm_snowflake_close(g);
-        }
-        sleep_ms(mark + 2 - now);
-    }
-    return leasetest_gen(layout, l, NULL);
-}
-
-/* Wait up to ms for the lease to be lost, or to renew past `renewals`
- * with no error. */
-static void wait_status(idm_lease *l, idm_lease_status *st, int64_t ms, bool want_lost,
-                        uint64_t renewals)
-{
-    int64_t until = mono_ms() + ms;
-    do {
-        idm_lease_status_get(l, st);
-        if (want_lost ? st->lost != 0
-                      : (st->lost != 0 || (st->renewals > renewals && st->last_error == 0)))
-            return;
-        sleep_ms(20);
-    } while (mono_ms() < until);
 }
 
 /* ---------------------------------------------- raw HTTP/1.0 client */
@@ -332,7 +210,7 @@ typedef struct fake {
     pthread_mutex_t mu;
     /* under mu */
     bool proxy;          /* forward to upstream */
-    char upstream[64];
+    char upstream[sizeof g_eps];
     bool hold;           /* proxy: forward, then hold the answer back */
     char lease_id[32];   /* canned: the lease handed out; proxy: rewrite grants to it */
     canned over[K_N];    /* canned: answers replacing the normal ones */
@@ -368,13 +246,6 @@ static void send_all(int c, const char *p, size_t n)
     }
 }
 
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static void respond(int c, int status, const char *body)
 {
     char head[256];
@@ -397,12 +268,12 @@ static void hang(fake *f, int c)
     }
 }
 
-/* Keep the answer back until mono_ns() reaches until: false if the client
+/* Keep the answer back until leasetest_mono_ns() reaches until: false if the client
  * closed the connection meanwhile (or the server stops). */
 static bool hold_back(fake *f, int c, int64_t until)
 {
     char sink[512];
-    while (!atomic_load(&f->stop) && mono_ns() < until) {
+    while (!atomic_load(&f->stop) && leasetest_mono_ns() < until) {
         struct pollfd p = {c, POLLIN, 0};
         if (poll(&p, 1, 5) > 0 && recv(c, sink, sizeof sink, 0) <= 0)
             return false;
@@ -428,7 +299,7 @@ static int read_request(fake *f, int c, char *buf, size_t cap, char *path, size_
                         char **body)
 {
     size_t len = 0;
-    int64_t until = mono_ms() + 5000;
+    int64_t until = leasetest_mono_ms() + 5000;
     for (;;) {
         char *hend;
         buf[len] = '\0';
@@ -450,7 +321,7 @@ static int read_request(fake *f, int c, char *buf, size_t cap, char *path, size_
                 return 0;
             }
         }
-        if (len + 1 >= cap || mono_ms() > until || atomic_load(&f->stop))
+        if (len + 1 >= cap || leasetest_mono_ms() > until || atomic_load(&f->stop))
             return -1;
         {
             struct pollfd p = {c, POLLIN, 0};
@@ -561,7 +432,7 @@ static void serve_canned(fake *f, int c, int k, const char *body)
  * (then the request took effect and the client never learns it). */
 static void serve_proxy(fake *f, int c, int k, const char *path, const char *body)
 {
-    char up[64], rewritten[8192], hook[1024], *answer = NULL;
+    char up[sizeof g_eps], rewritten[8192], hook[1024], *answer = NULL;
     const char *send_body = body;
     bool hold;
     int status = 0;
@@ -582,7 +453,7 @@ static void serve_proxy(fake *f, int c, int k, const char *path, const char *bod
         return;
     }
     if (k == K_KEEPALIVE || k == K_GRANT) {
-        recv_ns = mono_ns();
+        recv_ns = leasetest_mono_ns();
         f->ka_fwd_ns = recv_ns;
     }
     if (k == K_TXN_MARK && f->first_mark_txn[0] == '\0')
@@ -661,22 +532,12 @@ static void *fake_main(void *arg)
 
 static void fake_start(fake *f, const char *upstream, const char *lease_id)
 {
-    struct sockaddr_in sa;
-    socklen_t sl = sizeof sa;
     memset(f, 0, sizeof *f);
     pthread_mutex_init(&f->mu, NULL);
     f->proxy = upstream != NULL;
     snprintf(f->upstream, sizeof f->upstream, "%s", upstream != NULL ? upstream : "");
     snprintf(f->lease_id, sizeof f->lease_id, "%s", lease_id != NULL ? lease_id : "");
-    f->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    assert_true(f->lfd >= 0);
-    memset(&sa, 0, sizeof sa);
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    assert_int_equal(bind(f->lfd, (struct sockaddr *)&sa, sizeof sa), 0);
-    assert_int_equal(listen(f->lfd, 64), 0);
-    assert_int_equal(getsockname(f->lfd, (struct sockaddr *)&sa, &sl), 0);
-    f->port = ntohs(sa.sin_port);
+    f->lfd = leasetest_listen(&f->port);
     assert_int_equal(pthread_create(&f->th, NULL, fake_main, f), 0);
 }
 
@@ -763,11 +624,9 @@ static int start_server(char **dir, char *eps, size_t n, int members)
 static void stop_server(char **dir)
 {
     char args[4400];
-    pid_t frozen = (pid_t)atomic_exchange(&g_frozen, 0);
+    leasetest_thaw_any();
     if (*dir == NULL)
         return;
-    if (frozen > 0)
-        kill(frozen, SIGCONT);
     snprintf(args, sizeof args, "stop '%s'", *dir);
     srv(NULL, 0, args);
     idm_test_rmtree(*dir);
@@ -781,25 +640,11 @@ static void stop_all(void)
     stop_server(&g_cdir);
 }
 
-static int find_script(void)
-{
-    const char *data = getenv("IDM_TEST_DATA");
-    if (data == NULL || data[0] == '\0') {
-        fprintf(stderr, "test_lease_etcd: IDM_TEST_DATA is not set (run through ctest)\n");
-        return -1;
-    }
-    snprintf(g_script, sizeof g_script, "%s/../../scripts/etcd-test-server.sh", data);
-    if (access(g_script, R_OK) != 0) {
-        fprintf(stderr, "test_lease_etcd: no %s\n", g_script);
-        return -1;
-    }
-    return 0;
-}
-
 static int setup_one(void **unused)
 {
     (void)unused;
-    if (find_script() != 0)
+    if (leasetest_script_path(g_script, sizeof g_script, "test_lease_etcd",
+                              "etcd-test-server.sh") != 0)
         return -1;
     return start_server(&g_dir, g_eps, sizeof g_eps, 1);
 }
@@ -814,7 +659,8 @@ static int teardown_one(void **unused)
 static int setup_three(void **unused)
 {
     (void)unused;
-    if (find_script() != 0)
+    if (leasetest_script_path(g_script, sizeof g_script, "test_lease_etcd",
+                              "etcd-test-server.sh") != 0)
         return -1;
     return start_server(&g_cdir, g_ceps, sizeof g_ceps, 3);
 }
@@ -858,12 +704,12 @@ static void claim_renew_release(void **unused)
     g = leasetest_gen(layout, a, NULL);
     IDM_ASSERT_RC(idm_snowflake_next(g, &id), IDM_ELEASE);
     IDM_ASSERT_OK(idm_lease_attach(a, g));
-    mint_n(g, &iv, 10000);
-    wait_status(a, &st, HUNG_MS, false, 1); /* the claim's, then the keeper's */
+    leasetest_mint_n(g, &iv, 10000);
+    leasetest_wait_status(a, &st, false, 1); /* the claim's, then the keeper's */
     CHECK(st.renewals >= 2, "renewals %llu", ULL(st.renewals));
     assert_int_equal(st.lost, 0);
     assert_int_equal(st.last_error, 0);
-    mint_n(g, &iv, 1000);
+    leasetest_mint_n(g, &iv, 1000);
 
     IDM_ASSERT_OK(idm_lease_list(url, 8, &e, &n));
     assert_int_equal(n, 2);
@@ -884,12 +730,7 @@ static void claim_renew_release(void **unused)
     IDM_ASSERT_OK(idm_lease_open(&c, &o));
     assert_int_equal(idm_lease_worker(c), 0);
     assert_int_equal(idm_lease_mark(c), leasetest_time_of(layout, last));
-    g = leasetest_gen(layout, c, NULL);
-    IDM_ASSERT_OK(idm_lease_attach(c, g));
-    mint_n(g, &iv, 1000);
-    idm_test_check_ids(&iv);
-    IDM_ASSERT_OK(idm_lease_close(c));
-    idm_snowflake_close(g);
+    leasetest_successor(layout, c, false, &iv, 1000, NULL, NULL);
     IDM_ASSERT_OK(idm_lease_close(b));
 
     IDM_ASSERT_OK(idm_lease_list(url, 8, &e, &n));
@@ -903,76 +744,12 @@ static void claim_renew_release(void **unused)
     free(url);
 }
 
-typedef struct claimant {
-    pthread_barrier_t *bar;
-    const char *url;
-    idm_lease *l;
-    int rc;
-    char detail[256];
-} claimant;
-
-static void *claim_thread(void *arg)
-{
-    claimant *c = arg;
-    idm_lease_opts o;
-    lease_opts(&o, c->url, 8);
-    pthread_barrier_wait(c->bar);
-    c->rc = idm_lease_open(&c->l, &o);
-    snprintf(c->detail, sizeof c->detail, "%s", c->rc != 0 ? idm_error_detail() : "");
-    return NULL;
-}
-
 /* E1: twelve claimants at once for eight ids: eight distinct ids, four
  * "no free worker id". */
 static void e1_racing_claimants(void **unused)
 {
-    enum { N = 12 };
-    char *url = url_for(g_eps, "e1");
-    pthread_barrier_t bar;
-    pthread_t th[N];
-    claimant c[N];
-    idm_layout *layout;
-    idm_test_idvec all = {0};
-    unsigned seen = 0;
-    int ok = 0, busy = 0;
     (void)unused;
-    IDM_ASSERT_OK(idm_layout_preset(&layout, "twitter"));
-    pthread_barrier_init(&bar, NULL, N);
-    for (int i = 0; i < N; i++) {
-        c[i] = (claimant){&bar, url, NULL, 0, ""};
-        assert_int_equal(pthread_create(&th[i], NULL, claim_thread, &c[i]), 0);
-    }
-    for (int i = 0; i < N; i++)
-        pthread_join(th[i], NULL);
-    pthread_barrier_destroy(&bar);
-    for (int i = 0; i < N; i++) {
-        if (c[i].rc == 0) {
-            uint32_t w = idm_lease_worker(c[i].l);
-            CHECK(w < 8 && !(seen & (1u << w)), "worker %u twice or out of range", (unsigned)w);
-            seen |= 1u << w;
-            ok++;
-        } else {
-            CHECK(c[i].rc == IDM_EBUSY && strstr(c[i].detail, "no free worker id") != NULL,
-                  "claimant %d: %s: %s", i, idm_err_name(c[i].rc), c[i].detail);
-            busy++;
-        }
-    }
-    assert_int_equal(ok, 8);
-    assert_int_equal(busy, N - 8);
-    for (int i = 0; i < N; i++) {
-        idm_snowflake *g;
-        if (c[i].rc != 0)
-            continue;
-        g = leasetest_gen(layout, c[i].l, NULL);
-        IDM_ASSERT_OK(idm_lease_attach(c[i].l, g));
-        mint_n(g, &all, 2000);
-        IDM_ASSERT_OK(idm_lease_close(c[i].l));
-        idm_snowflake_close(g);
-    }
-    no_duplicates(&all);
-    idm_test_idvec_free(&all);
-    idm_layout_free(layout);
-    free(url);
+    leasetest_racing_claimants(&k_coord, "e1", 12, 8, 2000);
 }
 
 /* Attach a generator to a fresh claim and mint one id: no request to etcd
@@ -1069,7 +846,7 @@ static void e14_all_1024_taken(void **unused)
     (void)unused;
     IDM_ASSERT_OK(idm_layout_parse(&layout, "time:40@1ms,datacenter:1,worker:10,seq:12",
                                    INT64_C(1288834974657)));
-    assert_int_equal(run_out(out, sizeof out, ETCDCTL "%s lease grant 600", g_eps), 0);
+    assert_int_equal(leasetest_run_out(out, sizeof out, ETCDCTL "%s lease grant 600", g_eps), 0);
     assert_int_equal(sscanf(out, "lease %31s granted", hex), 1);
     dir = idm_test_tmpdir();
     for (int chunk = 0; chunk < 8; chunk++) {
@@ -1098,22 +875,22 @@ static void e14_all_1024_taken(void **unused)
                       "worker", scope);
     o.scope = scope;
     before = fake_total(&px);
-    t0 = mono_ms();
+    t0 = leasetest_mono_ms();
     IDM_ASSERT_RC(idm_lease_open(&l, &o), IDM_EBUSY);
     CHECK(strstr(idm_error_detail(), "no free worker id") != NULL, "detail: %s",
           idm_error_detail());
     printf("  E14: 1,025th claimant with 1,024 held: refused after %d requests, %lld ms\n",
-           fake_total(&px) - before, LL(mono_ms() - t0));
+           fake_total(&px) - before, LL(leasetest_mono_ms() - t0));
     CHECK(fake_total(&px) - before == 1, "%d requests", fake_total(&px) - before);
 
     assert_int_equal(run(ETCDCTL "%s del /idmint/e14big/workers/777 > /dev/null", g_eps), 0);
     before = fake_total(&px);
-    t0 = mono_ms();
+    t0 = leasetest_mono_ms();
     IDM_ASSERT_OK(idm_lease_open(&l, &o));
     assert_int_equal(idm_lease_worker(l), 777);
     g = first_id(layout, l);
     printf("  E14: claim of the one free id of 1,024, to the first id: %d requests, %lld ms\n",
-           fake_total(&px) - before, LL(mono_ms() - t0));
+           fake_total(&px) - before, LL(leasetest_mono_ms() - t0));
     CHECK(fake_total(&px) - before == 3, "%d requests", fake_total(&px) - before);
     IDM_ASSERT_OK(idm_lease_close(l));
     idm_snowflake_close(g);
@@ -1128,7 +905,7 @@ static void e14_all_1024_taken(void **unused)
  * for "nothing changed". */
 static void keys_under(const char *name, char *out, size_t n)
 {
-    assert_int_equal(run_out(out, n,
+    assert_int_equal(leasetest_run_out(out, n,
                              ETCDCTL "%s get --prefix /idmint/%s/ -w fields | grep -v -e "
                                      "'^\"Revision\"' -e '^\"RaftTerm\"'",
                              g_eps, name),
@@ -1171,9 +948,10 @@ static void scope_refuses_another_field_epoch_or_layout(void **unused)
     o.scope = worker;
     IDM_ASSERT_OK(idm_lease_open(&a, &o));
     assert_int_equal(idm_lease_worker(a), 0);
-    assert_int_equal(
-        run_out(got, sizeof got, ETCDCTL "%s get /idmint/scope/scope --print-value-only", g_eps),
-        0);
+    assert_int_equal(leasetest_run_out(got, sizeof got,
+                                       ETCDCTL "%s get /idmint/scope/scope --print-value-only",
+                                       g_eps),
+                     0);
     assert_string_equal(got, worker);
     IDM_ASSERT_OK(idm_lease_scope_recorded(url, got, sizeof got));
     assert_string_equal(got, worker);
@@ -1360,20 +1138,18 @@ static void lost_claim(const char *name, bool revoke)
     idm_lease_opts o;
     idm_lease *l, *l2;
     idm_layout *layout;
-    idm_snowflake *g, *g2;
+    idm_snowflake *g;
     idm_lease_status st;
     idm_test_idvec iv = {0};
     uint64_t id;
     int64_t lease, t0;
     IDM_ASSERT_OK(idm_layout_preset(&layout, "twitter"));
     lease_opts(&o, url, 4);
-    IDM_ASSERT_OK(idm_lease_open(&l, &o));
-    g = leasetest_gen(layout, l, NULL);
-    IDM_ASSERT_OK(idm_lease_attach(l, g));
-    mint_n(g, &iv, 1000);
+    g = leasetest_claim(&l, &o, layout);
+    leasetest_mint_n(g, &iv, 1000);
     lease = key_lease(g_eps, name, idm_lease_worker(l));
     assert_true(lease != 0);
-    t0 = mono_ms();
+    t0 = leasetest_mono_ms();
     if (revoke)
         assert_int_equal(
             run(ETCDCTL "%s lease revoke %llx > /dev/null", g_eps, (unsigned long long)lease), 0);
@@ -1385,26 +1161,19 @@ static void lost_claim(const char *name, bool revoke)
     for (int i = 0; i < 100000 && idm_snowflake_next(g, &id) == 0; i++) {
         idm_test_idvec_push(&iv, id);
         if (i % 64 == 0)
-            sleep_ms(1);
+            leasetest_sleep_ms(1);
     }
-    wait_status(l, &st, HUNG_MS, true, 0);
+    leasetest_wait_status(l, &st, true, 0);
     CHECK(st.lost, "%s: the claim was not found lost", name);
     assert_int_equal(st.last_error, IDM_ELEASE);
-    printf("  %s: lost after %lld ms\n", revoke ? "E3" : "E4", LL(mono_ms() - t0));
+    printf("  %s: lost after %lld ms\n", revoke ? "E3" : "E4", LL(leasetest_mono_ms() - t0));
     IDM_ASSERT_RC(idm_snowflake_next(g, &id), IDM_ELEASE);
 
     IDM_ASSERT_OK(idm_lease_open(&l2, &o));
     assert_int_equal(idm_lease_worker(l2), idm_lease_worker(l));
     CHECK(idm_lease_mark(l2) >= leasetest_time_of(layout, iv.v[iv.n - 1]), "mark %lld below %lld",
           LL(idm_lease_mark(l2)), LL(leasetest_time_of(layout, iv.v[iv.n - 1])));
-    g2 = gen_after_loss(layout, l2);
-    IDM_ASSERT_OK(idm_lease_attach(l2, g2));
-    mint_n(g2, &iv, 1000);
-    idm_test_check_ids(&iv);
-    IDM_ASSERT_RC(idm_lease_close(l), 0); /* lost: nothing to release */
-    idm_snowflake_close(g);
-    IDM_ASSERT_OK(idm_lease_close(l2));
-    idm_snowflake_close(g2);
+    leasetest_successor(layout, l2, true, &iv, 1000, l, g);
     idm_test_idvec_free(&iv);
     idm_layout_free(layout);
     free(url);
@@ -1425,82 +1194,21 @@ static void e4_key_deleted(void **unused)
 /* E12: a holder killed with kill -9. Its id stays held until its lease
  * runs out (a claim meanwhile gets another id); then it is free, with the
  * dead holder's last recorded mark, above every id it minted. */
+static bool e12_held(uint32_t id)
+{
+    char key[64];
+    snprintf(key, sizeof key, "/idmint/e12/workers/%u", (unsigned)id);
+    return key_exists(g_eps, key);
+}
+
 static void e12_holder_killed(void **unused)
 {
     char *url = url_for(g_eps, "e12");
     idm_lease_opts o;
-    idm_lease *other, *l;
-    idm_layout *layout;
-    idm_snowflake *g, *og;
-    idm_test_idvec iv = {0};
-    uint64_t child_last[2] = {0, 0};
-    int p[2], status;
-    int64_t t0;
-    pid_t pid;
     (void)unused;
-    IDM_ASSERT_OK(idm_layout_preset(&layout, "twitter"));
     lease_opts(&o, url, 4);
     o.ttl_ms = 2000;
-    assert_int_equal(pipe(p), 0);
-    pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        idm_lease *cl;
-        idm_snowflake *cg;
-        uint64_t id = 0, msg[2];
-        int64_t until;
-        close(p[0]);
-        if (idm_lease_open(&cl, &o) != 0)
-            _exit(2);
-        cg = leasetest_gen(layout, cl, NULL);
-        if (idm_lease_attach(cl, cg) != 0)
-            _exit(3);
-        until = mono_ms() + 300;
-        while (mono_ms() < until)
-            if (idm_snowflake_next(cg, &id) != 0)
-                _exit(4);
-        msg[0] = idm_lease_worker(cl);
-        msg[1] = id;
-        if (write(p[1], msg, sizeof msg) != (ssize_t)sizeof msg)
-            _exit(5);
-        for (;;)
-            pause(); /* until killed */
-    }
-    close(p[1]);
-    assert_int_equal(read(p[0], child_last, sizeof child_last), (ssize_t)sizeof child_last);
-    close(p[0]);
-    kill(pid, SIGKILL);
-    assert_int_equal(waitpid(pid, &status, 0), pid);
-    t0 = mono_ms();
-    IDM_ASSERT_OK(idm_lease_open(&other, &o));
-    CHECK(idm_lease_worker(other) != child_last[0], "the dead holder's id %u was taken at once",
-          (unsigned)child_last[0]);
-    og = leasetest_gen(layout, other, NULL);
-    IDM_ASSERT_OK(idm_lease_attach(other, og)); /* kept alive meanwhile */
-    {
-        char key[64];
-        bool held = true;
-        snprintf(key, sizeof key, "/idmint/e12/workers/%u", (unsigned)child_last[0]);
-        while (mono_ms() - t0 < HUNG_MS && (held = key_exists(g_eps, key)))
-            sleep_ms(100);
-        CHECK(!held, "the dead holder's id is still held");
-    }
-    printf("  E12: the dead holder's id was free %lld ms after kill -9\n", LL(mono_ms() - t0));
-    IDM_ASSERT_OK(idm_lease_open(&l, &o));
-    assert_int_equal(idm_lease_worker(l), child_last[0]);
-    CHECK(idm_lease_mark(l) >= leasetest_time_of(layout, child_last[1]), "mark %lld below %lld",
-          LL(idm_lease_mark(l)), LL(leasetest_time_of(layout, child_last[1])));
-    g = gen_after_loss(layout, l);
-    IDM_ASSERT_OK(idm_lease_attach(l, g));
-    idm_test_idvec_push(&iv, child_last[1]);
-    mint_n(g, &iv, 1000);
-    idm_test_check_ids(&iv); /* all above the dead holder's last id */
-    IDM_ASSERT_OK(idm_lease_close(l));
-    IDM_ASSERT_OK(idm_lease_close(other));
-    idm_snowflake_close(g);
-    idm_snowflake_close(og);
-    idm_test_idvec_free(&iv);
-    idm_layout_free(layout);
+    leasetest_killed_holder(&o, "E12", e12_held);
     free(url);
 }
 
@@ -1519,10 +1227,8 @@ static void e13_release_frees_at_once(void **unused)
     IDM_ASSERT_OK(idm_layout_preset(&layout, "twitter"));
     lease_opts(&o, url, 4);
     o.ttl_ms = 30000; /* a slot freed only by expiry would take 30 s */
-    IDM_ASSERT_OK(idm_lease_open(&a, &o));
-    g = leasetest_gen(layout, a, NULL);
-    IDM_ASSERT_OK(idm_lease_attach(a, g));
-    mint_n(g, &iv, 5000);
+    g = leasetest_claim(&a, &o, layout);
+    leasetest_mint_n(g, &iv, 5000);
     IDM_ASSERT_OK(idm_lease_close(a));
     idm_snowflake_close(g);
     snprintf(key, sizeof key, "/idmint/e13/workers/0");
@@ -1530,12 +1236,7 @@ static void e13_release_frees_at_once(void **unused)
     IDM_ASSERT_OK(idm_lease_open(&b, &o));
     assert_int_equal(idm_lease_worker(b), 0);
     assert_int_equal(idm_lease_mark(b), leasetest_time_of(layout, iv.v[iv.n - 1]));
-    g = leasetest_gen(layout, b, NULL);
-    IDM_ASSERT_OK(idm_lease_attach(b, g));
-    mint_n(g, &iv, 1000);
-    idm_test_check_ids(&iv);
-    IDM_ASSERT_OK(idm_lease_close(b));
-    idm_snowflake_close(g);
+    leasetest_successor(layout, b, false, &iv, 1000, NULL, NULL);
     idm_test_idvec_free(&iv);
     idm_layout_free(layout);
     free(url);
@@ -1557,10 +1258,10 @@ static void e17_granted_ttl_used(void **unused)
     IDM_ASSERT_OK(idm_layout_preset(&layout, "twitter"));
     lease_opts(&o, url, 4);
     o.ttl_ms = 1000; /* etcd's minimum with default timing is 2 s; margin 200 ms */
-    t_open = mono_ns();
+    t_open = leasetest_mono_ns();
     IDM_ASSERT_OK(idm_lease_open(&l, &o));
     lease = key_lease(g_eps, "e17", 0);
-    assert_int_equal(run_out(out, sizeof out, ETCDCTL "%s lease timetolive %llx", g_eps,
+    assert_int_equal(leasetest_run_out(out, sizeof out, ETCDCTL "%s lease timetolive %llx", g_eps,
                              (unsigned long long)lease),
                      0);
     CHECK(strstr(out, "granted with TTL(2s)") != NULL, "%s", out);
@@ -1572,12 +1273,12 @@ static void e17_granted_ttl_used(void **unused)
     CHECK(st.deadline >= t_open + INT64_C(1800000000), "deadline only %lld ms after the open",
           LL((st.deadline - t_open) / 1000000));
     /* Mint on across two keeper renewals (the claim counts as one). */
-    for (int64_t until = mono_ms() + HUNG_MS; mono_ms() < until;) {
-        mint_n(g, &iv, 100);
+    for (int64_t until = leasetest_mono_ms() + LEASETEST_HUNG_MS; leasetest_mono_ms() < until;) {
+        leasetest_mint_n(g, &iv, 100);
         idm_lease_status_get(l, &st);
         if (st.renewals >= 3 || st.lost)
             break;
-        sleep_ms(50);
+        leasetest_sleep_ms(50);
     }
     CHECK(st.renewals >= 3 && !st.lost, "renewals %llu lost %d", ULL(st.renewals), st.lost);
     idm_test_check_ids(&iv);
@@ -1609,11 +1310,11 @@ static void e16_big_lease_id(void **unused)
     assert_int_equal(key_lease(g_eps, "e16", 0), INT64_MAX);
     g = leasetest_gen(layout, l, NULL);
     IDM_ASSERT_OK(idm_lease_attach(l, g));
-    mint_n(g, &iv, 1000);
-    wait_status(l, &st, HUNG_MS, false, 1); /* the claim's, then the keeper's */
+    leasetest_mint_n(g, &iv, 1000);
+    leasetest_wait_status(l, &st, false, 1); /* the claim's, then the keeper's */
     CHECK(st.renewals >= 2 && st.last_error == 0, "renewals %llu error %d", ULL(st.renewals),
           st.last_error);
-    mint_n(g, &iv, 1000);
+    leasetest_mint_n(g, &iv, 1000);
     IDM_ASSERT_OK(idm_lease_close(l));
     assert_false(key_exists(g_eps, "/idmint/e16/workers/0")); /* revoked */
     idm_snowflake_close(g);
@@ -1647,9 +1348,7 @@ static void e16_lease_id_edges(void **unused)
         url = fake_url(&f, "fake");
         lease_opts(&o, url, 4);
         o.ttl_ms = 2000;
-        IDM_ASSERT_OK(idm_lease_open(&l, &o));
-        g = leasetest_gen(layout, l, NULL);
-        IDM_ASSERT_OK(idm_lease_attach(l, g));
+        g = leasetest_claim(&l, &o, layout);
         IDM_ASSERT_OK(idm_snowflake_next(g, &id));
         IDM_ASSERT_OK(idm_lease_close(l));
         idm_snowflake_close(g);
@@ -1837,7 +1536,7 @@ static void e15_garbage_answers(void **unused)
                                         : &claim_cases[i];
         idm_lease_opts o;
         idm_lease *l = NULL;
-        int64_t t0 = mono_ms();
+        int64_t t0 = leasetest_mono_ms();
         int rc;
         fake_clear(&f);
         fake_set(&f, gc->kind, gc->special, gc->status, gc->body);
@@ -1853,8 +1552,8 @@ static void e15_garbage_answers(void **unused)
                   strstr(idm_error_detail(), "hands out ids for 's1'; this claimant asks for "
                                              "'s0'") != NULL,
               "%s: detail %s", gc->name, idm_error_detail());
-        CHECK(mono_ms() - t0 < HUNG_MS, "%s: gave up only after %lld ms", gc->name,
-              LL(mono_ms() - t0));
+        CHECK(leasetest_mono_ms() - t0 < LEASETEST_HUNG_MS, "%s: gave up only after %lld ms",
+              gc->name, LL(leasetest_mono_ms() - t0));
         assert_null(l);
     }
     for (size_t i = 0; i < sizeof renew_cases / sizeof renew_cases[0]; i++) {
@@ -1876,11 +1575,11 @@ static void e15_garbage_answers(void **unused)
         IDM_ASSERT_OK(idm_lease_attach(l, g));
         IDM_ASSERT_OK(idm_snowflake_next(g, &id));
         fake_set(&f, gc->kind, gc->special, gc->status, gc->body);
-        t0 = mono_ms();
+        t0 = leasetest_mono_ms();
         do {
-            sleep_ms(5);
+            leasetest_sleep_ms(5);
             idm_lease_status_get(l, &st);
-        } while (st.failures == 0 && mono_ms() - t0 < HUNG_MS);
+        } while (st.failures == 0 && leasetest_mono_ms() - t0 < LEASETEST_HUNG_MS);
         rc = st.last_error;
         CHECK(st.failures != 0, "%s: renewed", gc->name);
         CHECK(gc->want != 0 ? rc == gc->want : rc != IDM_ELEASE, "%s: %s", gc->name,
@@ -1891,7 +1590,7 @@ static void e15_garbage_answers(void **unused)
          * from the claim, not reached yet). */
         if (gc->want == IDM_ELEASE)
             IDM_ASSERT_RC(idm_snowflake_next(g, &id), IDM_ELEASE);
-        else if (mono_ns() < st.deadline - INT64_C(50000000))
+        else if (leasetest_mono_ns() < st.deadline - INT64_C(50000000))
             IDM_ASSERT_OK(idm_snowflake_next(g, &id));
         fake_clear(&f);
         idm_lease_close(l);
@@ -1906,8 +1605,8 @@ static void e15_garbage_answers(void **unused)
 static int64_t stored_mark(const char *name)
 {
     char out[256];
-    if (run_out(out, sizeof out, ETCDCTL "%s get /idmint/%s/hwm/0 --print-value-only", g_eps,
-                name) != 0 ||
+    if (leasetest_run_out(out, sizeof out, ETCDCTL "%s get /idmint/%s/hwm/0 --print-value-only",
+                          g_eps, name) != 0 ||
         out[0] < '0' || out[0] > '9')
         return -1;
     return strtoll(out, NULL, 10);
@@ -1937,9 +1636,9 @@ static void late_mark_write_never_lowers(void **unused)
     o.ttl_ms = 2000;
     IDM_ASSERT_OK(idm_lease_open(&l, &o));
     g = first_id(layout, l);
-    wait_status(l, &st, HUNG_MS, false, 1); /* the first keeper renewal */
-    wait_status(l, &st, HUNG_MS, false, 2);
-    wait_status(l, &st, HUNG_MS, false, 3);
+    leasetest_wait_status(l, &st, false, 1); /* the first keeper renewal */
+    leasetest_wait_status(l, &st, false, 2);
+    leasetest_wait_status(l, &st, false, 3);
     CHECK(st.renewals >= 4 && st.last_error == 0, "renewals %llu, %s", ULL(st.renewals),
           idm_err_name(st.last_error));
     before = stored_mark("late");
@@ -1961,14 +1660,7 @@ static void late_mark_write_never_lowers(void **unused)
     /* A value left by hand in another form: renewals fail, never lost. */
     assert_int_equal(run(ETCDCTL "%s put /idmint/late/hwm/0 99 > /dev/null", g_eps), 0);
     idm_lease_status_get(l, &st);
-    {
-        uint64_t fails = st.failures;
-        int64_t t0 = mono_ms();
-        do {
-            sleep_ms(10);
-            idm_lease_status_get(l, &st);
-        } while (st.failures == fails && mono_ms() - t0 < HUNG_MS);
-    }
+    leasetest_wait_failure(l, &st);
     CHECK(st.last_error == IDM_EIO && !st.lost, "%s, lost %d", idm_err_name(st.last_error),
           st.lost);
     {
@@ -1976,7 +1668,7 @@ static void late_mark_write_never_lowers(void **unused)
         snprintf(v, sizeof v, "%016lld", LL(after));
         assert_int_equal(run(ETCDCTL "%s put /idmint/late/hwm/0 %s > /dev/null", g_eps, v), 0);
     }
-    wait_status(l, &st, HUNG_MS, false, st.renewals);
+    leasetest_wait_status(l, &st, false, st.renewals);
     CHECK(st.last_error == 0 && !st.lost, "after the repair: %s", idm_err_name(st.last_error));
     IDM_ASSERT_OK(idm_lease_close(l));
     idm_snowflake_close(g);
@@ -2017,10 +1709,10 @@ static void endpoint_failover(void **unused)
     url = url_for(eps, "fake");
     lease_opts(&o, url, 4);
     o.ttl_ms = 2000;
-    t0 = mono_ms();
+    t0 = leasetest_mono_ms();
     IDM_ASSERT_OK(idm_lease_open(&l, &o));
     printf("  failover: claimed past a dead and a mute endpoint in %lld ms\n",
-           LL(mono_ms() - t0));
+           LL(leasetest_mono_ms() - t0));
     mute_conns = atomic_load(&mute.conns);
     assert_int_equal(mute_conns, 1);
     g = leasetest_gen(layout, l, NULL);
@@ -2034,10 +1726,11 @@ static void endpoint_failover(void **unused)
     snprintf(eps, sizeof eps, "127.0.0.1:%d,localhost:%d", dead, dead);
     url = url_for(eps, "fake");
     lease_opts(&o, url, 4);
-    t0 = mono_ms();
+    t0 = leasetest_mono_ms();
     IDM_ASSERT_RC(idm_lease_open(&l, &o), IDM_EIO);
     CHECK(strstr(idm_error_detail(), "unreachable") != NULL, "detail: %s", idm_error_detail());
-    CHECK(mono_ms() - t0 < HUNG_MS, "gave up only after %lld ms", LL(mono_ms() - t0));
+    CHECK(leasetest_mono_ms() - t0 < LEASETEST_HUNG_MS, "gave up only after %lld ms",
+          LL(leasetest_mono_ms() - t0));
     free(url);
     fake_stop(&good);
     fake_stop(&mute);
@@ -2046,7 +1739,7 @@ static void endpoint_failover(void **unused)
 
 static void bad_urls(void **unused)
 {
-    static const char *bad[] = {
+    static const char *const bad[] = {
         "etcd://", "etcd://127.0.0.1:2379", "etcd://127.0.0.1:2379/", "etcd:///idmint",
         "etcd://127.0.0.1/idmint", "etcd://127.0.0.1:0/idmint", "etcd://127.0.0.1:65536/idmint",
         "etcd://127.0.0.1:23x9/idmint", "etcd://a:1,/idmint", "etcd://,a:1/idmint",
@@ -2058,13 +1751,8 @@ static void bad_urls(void **unused)
     idm_lease_opts o;
     idm_lease *l = NULL;
     (void)unused;
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        lease_opts(&o, bad[i], 4);
-        IDM_ASSERT_RC(idm_lease_open(&l, &o), IDM_EINVAL);
-        CHECK(strstr(idm_error_detail(), "etcd") != NULL, "'%s': detail %s", bad[i],
-              idm_error_detail());
-        assert_null(l);
-    }
+    lease_opts(&o, NULL, 4);
+    leasetest_bad_urls(&o, bad, sizeof bad / sizeof bad[0], "etcd", NULL);
     {
         char many[1024] = "etcd://";
         for (int i = 0; i < 17; i++)
@@ -2080,78 +1768,8 @@ static void bad_urls(void **unused)
  * its clock has passed the mark, above every id the last holder minted. */
 static void skewed_handoff(void **unused)
 {
-    char *url = url_for(g_eps, "skew");
-    idm_lease_opts o;
-    idm_lease *a, *b;
-    idm_layout *layout;
-    idm_snowflake *g;
-    idm_manual_clock *mc;
-    idm_test_idvec iv = {0};
-    idm_unix_ms mark;
-    int rc;
     (void)unused;
-    IDM_ASSERT_OK(idm_layout_preset(&layout, "twitter"));
-    lease_opts(&o, url, 4);
-    IDM_ASSERT_OK(idm_lease_open(&a, &o));
-    g = leasetest_gen(layout, a, NULL);
-    IDM_ASSERT_OK(idm_lease_attach(a, g));
-    mint_n(g, &iv, 2000);
-    IDM_ASSERT_OK(idm_lease_close(a));
-    idm_snowflake_close(g);
-    mark = leasetest_time_of(layout, iv.v[iv.n - 1]);
-
-    IDM_ASSERT_OK(idm_manual_clock_new(&mc, mark - 5000, true));
-    o.clock = idm_manual_clock_clock(mc);
-    IDM_ASSERT_OK(idm_lease_open(&b, &o));
-    assert_int_equal(idm_lease_worker(b), 0);
-    assert_int_equal(idm_lease_mark(b), mark);
-    g = leasetest_gen_rc(layout, b, o.clock, &rc);
-    IDM_ASSERT_RC(rc, IDM_ECLOCKBACK);
-    assert_null(g);
-    idm_manual_clock_set(mc, mark + 1000);
-    g = leasetest_gen_rc(layout, b, o.clock, &rc);
-    IDM_ASSERT_OK(rc);
-    IDM_ASSERT_OK(idm_lease_attach(b, g));
-    mint_n(g, &iv, 100);
-    idm_test_check_ids(&iv);
-    IDM_ASSERT_OK(idm_lease_close(b));
-    idm_snowflake_close(g);
-    idm_manual_clock_free(mc);
-    idm_test_idvec_free(&iv);
-    idm_layout_free(layout);
-    free(url);
-}
-
-/* Stop process pid with SIGSTOP (it is resumed at teardown if the test
- * fails first) and wait until the kernel reports it stopped, so that it
- * answers nothing from the returned CLOCK_MONOTONIC time on. */
-static int64_t freeze(pid_t pid)
-{
-    char path[64];
-    assert_int_equal(kill(pid, SIGSTOP), 0);
-    atomic_store(&g_frozen, (int)pid);
-    snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
-    for (int i = 0; i < 10000; i++) {
-        char buf[512];
-        const char *p;
-        FILE *f = fopen(path, "r");
-        size_t n = f != NULL ? fread(buf, 1, sizeof buf - 1, f) : 0;
-        if (f != NULL)
-            fclose(f);
-        buf[n] = '\0';
-        p = strrchr(buf, ')');
-        if (p != NULL && (p[2] == 'T' || p[2] == 't'))
-            return mono_ns();
-        sleep_ms(1);
-    }
-    fail_msg("process %ld did not stop", (long)pid);
-    return 0;
-}
-
-static void thaw(pid_t pid)
-{
-    assert_int_equal(kill(pid, SIGCONT), 0);
-    atomic_store(&g_frozen, 0);
+    leasetest_skewed_handoff(&k_coord, "skew");
 }
 
 /* E2: etcd frozen (SIGSTOP) past the TTL. The holder runs on an injected
@@ -2173,64 +1791,35 @@ static void e2_frozen_etcd(void **unused)
     idm_lease_opts o, o2;
     idm_lease *l, *l2;
     idm_layout *layout;
-    idm_snowflake *g, *g2;
+    idm_snowflake *g;
     idm_lease_status st;
     idm_manual_clock *mc;
-    const idm_clock *ck;
     idm_test_idvec iv = {0};
-    struct timespec ts;
-    uint64_t id, failures;
-    int64_t t_stop, at, ttl_ns = INT64_C(2000) * 1000000, margin_ns = INT64_C(400) * 1000000;
-    int rc;
+    uint64_t id;
+    int64_t t_stop, at, ttl_ns = INT64_C(2000) * 1000000;
     pid_t pid;
     (void)unused;
     IDM_ASSERT_OK(idm_layout_preset(&layout, "twitter"));
-    clock_gettime(CLOCK_REALTIME, &ts);
-    IDM_ASSERT_OK(idm_manual_clock_new(&mc, (idm_unix_ms)ts.tv_sec * 1000 + ts.tv_nsec / 1000000,
-                                       true));
-    ck = idm_manual_clock_clock(mc);
     lease_opts(&o, url, 1); /* one id: the re-claim must take the same */
     o.ttl_ms = 2000;        /* margin 400 ms */
-    o.clock = ck;
-    IDM_ASSERT_OK(idm_lease_open(&l, &o));
-    g = leasetest_gen_rc(layout, l, ck, &rc);
-    IDM_ASSERT_OK(rc);
-    IDM_ASSERT_OK(idm_lease_attach(l, g));
-    mint_n(g, &iv, 100);
-    at = ck->mono_ns(ck->ctx); /* T: every send so far, and from now on */
-    wait_status(l, &st, HUNG_MS, false, 1); /* a keeper renewal (the claim was the first) */
-    CHECK(st.renewals >= 2 && st.last_error == 0, "renewals %llu, %s", ULL(st.renewals),
-          idm_err_name(st.last_error));
+    g = leasetest_clocked_claim(&l, &o, layout, &mc, &st, &iv, &at);
     pid = member_pid(g_dir, 1);
     assert_true(pid > 0);
 
-    t_stop = freeze(pid);
-    /* A renewal fails after the freeze: the last that worked is done. */
+    t_stop = leasetest_freeze(pid);
+    /* A renewal fails after the freeze (the last that worked is done), with
+     * no word from etcd. */
     idm_lease_status_get(l, &st);
-    failures = st.failures;
-    while (st.failures == failures && mono_ns() - t_stop < HUNG_MS * INT64_C(1000000)) {
-        sleep_ms(10);
-        idm_lease_status_get(l, &st);
-    }
-    CHECK(st.failures > failures, "no renewal failed with etcd frozen");
-    CHECK(st.last_error != 0 && st.last_error != IDM_ELEASE, "%s", idm_err_name(st.last_error));
-    assert_int_equal(st.lost, 0); /* etcd said nothing */
-    CHECK(st.deadline == at + ttl_ns - margin_ns, "deadline T + %lld ms, not T + TTL - margin",
-          LL((st.deadline - at) / 1000000));
+    leasetest_deadline_exact(l, g, mc, at, 2000, 400, &st, &iv);
     printf("  E2: renewals fail with etcd frozen (%s); the deadline is T + %lld ms\n",
            idm_err_name(st.last_error), LL((st.deadline - at) / 1000000));
-    idm_manual_clock_advance_ns(mc, st.deadline - 1 - ck->mono_ns(ck->ctx));
-    IDM_ASSERT_OK(idm_snowflake_next(g, &id)); /* 1 ns before the deadline */
-    idm_test_idvec_push(&iv, id);
-    idm_manual_clock_advance_ns(mc, 1);
-    IDM_ASSERT_RC(idm_snowflake_next(g, &id), IDM_ELEASE); /* at it */
     idm_lease_status_get(l, &st);
     assert_int_equal(st.lost, 0);
 
     /* Keep etcd frozen until the lease has expired by its clock. */
-    sleep_ms((t_stop + ttl_ns) / 1000000 + 1000 - mono_ms());
-    thaw(pid);
-    wait_status(l, &st, HUNG_MS, true, 0);
+    leasetest_sleep_ms((t_stop + ttl_ns) / 1000000 + 1000 - leasetest_mono_ms());
+    leasetest_thaw(pid);
+    leasetest_wait_status(l, &st, true, 0);
     CHECK(st.lost, "the claim was not found lost after SIGCONT (error %s, renewals %llu)",
           idm_err_name(st.last_error), ULL(st.renewals));
     assert_int_equal(st.last_error, IDM_ELEASE);
@@ -2245,14 +1834,7 @@ static void e2_frozen_etcd(void **unused)
           LL(idm_lease_mark(l2)), LL(st.mark_ms));
     CHECK(idm_lease_mark(l2) >= leasetest_time_of(layout, iv.v[iv.n - 1]), "mark %lld below %lld",
           LL(idm_lease_mark(l2)), LL(leasetest_time_of(layout, iv.v[iv.n - 1])));
-    g2 = gen_after_loss(layout, l2);
-    IDM_ASSERT_OK(idm_lease_attach(l2, g2));
-    mint_n(g2, &iv, 1000);
-    idm_test_check_ids(&iv); /* one worker id: the new ids above all the old ones */
-    IDM_ASSERT_RC(idm_lease_close(l), 0); /* lost: nothing to release */
-    idm_snowflake_close(g);
-    IDM_ASSERT_OK(idm_lease_close(l2));
-    idm_snowflake_close(g2);
+    leasetest_successor(layout, l2, true, &iv, 1000, l, g); /* above all the old ids */
     idm_manual_clock_free(mc);
     idm_test_idvec_free(&iv);
     idm_layout_free(layout);
@@ -2283,20 +1865,18 @@ static void e6_answers_lost(void **unused)
     url = fake_url(&px, "e6");
     lease_opts(&o, url, 4);
     o.ttl_ms = 2000;
-    IDM_ASSERT_OK(idm_lease_open(&l, &o));
-    g = leasetest_gen(layout, l, NULL);
-    IDM_ASSERT_OK(idm_lease_attach(l, g));
-    mint_n(g, &iv, 100);
-    wait_status(l, &st, HUNG_MS, false, 1); /* a keeper renewal (the claim was the first) */
+    g = leasetest_claim(&l, &o, layout);
+    leasetest_mint_n(g, &iv, 100);
+    leasetest_wait_status(l, &st, false, 1); /* a keeper renewal (the claim was the first) */
     fake_hold(&px, true);
-    t_hold = mono_ns();
-    while (mono_ns() - t_hold < HUNG_MS * INT64_C(1000000)) {
-        int64_t t = mono_ns();
+    t_hold = leasetest_mono_ns();
+    while (leasetest_mono_ns() - t_hold < LEASETEST_HUNG_MS * INT64_C(1000000)) {
+        int64_t t = leasetest_mono_ns();
         if ((rc = idm_snowflake_next(g, &id)) != 0)
             break;
         idm_test_idvec_push(&iv, id);
         last_ok_start = t;
-        sleep_ms(1);
+        leasetest_sleep_ms(1);
     }
     IDM_ASSERT_RC(rc, IDM_ELEASE);
     idm_lease_status_get(l, &st);
@@ -2306,15 +1886,15 @@ static void e6_answers_lost(void **unused)
      * sent before, and no mint started past it. */
     CHECK(st.deadline <= t_hold + ttl_ns - margin_ns, "deadline %lld ms after the hold",
           LL((st.deadline - t_hold) / 1000000));
-    CHECK(last_ok_start < st.deadline + COARSE_NS, "a mint started %lld ms past the deadline",
-          LL((last_ok_start - st.deadline) / 1000000));
+    CHECK(last_ok_start < st.deadline + LEASETEST_COARSE_NS,
+          "a mint started %lld ms past the deadline", LL((last_ok_start - st.deadline) / 1000000));
     assert_int_equal(st.lost, 0);
     CHECK(st.last_error != 0 && st.last_error != IDM_ELEASE, "%s", idm_err_name(st.last_error));
     fake_hold(&px, false);
-    wait_status(l, &st, HUNG_MS, false, st.renewals);
+    leasetest_wait_status(l, &st, false, st.renewals);
     CHECK(!st.lost && st.last_error == 0, "lost %d error %s", st.lost,
           idm_err_name(st.last_error));
-    mint_n(g, &iv, 100);
+    leasetest_mint_n(g, &iv, 100);
     idm_test_check_ids(&iv);
     IDM_ASSERT_OK(idm_lease_close(l));
     idm_snowflake_close(g);
@@ -2322,110 +1902,6 @@ static void e6_answers_lost(void **unused)
     idm_test_idvec_free(&iv);
     idm_layout_free(layout);
     free(url);
-}
-
-/* A thread minting from g every millisecond, watching the guard: the first
- * refusal's time and the deadline then, the last mint before it, and mints
- * after a refusal (allowed only once a renewal has worked since). */
-typedef struct minter {
-    idm_snowflake *g;
-    idm_lease *l;
-    pthread_t th;
-    atomic_int stop;
-    atomic_int minted;            /* ids minted so far */
-    atomic_int refused;           /* refusals so far */
-    idm_test_idvec iv;            /* the ids, once the thread is joined */
-    int64_t first_refused_ns;     /* CLOCK_MONOTONIC before the first refused call */
-    int64_t deadline_at_refusal;  /* the guard's deadline then */
-    int64_t last_ok_before_ns;    /* before the last call that minted, before the refusal */
-    atomic_int after_refusal;     /* ids minted after the first refusal */
-    int unrenewed;                /* of them, minted with no renewal since a refusal */
-    int first_rc;                 /* the first refusal's error */
-} minter;
-
-/* The first_* fields, deadline_at_refusal and last_ok_before_ns are written
- * before refused is first incremented and not after: readable once refused
- * is seen non-zero; minted, refused and after_refusal at any time; the
- * rest once minter_stop has joined the thread. */
-
-static void *minter_main(void *arg)
-{
-    minter *m = arg;
-    bool refusing = false;
-    uint64_t renewals_then = 0;
-    while (!atomic_load(&m->stop)) {
-        idm_lease_status st;
-        uint64_t id;
-        int64_t t = mono_ns();
-        int rc = idm_snowflake_next(m->g, &id);
-        if (rc == 0) {
-            idm_test_idvec_push(&m->iv, id);
-            atomic_fetch_add(&m->minted, 1);
-            if (m->first_refused_ns == 0) {
-                m->last_ok_before_ns = t;
-            } else {
-                atomic_fetch_add(&m->after_refusal, 1);
-                if (refusing) {
-                    /* the keeper extends the guard, then counts the renewal */
-                    idm_lease_status_get(m->l, &st);
-                    if (st.renewals <= renewals_then) {
-                        sleep_ms(20);
-                        idm_lease_status_get(m->l, &st);
-                    }
-                    if (st.renewals <= renewals_then)
-                        m->unrenewed++;
-                }
-            }
-            refusing = false;
-        } else {
-            if (!refusing) {
-                idm_lease_status_get(m->l, &st);
-                renewals_then = st.renewals;
-                if (m->first_refused_ns == 0) {
-                    m->first_rc = rc;
-                    m->deadline_at_refusal = st.deadline;
-                    m->first_refused_ns = t;
-                }
-            }
-            refusing = true;
-            atomic_fetch_add(&m->refused, 1);
-        }
-        sleep_ms(1);
-    }
-    return NULL;
-}
-
-static void minter_start(minter *m, idm_snowflake *g, idm_lease *l)
-{
-    memset(m, 0, sizeof *m);
-    m->g = g;
-    m->l = l;
-    assert_int_equal(pthread_create(&m->th, NULL, minter_main, m), 0);
-}
-
-static void minter_stop(minter *m)
-{
-    atomic_store(&m->stop, 1);
-    pthread_join(m->th, NULL);
-}
-
-/* Wait until m has minted an id (the bound only ends a hung test). */
-static void minter_wait_minted(minter *m)
-{
-    int64_t until = mono_ms() + HUNG_MS;
-    while (atomic_load(&m->minted) == 0 && atomic_load(&m->refused) == 0 && mono_ms() < until)
-        sleep_ms(1);
-    CHECK(atomic_load(&m->minted) > 0, "the minter minted nothing (%d refusals)",
-          atomic_load(&m->refused));
-}
-
-/* Wait up to ms for m's first refusal; whether there was one. */
-static bool minter_wait_refused(minter *m, int64_t ms)
-{
-    int64_t until = mono_ms() + ms;
-    while (atomic_load(&m->refused) == 0 && mono_ms() < until)
-        sleep_ms(5);
-    return atomic_load(&m->refused) != 0;
 }
 
 /* E5: a partition between holder 1 and etcd (the proxy drops all of its
@@ -2444,7 +1920,7 @@ static void e5_partition(void **unused)
     idm_snowflake *g1, *g2;
     idm_lease_status st;
     idm_test_idvec iv = {0};
-    minter m;
+    leasetest_minter m;
     uint64_t id;
     int64_t t_part, t_claim = 0, fwd_ns, ttl_ns = INT64_C(2000) * 1000000,
                                  margin_ns = INT64_C(400) * 1000000;
@@ -2457,17 +1933,16 @@ static void e5_partition(void **unused)
     o1.ttl_ms = 2000;         /* margin 400 ms */
     lease_opts(&o2, url2, 1);
     o2.ttl_ms = 2000;
-    IDM_ASSERT_OK(idm_lease_open(&l1, &o1));
-    g1 = leasetest_gen(layout, l1, NULL);
-    IDM_ASSERT_OK(idm_lease_attach(l1, g1));
+    g1 = leasetest_claim(&l1, &o1, layout);
     IDM_ASSERT_RC(idm_lease_open(&l2, &o2), IDM_EBUSY);
     l2 = NULL;
-    minter_start(&m, g1, l1);
-    minter_wait_minted(&m);
+    leasetest_minter_start(&m, g1, l1);
+    leasetest_minter_wait_minted(&m, 1);
 
     fake_drop(&px, true);
-    t_part = mono_ns();
-    CHECK(minter_wait_refused(&m, HUNG_MS), "holder 1 minted on through the partition");
+    t_part = leasetest_mono_ns();
+    CHECK(leasetest_minter_wait_refused(&m, LEASETEST_HUNG_MS),
+          "holder 1 minted on through the partition");
     pthread_mutex_lock(&px.mu);
     fwd_ns = px.ka_fwd_ns; /* the last keepalive (or the grant) that reached etcd */
     pthread_mutex_unlock(&px.mu);
@@ -2479,7 +1954,7 @@ static void e5_partition(void **unused)
     CHECK(m.deadline_at_refusal <= fwd_ns + ttl_ns - margin_ns,
           "deadline %lld ms after the last keepalive reached etcd",
           LL((m.deadline_at_refusal - fwd_ns) / 1000000));
-    CHECK(m.last_ok_before_ns < m.deadline_at_refusal + COARSE_NS,
+    CHECK(m.last_ok_before_ns < m.deadline_at_refusal + LEASETEST_COARSE_NS,
           "minted %lld ms past the deadline",
           LL((m.last_ok_before_ns - m.deadline_at_refusal) / 1000000));
     idm_lease_status_get(l1, &st);
@@ -2487,14 +1962,14 @@ static void e5_partition(void **unused)
 
     /* Holder 2 claims the id as soon as etcd has expired holder 1's lease
      * (a claim that times out on a loaded machine is tried again). */
-    while (mono_ns() - t_part < HUNG_MS * INT64_C(1000000)) {
+    while (leasetest_mono_ns() - t_part < LEASETEST_HUNG_MS * INT64_C(1000000)) {
         rc = idm_lease_open(&l2, &o2);
         if (rc != IDM_EBUSY && rc != IDM_EIO)
             break;
-        sleep_ms(50);
+        leasetest_sleep_ms(50);
     }
     IDM_ASSERT_OK(rc);
-    t_claim = mono_ns();
+    t_claim = leasetest_mono_ns();
     printf("  E5: holder 2 claimed the id %lld ms after the last keepalive reached etcd\n",
            LL((t_claim - fwd_ns) / 1000000));
     CHECK(t_claim >= fwd_ns + ttl_ns, "claimed %lld ms after the last keepalive, under the TTL",
@@ -2502,13 +1977,13 @@ static void e5_partition(void **unused)
     CHECK(m.last_ok_before_ns < t_claim, "holder 1 minted after holder 2's claim");
     assert_int_equal(idm_lease_worker(l2), idm_lease_worker(l1));
     assert_int_equal(atomic_load(&m.refused) > 0, 1);
-    g2 = gen_after_loss(layout, l2);
+    g2 = leasetest_gen_after_loss(layout, l2);
     IDM_ASSERT_OK(idm_lease_attach(l2, g2));
 
     /* The heal: holder 1's next renewal finds the id bound to another lease. */
     fake_drop(&px, false);
-    wait_status(l1, &st, HUNG_MS, true, 0);
-    minter_stop(&m);
+    leasetest_wait_status(l1, &st, true, 0);
+    leasetest_minter_stop(&m);
     CHECK(st.lost, "holder 1 was not told its claim is lost (error %s)",
           idm_err_name(st.last_error));
     assert_int_equal(st.last_error, IDM_ELEASE);
@@ -2521,7 +1996,7 @@ static void e5_partition(void **unused)
           LL(leasetest_time_of(layout, m.iv.v[m.iv.n - 1])));
     for (size_t i = 0; i < m.iv.n; i++)
         idm_test_idvec_push(&iv, m.iv.v[i]);
-    mint_n(g2, &iv, 1000);
+    leasetest_mint_n(g2, &iv, 1000);
     idm_test_check_ids(&iv); /* one worker id: holder 2's ids above all of holder 1's */
     IDM_ASSERT_RC(idm_lease_close(l1), 0);
     idm_snowflake_close(g1);
@@ -2552,7 +2027,7 @@ static void e7_slow_answers(void **unused)
     idm_layout *layout;
     idm_snowflake *g;
     idm_lease_status st;
-    minter m;
+    leasetest_minter m;
     int64_t ttl_ms = 3000, ttl_ns = ttl_ms * 1000000, margin_ns = ttl_ns / 5, t_slow, ok_ns,
             max_gap = 0;
     uint64_t renewals;
@@ -2562,17 +2037,15 @@ static void e7_slow_answers(void **unused)
     fake_start(&px, g_eps, NULL);
     url = fake_url(&px, "e7");
     lease_opts(&o, url, 4); /* TTL 3 s: margin 600 ms, requests time out after 500 ms */
-    IDM_ASSERT_OK(idm_lease_open(&l, &o));
-    g = leasetest_gen(layout, l, NULL);
-    IDM_ASSERT_OK(idm_lease_attach(l, g));
-    minter_start(&m, g, l);
+    g = leasetest_claim(&l, &o, layout);
+    leasetest_minter_start(&m, g, l);
 
     fake_delay(&px, 300);
     idm_lease_status_get(l, &st);
     renewals = st.renewals;
     for (int i = 0; i < 2; i++) {
         int64_t lag;
-        wait_status(l, &st, HUNG_MS, false, renewals);
+        leasetest_wait_status(l, &st, false, renewals);
         CHECK(!st.lost && st.last_error == 0 && st.renewals > renewals,
               "a renewal with a 300 ms answer failed: %s", idm_err_name(st.last_error));
         renewals = st.renewals;
@@ -2589,20 +2062,21 @@ static void e7_slow_answers(void **unused)
           atomic_load(&m.refused));
 
     fake_delay(&px, ttl_ms * 9 / 10);
-    t_slow = mono_ns();
+    t_slow = leasetest_mono_ns();
     pthread_mutex_lock(&px.mu);
     n0 = px.nka;
     pthread_mutex_unlock(&px.mu);
-    CHECK(minter_wait_refused(&m, HUNG_MS), "minting went on with every answer late");
+    CHECK(leasetest_minter_wait_refused(&m, LEASETEST_HUNG_MS),
+          "minting went on with every answer late");
     assert_int_equal(m.first_rc, IDM_ELEASE);
     /* The keeper goes on trying: wait for five keepalives since the delay. */
-    for (int64_t until = mono_ms() + HUNG_MS; mono_ms() < until;) {
+    for (int64_t until = leasetest_mono_ms() + LEASETEST_HUNG_MS; leasetest_mono_ms() < until;) {
         pthread_mutex_lock(&px.mu);
         n1 = px.nka;
         pthread_mutex_unlock(&px.mu);
         if (n1 - n0 >= 5)
             break;
-        sleep_ms(20);
+        leasetest_sleep_ms(20);
     }
     idm_lease_status_get(l, &st);
     pthread_mutex_lock(&px.mu);
@@ -2617,7 +2091,7 @@ static void e7_slow_answers(void **unused)
            "keepalive + TTL; %d keepalives in %lld ms, at most %lld ms apart\n",
            LL(ttl_ms * 9 / 10), LL((m.first_refused_ns - t_slow) / 1000000),
            LL((ok_ns + ttl_ns - m.first_refused_ns) / 1000000), attempts,
-           LL((mono_ns() - t_slow) / 1000000), LL(max_gap / 1000000));
+           LL((leasetest_mono_ns() - t_slow) / 1000000), LL(max_gap / 1000000));
     assert_int_equal(st.lost, 0);
     CHECK(st.renewals == renewals || st.renewals == renewals + 1,
           "%llu renewals worked with answers 2.7 s late", ULL(st.renewals - renewals));
@@ -2625,8 +2099,8 @@ static void e7_slow_answers(void **unused)
     CHECK(m.deadline_at_refusal <= ok_ns + ttl_ns - margin_ns,
           "deadline %lld ms past the last good keepalive's arrival + TTL - margin",
           LL((m.deadline_at_refusal - (ok_ns + ttl_ns - margin_ns)) / 1000000));
-    CHECK(m.last_ok_before_ns < m.deadline_at_refusal + COARSE_NS, "minted %lld ms past D",
-          LL((m.last_ok_before_ns - m.deadline_at_refusal) / 1000000));
+    CHECK(m.last_ok_before_ns < m.deadline_at_refusal + LEASETEST_COARSE_NS,
+          "minted %lld ms past D", LL((m.last_ok_before_ns - m.deadline_at_refusal) / 1000000));
     CHECK(m.last_ok_before_ns < ok_ns + ttl_ns, "minted after the lease could expire on etcd");
     CHECK(atomic_load(&m.after_refusal) == 0, "%d ids minted after the deadline with no renewal",
           atomic_load(&m.after_refusal));
@@ -2635,13 +2109,13 @@ static void e7_slow_answers(void **unused)
           "keepalives %lld ms apart (TTL/3 is %lld)", LL(max_gap / 1000000), LL(ttl_ms / 3));
 
     fake_delay(&px, 0);
-    wait_status(l, &st, HUNG_MS, false, st.renewals);
+    leasetest_wait_status(l, &st, false, st.renewals);
     CHECK(!st.lost && st.last_error == 0, "lost %d error %s", st.lost,
           idm_err_name(st.last_error));
-    for (int64_t until = mono_ms() + HUNG_MS;
-         atomic_load(&m.after_refusal) == 0 && mono_ms() < until;)
-        sleep_ms(5);
-    minter_stop(&m);
+    for (int64_t until = leasetest_mono_ms() + LEASETEST_HUNG_MS;
+         atomic_load(&m.after_refusal) == 0 && leasetest_mono_ms() < until;)
+        leasetest_sleep_ms(5);
+    leasetest_minter_stop(&m);
     CHECK(atomic_load(&m.after_refusal) > 0, "minting did not resume");
     CHECK(m.unrenewed == 0, "%d ids minted after a refusal before any renewal", m.unrenewed);
     idm_test_check_ids(&m.iv);
@@ -2669,21 +2143,19 @@ static void e11_etcd_restarted(void **unused)
     (void)unused;
     IDM_ASSERT_OK(idm_layout_preset(&layout, "twitter"));
     lease_opts(&o, url, 4);
-    IDM_ASSERT_OK(idm_lease_open(&l, &o));
-    g = leasetest_gen(layout, l, NULL);
-    IDM_ASSERT_OK(idm_lease_attach(l, g));
-    mint_n(g, &iv, 100);
+    g = leasetest_claim(&l, &o, layout);
+    leasetest_mint_n(g, &iv, 100);
     before = member_pid(g_dir, 1);
-    t0 = mono_ms();
+    t0 = leasetest_mono_ms();
     snprintf(args, sizeof args, "restart '%s' 1", g_dir);
     assert_int_equal(srv(NULL, 0, args), 0);
     CHECK(member_pid(g_dir, 1) != before, "etcd was not restarted");
     idm_lease_status_get(l, &st);
-    wait_status(l, &st, HUNG_MS, false, st.renewals);
-    printf("  E11: renewed %lld ms after the kill\n", LL(mono_ms() - t0));
+    leasetest_wait_status(l, &st, false, st.renewals);
+    printf("  E11: renewed %lld ms after the kill\n", LL(leasetest_mono_ms() - t0));
     CHECK(!st.lost && st.last_error == 0, "lost %d error %s", st.lost,
           idm_err_name(st.last_error));
-    mint_n(g, &iv, 100);
+    leasetest_mint_n(g, &iv, 100);
     idm_test_check_ids(&iv);
     IDM_ASSERT_OK(idm_lease_close(l));
     idm_snowflake_close(g);
@@ -2730,10 +2202,8 @@ static void e18_wiped_cluster(void **unused)
     fake_start(&px, g_eps, NULL);
     url = fake_url(&px, "e18");
     lease_opts(&o, url, 4);
-    IDM_ASSERT_OK(idm_lease_open(&l, &o));
-    g = leasetest_gen(layout, l, NULL);
-    IDM_ASSERT_OK(idm_lease_attach(l, g));
-    mint_n(g, &iv, 100);
+    g = leasetest_claim(&l, &o, layout);
+    leasetest_mint_n(g, &iv, 100);
     lease = key_lease(g_eps, "e18", 0);
     assert_true(lease != 0);
 
@@ -2757,7 +2227,7 @@ static void e18_wiped_cluster(void **unused)
     assert_int_equal(key_lease(g_eps, "e18", 0), lease);
     fake_hold(&px, false);
 
-    wait_status(l, &st, HUNG_MS, true, 0);
+    leasetest_wait_status(l, &st, true, 0);
     CHECK(st.lost, "a different cluster went unnoticed");
     assert_int_equal(st.last_error, IDM_ELEASE);
     IDM_ASSERT_RC(idm_snowflake_next(g, &id), IDM_ELEASE);
@@ -2781,15 +2251,15 @@ static void e18_wiped_cluster(void **unused)
 /* Mint from g for ms, pushing the ids; returns the number of refusals. */
 static int mint_for(idm_snowflake *g, idm_test_idvec *iv, int64_t ms)
 {
-    int64_t until = mono_ms() + ms;
+    int64_t until = leasetest_mono_ms() + ms;
     int refused = 0;
-    while (mono_ms() < until) {
+    while (leasetest_mono_ms() < until) {
         uint64_t id;
         if (idm_snowflake_next(g, &id) == 0)
             idm_test_idvec_push(iv, id);
         else
             refused++;
-        sleep_ms(2);
+        leasetest_sleep_ms(2);
     }
     return refused;
 }
@@ -2812,20 +2282,18 @@ static void e8_leader_killed(void **unused)
     (void)unused;
     IDM_ASSERT_OK(idm_layout_preset(&layout, "twitter"));
     lease_opts(&o, url, 4);
-    IDM_ASSERT_OK(idm_lease_open(&l, &o));
-    g = leasetest_gen(layout, l, NULL);
-    IDM_ASSERT_OK(idm_lease_attach(l, g));
-    mint_n(g, &iv, 100);
+    g = leasetest_claim(&l, &o, layout);
+    leasetest_mint_n(g, &iv, 100);
     snprintf(args, sizeof args, "leader '%s'", g_cdir);
     assert_int_equal(srv(out, sizeof out, args), 0);
     leader = atoi(out);
     assert_true(leader >= 1 && leader <= 3);
     snprintf(args, sizeof args, "kill '%s' %d", g_cdir, leader);
-    t0 = mono_ms();
+    t0 = leasetest_mono_ms();
     assert_int_equal(srv(NULL, 0, args), 0);
     idm_lease_status_get(l, &st);
     refused = mint_for(g, &iv, 3500);
-    wait_status(l, &st, HUNG_MS, false, st.renewals);
+    leasetest_wait_status(l, &st, false, st.renewals);
     printf("  E8: leader %d killed; after 3.5 s: renewals %llu, lost %d, %d mints refused\n",
            leader, ULL(st.renewals), st.lost, refused);
     if (st.lost) {
@@ -2834,7 +2302,7 @@ static void e8_leader_killed(void **unused)
         IDM_ASSERT_OK(idm_lease_close(l));
         idm_snowflake_close(g);
         l = again;
-        g = gen_after_loss(layout, l);
+        g = leasetest_gen_after_loss(layout, l);
         IDM_ASSERT_OK(idm_lease_attach(l, g));
     }
     IDM_ASSERT_OK(idm_lease_open(&l2, &o));
@@ -2842,10 +2310,10 @@ static void e8_leader_killed(void **unused)
           (unsigned)idm_lease_worker(l));
     g2 = leasetest_gen(layout, l2, NULL);
     IDM_ASSERT_OK(idm_lease_attach(l2, g2));
-    mint_n(g, &iv, 1000);
-    mint_n(g2, &iv, 1000);
-    no_duplicates(&iv);
-    printf("  E8: settled %lld ms after the kill\n", LL(mono_ms() - t0));
+    leasetest_mint_n(g, &iv, 1000);
+    leasetest_mint_n(g2, &iv, 1000);
+    leasetest_no_duplicates(&iv);
+    printf("  E8: settled %lld ms after the kill\n", LL(leasetest_mono_ms() - t0));
     IDM_ASSERT_OK(idm_lease_close(l));
     IDM_ASSERT_OK(idm_lease_close(l2));
     idm_snowflake_close(g);
@@ -2876,23 +2344,21 @@ static void e10_quorum_lost(void **unused)
     (void)unused;
     IDM_ASSERT_OK(idm_layout_preset(&layout, "twitter"));
     lease_opts(&o, url, 4);
-    IDM_ASSERT_OK(idm_lease_open(&l, &o));
-    g = leasetest_gen(layout, l, NULL);
-    IDM_ASSERT_OK(idm_lease_attach(l, g));
-    mint_n(g, &iv, 100);
-    wait_status(l, &st, HUNG_MS, false, 1); /* a keeper renewal (the claim was the first) */
+    g = leasetest_claim(&l, &o, layout);
+    leasetest_mint_n(g, &iv, 100);
+    leasetest_wait_status(l, &st, false, 1); /* a keeper renewal (the claim was the first) */
     for (int m = 1; m <= 2; m++) {
         snprintf(args, sizeof args, "kill '%s' %d", g_cdir, m);
         assert_int_equal(srv(NULL, 0, args), 0);
     }
-    t_lost = mono_ns();
-    while (mono_ns() - t_lost < HUNG_MS * INT64_C(1000000)) {
-        int64_t t = mono_ns();
+    t_lost = leasetest_mono_ns();
+    while (leasetest_mono_ns() - t_lost < LEASETEST_HUNG_MS * INT64_C(1000000)) {
+        int64_t t = leasetest_mono_ns();
         if ((rc = idm_snowflake_next(g, &id)) != 0)
             break;
         idm_test_idvec_push(&iv, id);
         last_ok_start = t;
-        sleep_ms(2);
+        leasetest_sleep_ms(2);
     }
     IDM_ASSERT_RC(rc, IDM_ELEASE);
     idm_lease_status_get(l, &st);
@@ -2900,19 +2366,19 @@ static void e10_quorum_lost(void **unused)
      * the deadline is a renewal's sent before, and no mint started past it. */
     CHECK(st.deadline <= t_lost + ttl_ns - margin_ns, "deadline %lld ms into the quorum loss",
           LL((st.deadline - t_lost) / 1000000));
-    CHECK(last_ok_start < st.deadline + COARSE_NS, "a mint started %lld ms past the deadline",
-          LL((last_ok_start - st.deadline) / 1000000));
+    CHECK(last_ok_start < st.deadline + LEASETEST_COARSE_NS,
+          "a mint started %lld ms past the deadline", LL((last_ok_start - st.deadline) / 1000000));
     assert_int_equal(st.lost, 0);
     CHECK(st.last_error != 0 && st.last_error != IDM_ELEASE, "%s", idm_err_name(st.last_error));
     for (int m = 1; m <= 2; m++) {
         snprintf(args, sizeof args, "restart '%s' %d", g_cdir, m);
         assert_int_equal(srv(NULL, 0, args), 0);
     }
-    wait_status(l, &st, HUNG_MS, false, st.renewals);
+    leasetest_wait_status(l, &st, false, st.renewals);
     printf("  E10: quorum back; the claim %s\n", st.lost ? "was reported lost" : "renewed");
     if (!st.lost) {
         CHECK(st.last_error == 0, "%s", idm_err_name(st.last_error));
-        mint_n(g, &iv, 100);
+        leasetest_mint_n(g, &iv, 100);
     } else {
         assert_int_equal(st.last_error, IDM_ELEASE);
     }
@@ -2956,7 +2422,7 @@ static void e9_pinned_member_stopped(void **unused)
     idm_snowflake *g1, *g2;
     idm_lease_status st;
     idm_test_idvec iv = {0};
-    minter m;
+    leasetest_minter m;
     uint64_t id;
     int leader, rc = IDM_EBUSY, tries = 0;
     int64_t t_stop, t_claim, ttl_ns = INT64_C(2000) * 1000000, margin_ns = INT64_C(400) * 1000000;
@@ -2983,54 +2449,53 @@ static void e9_pinned_member_stopped(void **unused)
     o1.ttl_ms = 2000;         /* margin 400 ms */
     lease_opts(&o2, url2, 1);
     o2.ttl_ms = 2000;
-    IDM_ASSERT_OK(idm_lease_open(&l1, &o1));
-    g1 = leasetest_gen(layout, l1, NULL);
-    IDM_ASSERT_OK(idm_lease_attach(l1, g1));
-    minter_start(&m, g1, l1);
-    minter_wait_minted(&m);
-    wait_status(l1, &st, HUNG_MS, false, 1); /* a keeper renewal (the claim was the first) */
+    g1 = leasetest_claim(&l1, &o1, layout);
+    leasetest_minter_start(&m, g1, l1);
+    leasetest_minter_wait_minted(&m, 1);
+    leasetest_wait_status(l1, &st, false, 1); /* a keeper renewal (the claim was the first) */
 
     pid = member_pid(g_cdir, leader);
     assert_true(pid > 0);
-    t_stop = freeze(pid);
-    CHECK(minter_wait_refused(&m, HUNG_MS), "minted on with its only member stopped");
+    t_stop = leasetest_freeze(pid);
+    CHECK(leasetest_minter_wait_refused(&m, LEASETEST_HUNG_MS),
+          "minted on with its only member stopped");
     assert_int_equal(m.first_rc, IDM_ELEASE);
     printf("  E9: leader %d stopped; its client's deadline was %lld ms later\n", leader,
            LL((m.deadline_at_refusal - t_stop) / 1000000));
     CHECK(m.deadline_at_refusal <= t_stop + ttl_ns - margin_ns,
           "deadline %lld ms after the stop", LL((m.deadline_at_refusal - t_stop) / 1000000));
-    CHECK(m.last_ok_before_ns < m.deadline_at_refusal + COARSE_NS, "minted %lld ms past D",
-          LL((m.last_ok_before_ns - m.deadline_at_refusal) / 1000000));
+    CHECK(m.last_ok_before_ns < m.deadline_at_refusal + LEASETEST_COARSE_NS,
+          "minted %lld ms past D", LL((m.last_ok_before_ns - m.deadline_at_refusal) / 1000000));
     idm_lease_status_get(l1, &st);
     assert_int_equal(st.lost, 0); /* etcd said nothing */
 
     /* The second holder tries for the id through the other two until the
      * new leader has expired the first's lease (the member stays stopped
      * all along); the bound only ends a hung test. */
-    while (mono_ns() - t_stop < INT64_C(60000) * 1000000) {
+    while (leasetest_mono_ns() - t_stop < INT64_C(60000) * 1000000) {
         tries++;
         rc = idm_lease_open(&l2, &o2);
         if (rc != IDM_EBUSY && rc != IDM_EIO)
             break;
-        sleep_ms(100);
+        leasetest_sleep_ms(100);
     }
     IDM_ASSERT_OK(rc);
-    t_claim = mono_ns();
+    t_claim = leasetest_mono_ns();
     printf("  E9: the id taken %lld ms after the stop (%d tries)\n",
            LL((t_claim - t_stop) / 1000000), tries);
     assert_int_equal(idm_lease_worker(l2), idm_lease_worker(l1));
     CHECK(m.last_ok_before_ns < t_claim, "the first holder minted after the second's claim");
-    g2 = gen_after_loss(layout, l2);
+    g2 = leasetest_gen_after_loss(layout, l2);
     IDM_ASSERT_OK(idm_lease_attach(l2, g2));
-    mint_n(g2, &iv, 500);
+    leasetest_mint_n(g2, &iv, 500);
 
-    thaw(pid);
-    wait_status(l1, &st, HUNG_MS, true, 0);
+    leasetest_thaw(pid);
+    leasetest_wait_status(l1, &st, true, 0);
     CHECK(st.lost, "both holders hold id %u after SIGCONT (error %s)",
           (unsigned)idm_lease_worker(l1), idm_err_name(st.last_error));
     assert_int_equal(st.last_error, IDM_ELEASE);
     IDM_ASSERT_RC(idm_snowflake_next(g1, &id), IDM_ELEASE);
-    minter_stop(&m);
+    leasetest_minter_stop(&m);
     printf("  E9: after SIGCONT the claim was reported lost; %d ids minted after the "
            "deadline\n",
            atomic_load(&m.after_refusal));
@@ -3043,7 +2508,7 @@ static void e9_pinned_member_stopped(void **unused)
           LL(leasetest_time_of(layout, m.iv.v[m.iv.n - 1])));
     for (size_t i = 0; i < iv.n; i++)
         idm_test_idvec_push(&m.iv, iv.v[i]);
-    mint_n(g2, &m.iv, 500);
+    leasetest_mint_n(g2, &m.iv, 500);
     idm_test_check_ids(&m.iv);
     IDM_ASSERT_RC(idm_lease_close(l1), 0); /* lost: nothing to release */
     idm_snowflake_close(g1);

@@ -17,9 +17,6 @@
  * answered in plain HTTP, E27 bad options; and in every error text of these
  * tests, never the password nor a token.
  */
-#include <arpa/inet.h>
-#include <errno.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -47,8 +44,6 @@
 /* Every JWT (etcd's tokens here) starts with the base64 of '{"alg":'. */
 #define JWT_START "eyJ"
 
-#define HUNG_MS 30000
-
 static char g_srv[4096];   /* scripts/etcd-test-server.sh */
 static char g_certs_sh[4096];
 static char *g_tmp;        /* certificates, password files */
@@ -60,50 +55,6 @@ static char *g_nopw;       /* norole's */
 static char *g_badpw;      /* a wrong password for idm */
 
 /* ------------------------------------------------------------- helpers */
-
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(int64_t ms)
-{
-    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
-}
-
-/* Run a shell command with its standard output (trailing white space cut)
- * in out; its exit status (or 128 + signal, -1). */
-__attribute__((format(printf, 3, 4))) static int run_out(char *out, size_t n, const char *fmt,
-                                                         ...)
-{
-    char cmd[8192], sink[256];
-    va_list ap;
-    FILE *p;
-    size_t len = 0, got;
-    int st;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    out[0] = '\0';
-    p = popen(cmd, "r");
-    if (p == NULL)
-        return -1;
-    while (len + 1 < n && (got = fread(out + len, 1, n - 1 - len, p)) > 0)
-        len += got;
-    out[len] = '\0';
-    while (len > 0 && (out[len - 1] == '\n' || out[len - 1] == ' ' || out[len - 1] == '\r'))
-        out[--len] = '\0';
-    while (fread(sink, 1, sizeof sink, p) > 0)
-        ;
-    st = pclose(p);
-    if (st == -1)
-        return -1;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
 
 static void write_file(const char *path, const char *text)
 {
@@ -149,11 +100,7 @@ static char *good_url(const char *name)
 
 static void lease_opts(idm_lease_opts *o, const char *url)
 {
-    idm_lease_opts_init(o);
-    o->url = url;
-    o->max_workers = 8;
-    o->ttl_ms = 3000; /* renewals every second */
-    o->holder = "test";
+    leasetest_opts(o, url, 8, 3000); /* renewals every second */
 }
 
 /* idm_lease_open on url must fail with rc, its detail holding each of the
@@ -176,31 +123,10 @@ static void open_fails(const char *url, int rc, ...)
     va_end(ap);
 }
 
-static void mint_n(idm_snowflake *g, idm_test_idvec *iv, int n)
-{
-    for (int i = 0; i < n; i++) {
-        uint64_t id;
-        IDM_ASSERT_OK(idm_snowflake_next(g, &id));
-        idm_test_idvec_push(iv, id);
-    }
-}
-
 /* ------------------------------------------------------------- servers */
 
-static int srv(char *out, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int srv(char *out, size_t n, const char *fmt, ...)
-{
-    char args[4096], sink[64];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof args, fmt, ap);
-    va_end(ap);
-    if (out == NULL) {
-        out = sink;
-        n = sizeof sink;
-    }
-    return run_out(out, n, "IDM_ETCD_OWNER=%ld bash '%s' %s", (long)getpid(), g_srv, args);
-}
+/* The test server script with args (a printf format). */
+#define srv(out, n, ...) leasetest_script(out, n, "IDM_ETCD_OWNER", g_srv, __VA_ARGS__)
 
 static void stop_all(void)
 {
@@ -224,27 +150,21 @@ static void stop_all(void)
 
 static int setup(void **unused)
 {
-    const char *data = getenv("IDM_TEST_DATA");
     char out[512];
     (void)unused;
-    if (data == NULL || data[0] == '\0') {
-        fprintf(stderr, "test_lease_etcds: IDM_TEST_DATA is not set (run through ctest)\n");
+    if (leasetest_script_path(g_srv, sizeof g_srv, "test_lease_etcds",
+                              "etcd-test-server.sh") != 0 ||
+        leasetest_script_path(g_certs_sh, sizeof g_certs_sh, "test_lease_etcds",
+                              "etcd-test-certs.sh") != 0)
         return -1;
-    }
-    snprintf(g_srv, sizeof g_srv, "%s/../../scripts/etcd-test-server.sh", data);
-    snprintf(g_certs_sh, sizeof g_certs_sh, "%s/../../scripts/etcd-test-certs.sh", data);
-    if (access(g_srv, R_OK) != 0 || access(g_certs_sh, R_OK) != 0) {
-        fprintf(stderr, "test_lease_etcds: no %s or %s\n", g_srv, g_certs_sh);
-        return -1;
-    }
     g_tmp = idm_test_tmpdir();
     g_dir = idm_test_tmpdir();
     g_certs = idm_test_path(g_tmp, "certs");
     g_pw = idm_test_path(g_tmp, "idm.pw");
     g_nopw = idm_test_path(g_tmp, "norole.pw");
     g_badpw = idm_test_path(g_tmp, "bad.pw");
-    if (mkdir(g_certs, 0700) != 0 || run_out(out, sizeof out, "bash '%s' '%s'", g_certs_sh,
-                                             g_certs) != 0) {
+    if (mkdir(g_certs, 0700) != 0 ||
+        leasetest_run_out(out, sizeof out, "bash '%s' '%s'", g_certs_sh, g_certs) != 0) {
         fprintf(stderr, "test_lease_etcds: cannot make certificates (is openssl installed?)\n");
         return -1;
     }
@@ -313,18 +233,8 @@ static void *plain_main(void *arg)
 
 static void plain_start(plain *p)
 {
-    struct sockaddr_in sa;
-    socklen_t len = sizeof sa;
     memset(p, 0, sizeof *p);
-    p->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    assert_true(p->lfd >= 0);
-    memset(&sa, 0, sizeof sa);
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    assert_int_equal(bind(p->lfd, (struct sockaddr *)&sa, sizeof sa), 0);
-    assert_int_equal(listen(p->lfd, 16), 0);
-    assert_int_equal(getsockname(p->lfd, (struct sockaddr *)&sa, &len), 0);
-    p->port = ntohs(sa.sin_port);
+    p->lfd = leasetest_listen(&p->port);
     assert_int_equal(pthread_create(&p->th, NULL, plain_main, p), 0);
 }
 
@@ -423,17 +333,17 @@ static void claim_renew_release(void **unused)
 
     g = leasetest_gen(layout, a, NULL);
     IDM_ASSERT_OK(idm_lease_attach(a, g));
-    mint_n(g, &iv, 5000);
-    until = mono_ms() + HUNG_MS;
+    leasetest_mint_n(g, &iv, 5000);
+    until = leasetest_mono_ms() + LEASETEST_HUNG_MS;
     do {
         idm_lease_status_get(a, &st);
         if (st.renewals >= 3 || st.lost)
             break;
-        sleep_ms(20);
-    } while (mono_ms() < until);
+        leasetest_sleep_ms(20);
+    } while (leasetest_mono_ms() < until);
     CHECK(st.renewals >= 3 && !st.lost && st.last_error == 0,
           "renewals %llu lost %d last_error %d", ULL(st.renewals), (int)st.lost, st.last_error);
-    mint_n(g, &iv, 1000);
+    leasetest_mint_n(g, &iv, 1000);
 
     IDM_ASSERT_OK(idm_lease_list(url, 8, &e, &n));
     assert_int_equal(n, 2);
@@ -451,12 +361,7 @@ static void claim_renew_release(void **unused)
     assert_int_equal(idm_lease_mark(c), leasetest_time_of(layout, last));
     gc = idm_lease_generation(c);
     CHECK(gc > gb, "generation %llu after %llu", ULL(gc), ULL(gb));
-    g = leasetest_gen(layout, c, NULL);
-    IDM_ASSERT_OK(idm_lease_attach(c, g));
-    mint_n(g, &iv, 1000);
-    idm_test_check_ids(&iv);
-    IDM_ASSERT_OK(idm_lease_close(c));
-    idm_snowflake_close(g);
+    leasetest_successor(layout, c, false, &iv, 1000, NULL, NULL);
     IDM_ASSERT_OK(idm_lease_close(b));
     IDM_ASSERT_OK(idm_lease_list(url, 8, &e, &n));
     assert_int_equal(n, 2);
@@ -473,7 +378,7 @@ static void curl_token(char *tok, size_t n)
 {
     char out[4096];
     const char *p, *q;
-    assert_int_equal(run_out(out, sizeof out,
+    assert_int_equal(leasetest_run_out(out, sizeof out,
                              "curl -s --cacert '%s/ca.pem' --cert '%s/client.pem' --key "
                              "'%s/client-key.pem' --data-binary @- "
                              "https://%s/v3/auth/authenticate <<'EOF'\n"
@@ -494,7 +399,7 @@ static void curl_token(char *tok, size_t n)
 static int status_with_token(const char *tok)
 {
     char out[256];
-    run_out(out, sizeof out,
+    leasetest_run_out(out, sizeof out,
             "curl -s -o /dev/null -w '%%{http_code}' --cacert '%s/ca.pem' --cert "
             "'%s/client.pem' --key '%s/client-key.pem' -H 'Authorization: %s' -d "
             "'{\"key\":\"L2lkbWludC94\"}' https://%s/v3/kv/range",
@@ -523,13 +428,11 @@ static void e20_token_expires_mid_lease(void **unused)
     curl_token(tok, sizeof tok);
     assert_int_equal(status_with_token(tok), 200);
     lease_opts(&o, url);
-    IDM_ASSERT_OK(idm_lease_open(&l, &o));
-    g = leasetest_gen(layout, l, NULL);
-    IDM_ASSERT_OK(idm_lease_attach(l, g));
-    end = mono_ms() + 6000;
-    while (mono_ms() < end) {
-        mint_n(g, &iv, 50); /* fails the test if minting stops */
-        sleep_ms(50);
+    g = leasetest_claim(&l, &o, layout);
+    end = leasetest_mono_ms() + 6000;
+    while (leasetest_mono_ms() < end) {
+        leasetest_mint_n(g, &iv, 50); /* fails the test if minting stops */
+        leasetest_sleep_ms(50);
     }
     idm_lease_status_get(l, &st);
     CHECK(st.renewals >= 5 && st.failures == 0 && st.last_error == 0 && !st.lost,

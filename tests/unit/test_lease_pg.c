@@ -26,7 +26,6 @@
  * IDM_TEST_FILTER (a cmocka pattern, e.g. "p7*") runs only the tests whose
  * names match.
  */
-#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -48,31 +47,7 @@
 
 static int g_port;
 
-/* A bound on a wait for an event that only a hung test reaches. */
-#define HUNG_MS 30000
-
 /* ------------------------------------------------------------- helpers */
-
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(int64_t ms)
-{
-    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000};
-    while (ms > 0 && nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
-}
 
 /* sql (printf-style) in database postgres; the test fails if it does. */
 __attribute__((format(printf, 1, 2))) static void sql(const char *fmt, ...)
@@ -111,56 +86,12 @@ static char *url_for(const char *schema)
     return u;
 }
 
+/* For the test bodies every coordinator shares (leasetest.h). */
+static const leasetest_coord k_coord = {url_for, 1500}; /* renewals every 500 ms */
+
 static void lease_opts(idm_lease_opts *o, const char *url, uint32_t max)
 {
-    idm_lease_opts_init(o);
-    o->url = url;
-    o->max_workers = max;
-    o->ttl_ms = 1500; /* renewals every 500 ms */
-    o->holder = "test";
-}
-
-static void mint_n(idm_snowflake *g, idm_test_idvec *iv, int n)
-{
-    for (int i = 0; i < n; i++) {
-        uint64_t id;
-        IDM_ASSERT_OK(idm_snowflake_next(g, &id));
-        idm_test_idvec_push(iv, id);
-    }
-}
-
-static void no_duplicates(const idm_test_idvec *iv)
-{
-    uint64_t *copy = malloc((iv->n + 1) * sizeof *copy);
-    assert_non_null(copy);
-    memcpy(copy, iv->v, iv->n * sizeof *copy);
-    CHECK(idm_test_count_duplicates(copy, iv->n) == 0, "%zu ids, some minted twice", iv->n);
-    free(copy);
-}
-
-/* Wait until the lease is lost, or renewed past `renewals` with no error. */
-static void wait_status(idm_lease *l, idm_lease_status *st, bool want_lost, uint64_t renewals)
-{
-    int64_t until = mono_ms() + HUNG_MS;
-    do {
-        idm_lease_status_get(l, st);
-        if (want_lost ? st->lost != 0
-                      : (st->lost != 0 || (st->renewals > renewals && st->last_error == 0)))
-            return;
-        sleep_ms(10);
-    } while (mono_ms() < until);
-}
-
-/* A generator for l that starts above its mark once the clock has passed
- * it (a lost claim's successor waits up to a TTL). */
-static idm_snowflake *gen_after_mark(idm_layout *layout, idm_lease *l)
-{
-    idm_unix_ms mark = idm_lease_mark(l);
-    while (wall_ms() <= mark + 1) {
-        CHECK(mark - wall_ms() < HUNG_MS, "mark %lld ms ahead", LL(mark - wall_ms()));
-        sleep_ms(mark + 2 - wall_ms());
-    }
-    return leasetest_gen(layout, l, NULL);
+    leasetest_opts(o, url, max, k_coord.ttl_ms);
 }
 
 /* The pid of the one lease session the server has, 0 if none. */
@@ -216,14 +147,8 @@ static void bad_urls(void **unused)
     idm_lease *l = NULL;
     char url[256];
     (void)unused;
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        lease_opts(&o, bad[i], 4);
-        IDM_ASSERT_RC(idm_lease_open(&l, &o), IDM_EINVAL);
-        CHECK(strstr(idm_error_detail(), "PostgreSQL URL") != NULL &&
-                  strstr(idm_error_detail(), "s3cretpw") == NULL,
-              "'%s': detail %s", bad[i], idm_error_detail());
-        assert_null(l);
-    }
+    lease_opts(&o, NULL, 4);
+    leasetest_bad_urls(&o, bad, sizeof bad / sizeof bad[0], "PostgreSQL URL", "s3cretpw");
     /* Nothing listens on port 1. */
     snprintf(url, sizeof url, "postgres://u:s3cretpw@127.0.0.1:1/db?sslmode=disable");
     lease_opts(&o, url, 4);
@@ -263,13 +188,13 @@ static void e13_claim_renew_release(void **unused)
     trips = idm__lease_pg_round_trips();
     IDM_ASSERT_OK(idm_lease_attach(l, g)); /* the claim was the first renewal */
     assert_int_equal(idm__lease_pg_round_trips(), trips);
-    mint_n(g, &iv, 1000);
-    wait_status(l, &st, false, 1);
+    leasetest_mint_n(g, &iv, 1000);
+    leasetest_wait_status(l, &st, false, 1);
     CHECK(st.renewals >= 2 && st.last_error == 0 && !st.lost, "renewals %llu, %s",
           ULL(st.renewals), idm_err_name(st.last_error));
     /* One renewal, one round trip: count across the next one. */
     trips = idm__lease_pg_round_trips();
-    wait_status(l, &st, false, st.renewals);
+    leasetest_wait_status(l, &st, false, st.renewals);
     assert_int_equal(st.last_error, 0);
     CHECK(idm__lease_pg_round_trips() - trips == 1, "a renewal took %llu round trips",
           ULL(idm__lease_pg_round_trips() - trips));
@@ -278,7 +203,7 @@ static void e13_claim_renew_release(void **unused)
     CHECK(n == 1 && e[0].worker == 0 && e[0].held && strcmp(e[0].holder, "test") == 0,
           "%zu entries", n);
     free(e);
-    mint_n(g, &iv, 1000);
+    leasetest_mint_n(g, &iv, 1000);
     last = leasetest_time_of(layout, iv.v[iv.n - 1]);
     IDM_ASSERT_OK(idm_lease_close(l));
     idm_snowflake_close(g);
@@ -294,89 +219,18 @@ static void e13_claim_renew_release(void **unused)
     assert_int_equal(idm_lease_mark(l2), last);
     CHECK(idm_lease_generation(l2) == gen + 1, "generation %llu after %llu",
           ULL(idm_lease_generation(l2)), ULL(gen));
-    g = leasetest_gen(layout, l2, NULL);
-    IDM_ASSERT_OK(idm_lease_attach(l2, g));
-    mint_n(g, &iv, 1000);
-    idm_test_check_ids(&iv); /* one worker id: increasing across holders */
-    IDM_ASSERT_OK(idm_lease_close(l2));
-    idm_snowflake_close(g);
+    leasetest_successor(layout, l2, false, &iv, 1000, NULL, NULL);
     idm_test_idvec_free(&iv);
     idm_layout_free(layout);
     free(url);
-}
-
-typedef struct claimant {
-    pthread_barrier_t *bar;
-    const char *url;
-    idm_lease *l;
-    int rc;
-    char detail[256];
-} claimant;
-
-static void *claim_thread(void *arg)
-{
-    claimant *c = arg;
-    idm_lease_opts o;
-    lease_opts(&o, c->url, 16);
-    pthread_barrier_wait(c->bar);
-    c->rc = idm_lease_open(&c->l, &o);
-    snprintf(c->detail, sizeof c->detail, "%s", idm_error_detail());
-    return NULL;
 }
 
 /* E1: 20 claimants at once for 16 ids, on a table none has created yet:
  * 16 get distinct ids, 4 are refused "no free worker id". */
 static void e1_racing_claimants(void **unused)
 {
-    enum { N = 20, MAX = 16 };
-    char *url = url_for("e1");
-    pthread_barrier_t bar;
-    pthread_t th[N];
-    claimant c[N];
-    idm_layout *layout;
-    idm_test_idvec all = {0};
-    unsigned seen = 0;
-    int ok = 0, busy = 0;
     (void)unused;
-    IDM_ASSERT_OK(idm_layout_preset(&layout, "twitter"));
-    pthread_barrier_init(&bar, NULL, N);
-    for (int i = 0; i < N; i++) {
-        c[i] = (claimant){&bar, url, NULL, 0, ""};
-        assert_int_equal(pthread_create(&th[i], NULL, claim_thread, &c[i]), 0);
-    }
-    for (int i = 0; i < N; i++)
-        pthread_join(th[i], NULL);
-    pthread_barrier_destroy(&bar);
-    for (int i = 0; i < N; i++) {
-        if (c[i].rc == 0) {
-            uint32_t w = idm_lease_worker(c[i].l);
-            CHECK(w < MAX && !(seen & (1u << w)), "worker %u twice or out of range",
-                  (unsigned)w);
-            seen |= 1u << w;
-            ok++;
-        } else {
-            CHECK(c[i].rc == IDM_EBUSY && strstr(c[i].detail, "no free worker id") != NULL,
-                  "claimant %d: %s: %s", i, idm_err_name(c[i].rc), c[i].detail);
-            busy++;
-        }
-    }
-    printf("  E1: %d claimants: %d ids, %d refused\n", N, ok, busy);
-    assert_int_equal(ok, MAX);
-    assert_int_equal(busy, N - MAX);
-    for (int i = 0; i < N; i++) {
-        idm_snowflake *g;
-        if (c[i].rc != 0)
-            continue;
-        g = leasetest_gen(layout, c[i].l, NULL);
-        IDM_ASSERT_OK(idm_lease_attach(c[i].l, g));
-        mint_n(g, &all, 500);
-        IDM_ASSERT_OK(idm_lease_close(c[i].l));
-        idm_snowflake_close(g);
-    }
-    no_duplicates(&all);
-    idm_test_idvec_free(&all);
-    idm_layout_free(layout);
-    free(url);
+    leasetest_racing_claimants(&k_coord, "e1", 20, 16, 500);
 }
 
 /* One claim's cost: connections and statement round trips. */
@@ -489,16 +343,14 @@ static void marks_only_rise(void **unused)
     idm_lease_status st;
     idm_layout *layout;
     idm_snowflake *g;
-    int64_t high = wall_ms() + 3600 * 1000;
+    int64_t high = leasetest_wall_ms() + 3600 * 1000;
     (void)unused;
     IDM_ASSERT_OK(idm_layout_preset(&layout, "twitter"));
     lease_opts(&o, url, 1);
-    IDM_ASSERT_OK(idm_lease_open(&l, &o));
-    g = leasetest_gen(layout, l, NULL);
-    IDM_ASSERT_OK(idm_lease_attach(l, g));
+    g = leasetest_claim(&l, &o, layout);
     sql("UPDATE marks.idmint_workers SET mark = %lld WHERE worker = 0", LL(high));
     idm_lease_status_get(l, &st);
-    wait_status(l, &st, false, st.renewals);
+    leasetest_wait_status(l, &st, false, st.renewals);
     CHECK(st.last_error == 0 && st.mark_ms < high, "renewal: %s", idm_err_name(st.last_error));
     assert_int_equal(row_i64("marks", "mark", 0), high); /* not lowered */
     /* The release records the exact final tick (the generator stopped). */
@@ -525,7 +377,7 @@ static void e3_taken_over(void **unused)
     idm_lease_opts o;
     idm_lease *a, *b;
     idm_layout *layout;
-    idm_snowflake *ga, *gb;
+    idm_snowflake *ga;
     idm_lease_status st;
     idm_test_idvec iv = {0};
     uint64_t id;
@@ -533,17 +385,15 @@ static void e3_taken_over(void **unused)
     (void)unused;
     IDM_ASSERT_OK(idm_layout_preset(&layout, "twitter"));
     lease_opts(&o, url, 1);
-    IDM_ASSERT_OK(idm_lease_open(&a, &o));
-    ga = leasetest_gen(layout, a, NULL);
-    IDM_ASSERT_OK(idm_lease_attach(a, ga));
-    mint_n(ga, &iv, 1000);
+    ga = leasetest_claim(&a, &o, layout);
+    leasetest_mint_n(ga, &iv, 1000);
     /* B takes the row between two of A's renewals: wait for one, then
      * expire and claim (a renewal in between would hold it; try again). */
     for (int tries = 0;; tries++) {
         int rc;
         CHECK(tries < 20, "B never got the row");
         idm_lease_status_get(a, &st);
-        wait_status(a, &st, false, st.renewals);
+        leasetest_wait_status(a, &st, false, st.renewals);
         sql("UPDATE e3.idmint_workers SET expires = clock_timestamp() - interval '1 s'"
             " WHERE worker = 0");
         o.holder = "b";
@@ -557,7 +407,7 @@ static void e3_taken_over(void **unused)
           ULL(idm_lease_generation(a)), ULL(idm_lease_generation(b)));
     b_exp = row_i64("e3", "expires", 0);
     b_mark = row_i64("e3", "mark", 0);
-    wait_status(a, &st, true, 0);
+    leasetest_wait_status(a, &st, true, 0);
     CHECK(st.lost && st.last_error == IDM_ELEASE, "A: lost %d, %s", st.lost,
           idm_err_name(st.last_error));
     IDM_ASSERT_RC(idm_snowflake_next(ga, &id), IDM_ELEASE);
@@ -567,15 +417,10 @@ static void e3_taken_over(void **unused)
     assert_int_equal(row_i64("e3", "expires", 0), b_exp);
     assert_int_equal(row_i64("e3", "mark", 0), b_mark);
     assert_int_equal(sql_i64("SELECT count(*) FROM e3.idmint_workers WHERE holder = 'b'"), 1);
-    gb = gen_after_mark(layout, b);
-    IDM_ASSERT_OK(idm_lease_attach(b, gb));
-    mint_n(gb, &iv, 1000);
-    idm_test_check_ids(&iv); /* one worker id: B's ids above all of A's */
     IDM_ASSERT_RC(idm_lease_close(a), 0); /* lost: nothing released */
-    assert_int_equal(row_i64("e3", "expires", 0) != 0, 1);
-    IDM_ASSERT_OK(idm_lease_close(b));
     idm_snowflake_close(ga);
-    idm_snowflake_close(gb);
+    assert_int_equal(row_i64("e3", "expires", 0) != 0, 1);
+    leasetest_successor(layout, b, true, &iv, 1000, NULL, NULL); /* above all of A's ids */
     idm_test_idvec_free(&iv);
     idm_layout_free(layout);
     free(url);
@@ -586,46 +431,8 @@ static void e3_taken_over(void **unused)
  * mark, above every id the last holder minted. */
 static void skewed_handoff(void **unused)
 {
-    char *url = url_for("skew");
-    idm_lease_opts o;
-    idm_lease *a, *b;
-    idm_layout *layout;
-    idm_snowflake *g;
-    idm_manual_clock *mc;
-    idm_test_idvec iv = {0};
-    idm_unix_ms mark;
-    int rc;
     (void)unused;
-    IDM_ASSERT_OK(idm_layout_preset(&layout, "twitter"));
-    lease_opts(&o, url, 4);
-    IDM_ASSERT_OK(idm_lease_open(&a, &o));
-    g = leasetest_gen(layout, a, NULL);
-    IDM_ASSERT_OK(idm_lease_attach(a, g));
-    mint_n(g, &iv, 2000);
-    IDM_ASSERT_OK(idm_lease_close(a));
-    idm_snowflake_close(g);
-    mark = leasetest_time_of(layout, iv.v[iv.n - 1]);
-
-    IDM_ASSERT_OK(idm_manual_clock_new(&mc, mark - 5000, true));
-    o.clock = idm_manual_clock_clock(mc);
-    IDM_ASSERT_OK(idm_lease_open(&b, &o));
-    assert_int_equal(idm_lease_worker(b), 0);
-    assert_int_equal(idm_lease_mark(b), mark);
-    g = leasetest_gen_rc(layout, b, o.clock, &rc);
-    IDM_ASSERT_RC(rc, IDM_ECLOCKBACK);
-    assert_null(g);
-    idm_manual_clock_set(mc, mark + 1000);
-    g = leasetest_gen_rc(layout, b, o.clock, &rc);
-    IDM_ASSERT_OK(rc);
-    IDM_ASSERT_OK(idm_lease_attach(b, g));
-    mint_n(g, &iv, 100);
-    idm_test_check_ids(&iv);
-    IDM_ASSERT_OK(idm_lease_close(b));
-    idm_snowflake_close(g);
-    idm_manual_clock_free(mc);
-    idm_test_idvec_free(&iv);
-    idm_layout_free(layout);
-    free(url);
+    leasetest_skewed_handoff(&k_coord, "skew");
 }
 
 /* P12: a role that may not create the table gets a clear error naming the
@@ -682,11 +489,11 @@ static void *open_thread(void *arg)
 /* Wait until a lease session waits for a lock. */
 static void wait_lock_waiter(void)
 {
-    int64_t until = mono_ms() + HUNG_MS;
+    int64_t until = leasetest_mono_ms() + LEASETEST_HUNG_MS;
     while (sql_i64("SELECT count(*) FROM pg_stat_activity WHERE application_name = '"
                    IDM__LEASE_PG_APP "' AND wait_event_type = 'Lock'") == 0) {
-        CHECK(mono_ms() < until, "no lease session waits for the lock");
-        sleep_ms(20);
+        CHECK(leasetest_mono_ms() < until, "no lease session waits for the lock");
+        leasetest_sleep_ms(20);
     }
 }
 
@@ -741,10 +548,10 @@ static void p7_clock_timestamp(void **unused)
     exec_ok(lk, "LOCK TABLE idmint_workers IN ACCESS EXCLUSIVE MODE", NULL, 0);
     idm_lease_status_get(op.l, &st);
     wait_lock_waiter(); /* the keeper's renewal waits */
-    sleep_ms(200);      /* now() and clock_timestamp() now differ by this at least */
+    leasetest_sleep_ms(200);      /* now() and clock_timestamp() now differ by this at least */
     exec_ok(lk, "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint", t_r, sizeof t_r);
     exec_ok(lk, "COMMIT", NULL, 0);
-    wait_status(op.l, &st, false, st.renewals);
+    leasetest_wait_status(op.l, &st, false, st.renewals);
     CHECK(st.last_error == 0, "renewal: %s", idm_err_name(st.last_error));
     CHECK(row_i64("p7", "expires", 0) >= strtoll(t_r, NULL, 10) + 10000,
           "P7: the renewal wrote an expiry %lld ms from the lock's release, not a TTL",
@@ -773,10 +580,8 @@ static void p11_session_killed(void **unused)
     (void)unused;
     IDM_ASSERT_OK(idm_layout_preset(&layout, "twitter"));
     lease_opts(&o, url, 4);
-    IDM_ASSERT_OK(idm_lease_open(&l, &o));
-    g = leasetest_gen(layout, l, NULL);
-    IDM_ASSERT_OK(idm_lease_attach(l, g));
-    mint_n(g, &iv, 1000);
+    g = leasetest_claim(&l, &o, layout);
+    leasetest_mint_n(g, &iv, 1000);
     pid = lease_backend();
     assert_true(pid > 0);
     connects = idm__lease_pg_connects();
@@ -784,11 +589,11 @@ static void p11_session_killed(void **unused)
         sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
             " WHERE application_name = '" IDM__LEASE_PG_APP "'");
         idm_lease_status_get(l, &st);
-        wait_status(l, &st, false, st.renewals);
+        leasetest_wait_status(l, &st, false, st.renewals);
         CHECK(st.last_error == 0 && !st.lost && st.failures == 0,
               "P11: after the kill: %s, %llu failures", idm_err_name(st.last_error),
               ULL(st.failures));
-        mint_n(g, &iv, 1000);
+        leasetest_mint_n(g, &iv, 1000);
     }
     pid2 = lease_backend();
     CHECK(pid2 > 0 && pid2 != pid, "P11: the session was not made again (%lld, %lld)", LL(pid),
@@ -826,7 +631,7 @@ static void forked_child_close(void **unused)
     assert_int_equal(waitpid(child, &status, 0), child);
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child's close: status %d", status);
     /* The parent's session is the same one, and still works. */
-    sleep_ms(100);
+    leasetest_sleep_ms(100);
     assert_int_equal(lease_backend(), pid);
     IDM_ASSERT_OK(idm_lease_close(l));
     free(url);
@@ -846,53 +651,25 @@ static void e11_server_restarted(void **unused)
     idm_snowflake *g;
     idm_lease_status st;
     idm_manual_clock *mc;
-    const idm_clock *ck;
     idm_test_idvec iv = {0};
-    uint64_t id, failures;
-    int64_t at, ttl_ns = INT64_C(1500) * 1000000, margin_ns = INT64_C(300) * 1000000;
-    int rc;
+    int64_t at;
     (void)unused;
     IDM_ASSERT_OK(idm_layout_preset(&layout, "twitter"));
-    IDM_ASSERT_OK(idm_manual_clock_new(&mc, wall_ms(), true));
-    ck = idm_manual_clock_clock(mc);
     lease_opts(&o, url, 4);
-    o.clock = ck;
-    IDM_ASSERT_OK(idm_lease_open(&l, &o));
-    g = leasetest_gen_rc(layout, l, ck, &rc);
-    IDM_ASSERT_OK(rc);
-    IDM_ASSERT_OK(idm_lease_attach(l, g));
-    mint_n(g, &iv, 100);
-    at = ck->mono_ns(ck->ctx); /* T: every send from now on */
-    wait_status(l, &st, false, 1);
-    CHECK(st.renewals >= 2 && st.last_error == 0, "renewals %llu, %s", ULL(st.renewals),
-          idm_err_name(st.last_error));
+    g = leasetest_clocked_claim(&l, &o, layout, &mc, &st, &iv, &at);
 
     idm_test_pg_halt();
     idm_lease_status_get(l, &st);
-    failures = st.failures;
-    for (int64_t until = mono_ms() + HUNG_MS; st.failures == failures && mono_ms() < until;) {
-        sleep_ms(10);
-        idm_lease_status_get(l, &st);
-    }
-    CHECK(st.failures > failures, "no renewal failed with the server stopped");
-    CHECK(st.last_error != 0 && st.last_error != IDM_ELEASE && !st.lost, "%s, lost %d",
-          idm_err_name(st.last_error), st.lost);
-    CHECK(st.deadline == at + ttl_ns - margin_ns, "E11: deadline T + %lld ms, not T + TTL - margin",
-          LL((st.deadline - at) / 1000000));
+    leasetest_deadline_exact(l, g, mc, at, 1500, 300, &st, &iv); /* E11 */
     printf("  E11: renewals fail with the server stopped (%s)\n", idm_err_name(st.last_error));
-    idm_manual_clock_advance_ns(mc, st.deadline - 1 - ck->mono_ns(ck->ctx));
-    IDM_ASSERT_OK(idm_snowflake_next(g, &id)); /* 1 ns before the deadline */
-    idm_test_idvec_push(&iv, id);
-    idm_manual_clock_advance_ns(mc, 1);
-    IDM_ASSERT_RC(idm_snowflake_next(g, &id), IDM_ELEASE); /* at it */
 
     idm_test_pg_restart();
     idm_lease_status_get(l, &st);
-    wait_status(l, &st, false, st.renewals);
+    leasetest_wait_status(l, &st, false, st.renewals);
     CHECK(st.last_error == 0 && !st.lost, "E11: after the restart: %s, lost %d",
           idm_err_name(st.last_error), st.lost);
     assert_int_equal(idm_lease_worker(l), 0);
-    mint_n(g, &iv, 100); /* resumed */
+    leasetest_mint_n(g, &iv, 100); /* resumed */
     idm_test_check_ids(&iv);
     IDM_ASSERT_OK(idm_lease_close(l));
     idm_snowflake_close(g);
@@ -913,7 +690,7 @@ static void p6_db_clock_forward(void **unused)
     idm_lease_opts o;
     idm_lease *a, *b = NULL;
     idm_layout *layout;
-    idm_snowflake *ga, *gb;
+    idm_snowflake *ga;
     idm_lease_status st;
     idm_test_idvec iv = {0};
     uint64_t id;
@@ -922,20 +699,18 @@ static void p6_db_clock_forward(void **unused)
     (void)unused;
     IDM_ASSERT_OK(idm_layout_preset(&layout, "twitter"));
     lease_opts(&o, url, 1);
-    IDM_ASSERT_OK(idm_lease_open(&a, &o));
-    ga = leasetest_gen(layout, a, NULL);
-    IDM_ASSERT_OK(idm_lease_attach(a, ga));
-    mint_n(ga, &iv, 1000);
+    ga = leasetest_claim(&a, &o, layout);
+    leasetest_mint_n(ga, &iv, 1000);
     /* Jump right after one of A's renewals, so that B claims before the
      * next; if A renewed first (the row held again by the new clock),
      * jump further and try again. */
     for (int k = 1; rc != 0 && k <= 10; k++) {
         idm_lease_status_get(a, &st);
-        wait_status(a, &st, false, st.renewals);
+        leasetest_wait_status(a, &st, false, st.renewals);
         snprintf(off, sizeof off, "+%d", k * 600);
         idm_test_pg_faketime(off);
         ahead = sql_i64("SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint") -
-                wall_ms();
+                leasetest_wall_ms();
         CHECK(ahead > k * 600000 - 60000, "P6: the server's clock is %lld ms ahead, not %d s",
               LL(ahead), k * 600);
         o.holder = "b";
@@ -949,20 +724,13 @@ static void p6_db_clock_forward(void **unused)
     assert_int_equal(idm_lease_worker(b), idm_lease_worker(a));
     CHECK(idm_lease_generation(b) > idm_lease_generation(a), "generations %llu, %llu",
           ULL(idm_lease_generation(a)), ULL(idm_lease_generation(b)));
-    wait_status(a, &st, true, 0);
+    leasetest_wait_status(a, &st, true, 0);
     CHECK(st.lost && st.last_error == IDM_ELEASE, "P6: A: lost %d, %s", st.lost,
           idm_err_name(st.last_error));
     IDM_ASSERT_RC(idm_snowflake_next(ga, &id), IDM_ELEASE);
     CHECK(idm_lease_mark(b) >= st.mark_ms, "P6: B's mark %lld below A's %lld",
           LL(idm_lease_mark(b)), LL(st.mark_ms));
-    gb = gen_after_mark(layout, b);
-    IDM_ASSERT_OK(idm_lease_attach(b, gb));
-    mint_n(gb, &iv, 1000);
-    idm_test_check_ids(&iv); /* one worker id: B's ids above every one of A's */
-    IDM_ASSERT_RC(idm_lease_close(a), 0);
-    IDM_ASSERT_OK(idm_lease_close(b));
-    idm_snowflake_close(ga);
-    idm_snowflake_close(gb);
+    leasetest_successor(layout, b, true, &iv, 1000, a, ga); /* above every one of A's ids */
     idm_test_idvec_free(&iv);
     idm_layout_free(layout);
     free(url);

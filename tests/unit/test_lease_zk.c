@@ -28,7 +28,6 @@
  * IDM_TEST_FILTER (a cmocka pattern, e.g. "z1*") runs only the tests whose
  * names match.
  */
-#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -53,49 +52,12 @@
 static zktest_server g_one;   /* standalone */
 static zktest_server g_three; /* ensemble */
 static zktest_conn *g_c;      /* the test's session with g_one, see conn() */
-static atomic_int g_frozen;   /* a process stopped with SIGSTOP, to resume */
-
-/* A bound on a wait for an event, or on a call that must give up by
- * itself, that only a hung test reaches: never a claim about how fast. */
-#define HUNG_MS 30000
-/* The guard reads CLOCK_MONOTONIC_COARSE: a mint may pass up to a jiffy
- * after the deadline read on CLOCK_MONOTONIC. */
-#define COARSE_NS INT64_C(10000000)
 
 /* ------------------------------------------------------------- helpers */
 
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static int64_t mono_ms(void)
-{
-    return mono_ns() / 1000000;
-}
-
-static idm_unix_ms wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (idm_unix_ms)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(int64_t ms)
-{
-    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
-}
-
 static char *url_for(const char *eps, const char *name)
 {
-    char *u = malloc(strlen(eps) + strlen(name) + 32);
-    assert_non_null(u);
-    sprintf(u, "zk://%s/idmint/%s", eps, name);
-    return u;
+    return leasetest_url_for("zk", eps, name);
 }
 
 /* The URL of a proxy in front of the standalone server. */
@@ -116,69 +78,17 @@ static idm_tcpproxy *proxy_start(void)
     return px;
 }
 
+static char *coord_url(const char *name)
+{
+    return url_for(g_one.eps, name);
+}
+
+/* For the test bodies every coordinator shares (leasetest.h). */
+static const leasetest_coord k_coord = {coord_url, 2000};
+
 static void lease_opts(idm_lease_opts *o, const char *url, uint32_t max)
 {
-    idm_lease_opts_init(o);
-    o->url = url;
-    o->max_workers = max;
-    o->ttl_ms = 2000;
-    o->holder = "test";
-}
-
-static void mint_n(idm_snowflake *g, idm_test_idvec *iv, int n)
-{
-    for (int i = 0; i < n; i++) {
-        uint64_t id;
-        IDM_ASSERT_OK(idm_snowflake_next(g, &id));
-        idm_test_idvec_push(iv, id);
-    }
-}
-
-static void no_duplicates(const idm_test_idvec *iv)
-{
-    uint64_t *copy = malloc((iv->n + 1) * sizeof *copy);
-    assert_non_null(copy);
-    memcpy(copy, iv->v, iv->n * sizeof *copy);
-    CHECK(idm_test_count_duplicates(copy, iv->n) == 0, "%zu ids, some minted twice", iv->n);
-    free(copy);
-}
-
-/* After a lost (not released) claim the next holder gets a mark up to a
- * TTL ahead of the clock: its generator opens once the clock passed it. */
-static idm_snowflake *gen_after_loss(idm_layout *layout, idm_lease *l)
-{
-    idm_unix_ms mark = idm_lease_mark(l);
-    int64_t until = mono_ms() + HUNG_MS;
-    while (wall_ms() <= mark + 1 && mono_ms() < until)
-        sleep_ms(mark + 2 - wall_ms());
-    return leasetest_gen(layout, l, NULL);
-}
-
-/* Wait up to ms for the lease to be lost, or to renew past `renewals`
- * with no error. */
-static void wait_status(idm_lease *l, idm_lease_status *st, int64_t ms, bool want_lost,
-                        uint64_t renewals)
-{
-    int64_t until = mono_ms() + ms;
-    do {
-        idm_lease_status_get(l, st);
-        if (want_lost ? st->lost != 0
-                      : (st->lost != 0 || (st->renewals > renewals && st->last_error == 0)))
-            return;
-        sleep_ms(20);
-    } while (mono_ms() < until);
-}
-
-/* Wait until a renewal failed since the status st (failures rise). */
-static void wait_failure(idm_lease *l, idm_lease_status *st)
-{
-    uint64_t failures = st->failures;
-    int64_t until = mono_ms() + HUNG_MS;
-    do {
-        sleep_ms(10);
-        idm_lease_status_get(l, st);
-    } while (st->failures == failures && mono_ms() < until);
-    CHECK(st->failures > failures, "no renewal failed");
+    leasetest_opts(o, url, max, k_coord.ttl_ms);
 }
 
 /* The test's session with the standalone server, made when first needed.
@@ -215,38 +125,6 @@ static bool worker_node(const char *name, uint32_t id, int64_t *owner)
     return zktest_get(conn(), path, buf, sizeof buf, owner, NULL) == 0;
 }
 
-/* Stop pid with SIGSTOP (resumed at teardown if the test fails first) and
- * wait until the kernel reports it stopped: the CLOCK_MONOTONIC time from
- * which it runs nothing. */
-static int64_t freeze(pid_t pid)
-{
-    char path[64];
-    assert_int_equal(kill(pid, SIGSTOP), 0);
-    atomic_store(&g_frozen, (int)pid);
-    snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
-    for (int i = 0; i < 10000; i++) {
-        char buf[512];
-        const char *p;
-        FILE *f = fopen(path, "r");
-        size_t n = f != NULL ? fread(buf, 1, sizeof buf - 1, f) : 0;
-        if (f != NULL)
-            fclose(f);
-        buf[n] = '\0';
-        p = strrchr(buf, ')');
-        if (p != NULL && (p[2] == 'T' || p[2] == 't'))
-            return mono_ns();
-        sleep_ms(1);
-    }
-    fail_msg("process %ld did not stop", (long)pid);
-    return 0;
-}
-
-static void thaw(pid_t pid)
-{
-    assert_int_equal(kill(pid, SIGCONT), 0);
-    atomic_store(&g_frozen, 0);
-}
-
 static void round_trips(uint64_t *rt)
 {
     uint64_t rq;
@@ -257,7 +135,7 @@ static void round_trips(uint64_t *rt)
 
 static void bad_urls(void **unused)
 {
-    static const char *bad[] = {
+    static const char *const bad[] = {
         "zk://",
         "zk://127.0.0.1:2181",
         "zk:///idmint",
@@ -282,13 +160,8 @@ static void bad_urls(void **unused)
     idm_lease_opts o;
     idm_lease *l = NULL;
     (void)unused;
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        lease_opts(&o, bad[i], 4);
-        IDM_ASSERT_RC(idm_lease_open(&l, &o), IDM_EINVAL);
-        CHECK(strstr(idm_error_detail(), "zk") != NULL, "'%s': detail %s", bad[i],
-              idm_error_detail());
-        assert_null(l);
-    }
+    lease_opts(&o, NULL, 4);
+    leasetest_bad_urls(&o, bad, sizeof bad / sizeof bad[0], "zk", NULL);
     /* Credentials are refused, and never shown. */
     lease_opts(&o, "zk://admin:s3cr3t@127.0.0.1:2181/idmint", 4);
     IDM_ASSERT_RC(idm_lease_open(&l, &o), IDM_EINVAL);
@@ -296,15 +169,15 @@ static void bad_urls(void **unused)
           idm_error_detail());
     /* Nothing listens: a clear error within a bounded time. */
     {
-        int64_t t0 = mono_ms();
+        int64_t t0 = leasetest_mono_ms();
         lease_opts(&o, "zk://127.0.0.1:1/idmint", 4);
         o.ttl_ms = 1000;
         IDM_ASSERT_RC(idm_lease_open(&l, &o), IDM_EIO);
         CHECK(strstr(idm_error_detail(), "no ZooKeeper server answered") != NULL, "detail %s",
               idm_error_detail());
-        printf("  nothing listens: refused after %lld ms (%s)\n", LL(mono_ms() - t0),
+        printf("  nothing listens: refused after %lld ms (%s)\n", LL(leasetest_mono_ms() - t0),
                idm_error_detail());
-        CHECK(mono_ms() - t0 < HUNG_MS, "hung");
+        CHECK(leasetest_mono_ms() - t0 < LEASETEST_HUNG_MS, "hung");
     }
 }
 
@@ -426,13 +299,13 @@ static void claim_renew_release(void **unused)
     assert_int_equal(idm_lease_generation(l), (uint64_t)czxid);
     gen1 = idm_lease_generation(l);
     /* The claim recorded the first mark. */
-    CHECK(stored_mark("basic", 0) >= wall_ms(), "mark %lld", LL(stored_mark("basic", 0)));
+    CHECK(stored_mark("basic", 0) >= leasetest_wall_ms(), "mark %lld", LL(stored_mark("basic", 0)));
 
     g = leasetest_gen(layout, l, NULL);
     IDM_ASSERT_OK(idm_lease_attach(l, g));
-    mint_n(g, &iv, 1000);
+    leasetest_mint_n(g, &iv, 1000);
     idm_lease_status_get(l, &st);
-    wait_status(l, &st, HUNG_MS, false, st.renewals);
+    leasetest_wait_status(l, &st, false, st.renewals);
     CHECK(st.renewals >= 2 && st.last_error == 0 && !st.lost, "renewals %llu, %s",
           ULL(st.renewals), idm_err_name(st.last_error));
     assert_int_equal(stored_mark("basic", 0), st.mark_ms);
@@ -443,7 +316,7 @@ static void claim_renew_release(void **unused)
           "%zu listed", n);
     free(e);
 
-    mint_n(g, &iv, 1000);
+    leasetest_mint_n(g, &iv, 1000);
     IDM_ASSERT_OK(idm_lease_close(l));
     /* Released at once (the session's close), the exact last tick recorded. */
     CHECK(!worker_node("basic", 0, NULL), "workers/0 is still there after close");
@@ -458,37 +331,10 @@ static void claim_renew_release(void **unused)
     CHECK(idm_lease_generation(l2) > gen1, "generation %llu after %llu",
           ULL(idm_lease_generation(l2)), ULL(gen1));
     idm_snowflake_close(g);
-    g = leasetest_gen(layout, l2, NULL);
-    IDM_ASSERT_OK(idm_lease_attach(l2, g));
-    mint_n(g, &iv, 1000);
-    idm_test_check_ids(&iv);
-    IDM_ASSERT_OK(idm_lease_close(l2));
-    idm_snowflake_close(g);
+    leasetest_successor(layout, l2, false, &iv, 1000, NULL, NULL);
     idm_test_idvec_free(&iv);
     idm_layout_free(layout);
     free(url);
-}
-
-/* The round trips of a claim: 3 from start to the first id, with no id
- * taken and with 1,000 of 1,024 taken; the 1,025th claimant is refused
- * after 1, with a clear error. */
-typedef struct claimant {
-    pthread_barrier_t *bar;
-    const char *url;
-    idm_lease *l;
-    int rc;
-    char detail[256];
-} claimant;
-
-static void *claim_thread(void *arg)
-{
-    claimant *c = arg;
-    idm_lease_opts o;
-    lease_opts(&o, c->url, 8);
-    pthread_barrier_wait(c->bar);
-    c->rc = idm_lease_open(&c->l, &o);
-    snprintf(c->detail, sizeof c->detail, "%s", idm_error_detail());
-    return NULL;
 }
 
 /* E1: 12 claimants at once for 8 ids, on a prefix none has created yet
@@ -497,57 +343,13 @@ static void *claim_thread(void *arg)
  * never repeat. */
 static void e1_racing_claimants(void **unused)
 {
-    enum { N = 12, MAX = 8 };
-    char *url = url_for(g_one.eps, "e1");
-    pthread_barrier_t bar;
-    pthread_t th[N];
-    claimant c[N];
-    idm_layout *layout;
-    idm_test_idvec all = {0};
-    unsigned seen = 0;
-    int ok = 0, busy = 0;
     (void)unused;
-    IDM_ASSERT_OK(idm_layout_preset(&layout, "twitter"));
-    pthread_barrier_init(&bar, NULL, N);
-    for (int i = 0; i < N; i++) {
-        c[i] = (claimant){&bar, url, NULL, 0, ""};
-        assert_int_equal(pthread_create(&th[i], NULL, claim_thread, &c[i]), 0);
-    }
-    for (int i = 0; i < N; i++)
-        pthread_join(th[i], NULL);
-    pthread_barrier_destroy(&bar);
-    for (int i = 0; i < N; i++) {
-        if (c[i].rc == 0) {
-            uint32_t w = idm_lease_worker(c[i].l);
-            CHECK(w < MAX && !(seen & (1u << w)), "worker %u twice or out of range",
-                  (unsigned)w);
-            seen |= 1u << w;
-            ok++;
-        } else {
-            CHECK(c[i].rc == IDM_EBUSY && strstr(c[i].detail, "no free worker id") != NULL,
-                  "claimant %d: %s: %s", i, idm_err_name(c[i].rc), c[i].detail);
-            busy++;
-        }
-    }
-    printf("  E1: %d claimants: %d ids, %d refused\n", N, ok, busy);
-    assert_int_equal(ok, MAX);
-    assert_int_equal(busy, N - MAX);
-    for (int i = 0; i < N; i++) {
-        idm_snowflake *g;
-        if (c[i].rc != 0)
-            continue;
-        g = leasetest_gen(layout, c[i].l, NULL);
-        IDM_ASSERT_OK(idm_lease_attach(c[i].l, g));
-        mint_n(g, &all, 500);
-        IDM_ASSERT_OK(idm_lease_close(c[i].l));
-        idm_snowflake_close(g);
-    }
-    no_duplicates(&all);
-    idm_test_idvec_free(&all);
-    idm_layout_free(layout);
-    free(url);
+    leasetest_racing_claimants(&k_coord, "e1", 12, 8, 500);
 }
 
+/* The round trips of a claim: 3 from start to the first id, with no id
+ * taken and with 1,000 of 1,024 taken; the 1,025th claimant is refused
+ * after 1, with a clear error. */
 static void round_trips_and_1025th_claimant(void **unused)
 {
     char *url = url_for(g_one.eps, "rt");
@@ -566,11 +368,11 @@ static void round_trips_and_1025th_claimant(void **unused)
     IDM_ASSERT_OK(idm_lease_close(l[0]));
 
     round_trips(&a);
-    t0 = mono_ns();
+    t0 = leasetest_mono_ns();
     IDM_ASSERT_OK(idm_lease_open(&l[0], &o));
     round_trips(&b);
     printf("  claim, 0 of 1,024 taken: %llu round trips, %lld us (with the session's start)\n",
-           ULL(b - a), LL((mono_ns() - t0) / 1000));
+           ULL(b - a), LL((leasetest_mono_ns() - t0) / 1000));
     assert_int_equal(b - a, 3);
     IDM_ASSERT_OK(idm_lease_close(l[0]));
 
@@ -578,13 +380,13 @@ static void round_trips_and_1025th_claimant(void **unused)
     zktest_create_many(zombie, "/idmint/rt/workers", 0, 1000);
     for (int i = 0; i < 24; i++) {
         round_trips(&a);
-        t0 = mono_ns();
+        t0 = leasetest_mono_ns();
         IDM_ASSERT_OK(idm_lease_open(&l[i], &o));
         round_trips(&b);
         assert_int_equal(idm_lease_worker(l[i]), 1000 + i);
         if (i == 0)
             printf("  claim, 1,000 of 1,024 taken: %llu round trips, %lld us\n", ULL(b - a),
-                   LL((mono_ns() - t0) / 1000));
+                   LL((leasetest_mono_ns() - t0) / 1000));
         assert_int_equal(b - a, 3);
     }
     round_trips(&a);
@@ -665,10 +467,8 @@ static void marks_only_rise(void **unused)
     (void)unused;
     IDM_ASSERT_OK(idm_layout_preset(&layout, "twitter"));
     lease_opts(&o, url, 1);
-    IDM_ASSERT_OK(idm_lease_open(&l, &o));
-    g = leasetest_gen(layout, l, NULL);
-    IDM_ASSERT_OK(idm_lease_attach(l, g));
-    mint_n(g, &iv, 100);
+    g = leasetest_claim(&l, &o, layout);
+    leasetest_mint_n(g, &iv, 100);
     snprintf(path, sizeof path, "/idmint/rise/hwm/0");
 
     high = stored_mark("rise", 0) + 3000; /* above what the holder records for a while */
@@ -676,7 +476,7 @@ static void marks_only_rise(void **unused)
     zktest_put(conn(), path, val);
     for (int k = 0; k < 2; k++) {
         idm_lease_status_get(l, &st);
-        wait_status(l, &st, HUNG_MS, false, st.renewals);
+        leasetest_wait_status(l, &st, false, st.renewals);
         CHECK(!st.lost && st.last_error == 0, "renewal: %s", idm_err_name(st.last_error));
         CHECK(stored_mark("rise", 0) >= high, "the mark went down from %lld to %lld", LL(high),
               LL(stored_mark("rise", 0)));
@@ -684,11 +484,11 @@ static void marks_only_rise(void **unused)
     /* A late, lower write lands: the next renewal raises it again. */
     zktest_put(conn(), path, "1");
     idm_lease_status_get(l, &st);
-    wait_status(l, &st, HUNG_MS, false, st.renewals);
+    leasetest_wait_status(l, &st, false, st.renewals);
     CHECK(!st.lost && st.last_error == 0, "renewal: %s", idm_err_name(st.last_error));
     CHECK(stored_mark("rise", 0) >= high && stored_mark("rise", 0) >= st.mark_ms,
           "mark %lld after a low write", LL(stored_mark("rise", 0)));
-    mint_n(g, &iv, 100);
+    leasetest_mint_n(g, &iv, 100);
     IDM_ASSERT_OK(idm_lease_close(l));
     /* The release does not lower it either. */
     CHECK(stored_mark("rise", 0) >= high, "the release lowered the mark to %lld",
@@ -697,7 +497,7 @@ static void marks_only_rise(void **unused)
     CHECK(idm_lease_mark(l2) >= high, "the next holder's mark %lld", LL(idm_lease_mark(l2)));
     IDM_ASSERT_OK(idm_lease_close(l2));
     idm_snowflake_close(g);
-    no_duplicates(&iv);
+    leasetest_no_duplicates(&iv);
     idm_test_idvec_free(&iv);
     idm_layout_free(layout);
     free(url);
@@ -730,20 +530,18 @@ static void mark_not_a_number(void **unused)
     CHECK(!worker_node("garbage", 0, NULL), "workers/0 left behind");
 
     lease_opts(&o, url2, 1);
-    IDM_ASSERT_OK(idm_lease_open(&l, &o));
-    g = leasetest_gen(layout, l, NULL);
-    IDM_ASSERT_OK(idm_lease_attach(l, g));
-    mint_n(g, &iv, 100);
+    g = leasetest_claim(&l, &o, layout);
+    leasetest_mint_n(g, &iv, 100);
     idm_lease_status_get(l, &st);
     zktest_put(conn(), "/idmint/garbage2/hwm/0", "12x");
-    wait_failure(l, &st);
+    leasetest_wait_failure(l, &st);
     CHECK(st.last_error == IDM_EIO && !st.lost, "renewal: %s, lost %d",
           idm_err_name(st.last_error), st.lost);
     /* It stops at its deadline, with nobody saying the claim is gone. */
-    until = mono_ms() + HUNG_MS;
-    while (mono_ms() < until && (rc = idm_snowflake_next(g, &id)) == 0) {
+    until = leasetest_mono_ms() + LEASETEST_HUNG_MS;
+    while (leasetest_mono_ms() < until && (rc = idm_snowflake_next(g, &id)) == 0) {
         idm_test_idvec_push(&iv, id);
-        sleep_ms(1);
+        leasetest_sleep_ms(1);
     }
     IDM_ASSERT_RC(rc, IDM_ELEASE);
     idm_lease_status_get(l, &st);
@@ -757,9 +555,9 @@ static void mark_not_a_number(void **unused)
         snprintf(val, sizeof val, "%lld", LL(st.mark_ms));
         zktest_put(conn(), "/idmint/garbage2/hwm/0", val);
     }
-    wait_status(l, &st, HUNG_MS, false, st.renewals);
+    leasetest_wait_status(l, &st, false, st.renewals);
     CHECK(!st.lost && st.last_error == 0, "renewal: %s", idm_err_name(st.last_error));
-    mint_n(g, &iv, 100);
+    leasetest_mint_n(g, &iv, 100);
     idm_test_check_ids(&iv);
     IDM_ASSERT_OK(idm_lease_close(l));
     idm_snowflake_close(g);
@@ -778,33 +576,24 @@ static void worker_node_deleted(void **unused)
     idm_lease_opts o;
     idm_lease *l, *l2;
     idm_layout *layout;
-    idm_snowflake *g, *g2;
+    idm_snowflake *g;
     idm_lease_status st;
     idm_test_idvec iv = {0};
     uint64_t id;
     (void)unused;
     IDM_ASSERT_OK(idm_layout_preset(&layout, "twitter"));
     lease_opts(&o, url, 1);
-    IDM_ASSERT_OK(idm_lease_open(&l, &o));
-    g = leasetest_gen(layout, l, NULL);
-    IDM_ASSERT_OK(idm_lease_attach(l, g));
-    mint_n(g, &iv, 500);
+    g = leasetest_claim(&l, &o, layout);
+    leasetest_mint_n(g, &iv, 500);
     assert_int_equal(zktest_delete(conn(), "/idmint/deleted/workers/0"), 0);
-    wait_status(l, &st, HUNG_MS, true, 0);
+    leasetest_wait_status(l, &st, true, 0);
     CHECK(st.lost && st.last_error == IDM_ELEASE, "lost %d, %s", st.lost,
           idm_err_name(st.last_error));
     IDM_ASSERT_RC(idm_snowflake_next(g, &id), IDM_ELEASE);
     IDM_ASSERT_OK(idm_lease_open(&l2, &o));
     CHECK(idm_lease_mark(l2) >= st.mark_ms, "mark %lld below %lld", LL(idm_lease_mark(l2)),
           LL(st.mark_ms));
-    g2 = gen_after_loss(layout, l2);
-    IDM_ASSERT_OK(idm_lease_attach(l2, g2));
-    mint_n(g2, &iv, 500);
-    idm_test_check_ids(&iv);
-    IDM_ASSERT_RC(idm_lease_close(l), 0); /* lost: nothing to release */
-    IDM_ASSERT_OK(idm_lease_close(l2));
-    idm_snowflake_close(g);
-    idm_snowflake_close(g2);
+    leasetest_successor(layout, l2, true, &iv, 500, l, g);
     idm_test_idvec_free(&iv);
     idm_layout_free(layout);
     free(url);
@@ -814,79 +603,19 @@ static void worker_node_deleted(void **unused)
  * holder's session lives its id stays held (the claimant gets another);
  * once the server expires the session the id is free, with the dead
  * holder's last mark, above every id it minted. */
+static bool z3_held(uint32_t id)
+{
+    return worker_node("z3", id, NULL);
+}
+
 static void z3_killed_holder_restarted(void **unused)
 {
     char *url = url_for(g_one.eps, "z3");
     idm_lease_opts o;
-    idm_lease *other, *l;
-    idm_layout *layout;
-    idm_snowflake *g, *og;
-    idm_test_idvec iv = {0};
-    uint64_t child_last[2] = {0, 0};
-    int p[2], status;
-    int64_t t0;
-    bool held = true;
-    pid_t pid;
     (void)unused;
-    IDM_ASSERT_OK(idm_layout_preset(&layout, "twitter"));
     lease_opts(&o, url, 4);
-    assert_int_equal(pipe(p), 0);
     conn_drop(); /* the child starts threads */
-    pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        idm_lease *cl;
-        idm_snowflake *cg;
-        uint64_t id = 0, msg[2];
-        int64_t until;
-        close(p[0]);
-        if (idm_lease_open(&cl, &o) != 0)
-            _exit(2);
-        cg = leasetest_gen(layout, cl, NULL);
-        if (idm_lease_attach(cl, cg) != 0)
-            _exit(3);
-        until = mono_ms() + 300;
-        while (mono_ms() < until)
-            if (idm_snowflake_next(cg, &id) != 0)
-                _exit(4);
-        msg[0] = idm_lease_worker(cl);
-        msg[1] = id;
-        if (write(p[1], msg, sizeof msg) != (ssize_t)sizeof msg)
-            _exit(5);
-        for (;;)
-            pause(); /* until killed */
-    }
-    close(p[1]);
-    assert_int_equal(read(p[0], child_last, sizeof child_last), (ssize_t)sizeof child_last);
-    close(p[0]);
-    kill(pid, SIGKILL);
-    assert_int_equal(waitpid(pid, &status, 0), pid);
-    t0 = mono_ms();
-    IDM_ASSERT_OK(idm_lease_open(&other, &o));
-    CHECK(idm_lease_worker(other) != child_last[0], "the dead holder's id %u was taken at once",
-          (unsigned)child_last[0]);
-    og = leasetest_gen(layout, other, NULL);
-    IDM_ASSERT_OK(idm_lease_attach(other, og));
-    while (mono_ms() - t0 < HUNG_MS && (held = worker_node("z3", (uint32_t)child_last[0], NULL)))
-        sleep_ms(50);
-    CHECK(!held, "the dead holder's id is still held");
-    printf("  Z3: the dead holder's id was free %lld ms after kill -9 (session timeout 2000)\n",
-           LL(mono_ms() - t0));
-    IDM_ASSERT_OK(idm_lease_open(&l, &o));
-    assert_int_equal(idm_lease_worker(l), child_last[0]);
-    CHECK(idm_lease_mark(l) >= leasetest_time_of(layout, child_last[1]), "mark %lld below %lld",
-          LL(idm_lease_mark(l)), LL(leasetest_time_of(layout, child_last[1])));
-    g = gen_after_loss(layout, l);
-    IDM_ASSERT_OK(idm_lease_attach(l, g));
-    idm_test_idvec_push(&iv, child_last[1]);
-    mint_n(g, &iv, 1000);
-    idm_test_check_ids(&iv); /* all above the dead holder's last id */
-    IDM_ASSERT_OK(idm_lease_close(l));
-    IDM_ASSERT_OK(idm_lease_close(other));
-    idm_snowflake_close(g);
-    idm_snowflake_close(og);
-    idm_test_idvec_free(&iv);
-    idm_layout_free(layout);
+    leasetest_killed_holder(&o, "Z3", z3_held);
     free(url);
 }
 
@@ -936,7 +665,7 @@ static void sigstop_holder_past_timeout(void **unused)
         atomic_store(&rec->worker, (int)idm_lease_worker(cl));
         for (;;) {
             uint64_t id;
-            int64_t t = mono_ns();
+            int64_t t = leasetest_mono_ns();
             int n = atomic_load(&rec->n);
             idm_lease_status cst;
             idm_lease_status_get(cl, &cst);
@@ -950,24 +679,25 @@ static void sigstop_holder_past_timeout(void **unused)
             usleep(200);
         }
     }
-    until = mono_ms() + HUNG_MS;
-    while ((atomic_load(&rec->n) < 200 || !atomic_load(&rec->renewed)) && mono_ms() < until)
-        sleep_ms(10);
+    until = leasetest_mono_ms() + LEASETEST_HUNG_MS;
+    while ((atomic_load(&rec->n) < 200 || !atomic_load(&rec->renewed)) &&
+           leasetest_mono_ms() < until)
+        leasetest_sleep_ms(10);
     CHECK(atomic_load(&rec->n) >= 200 && atomic_load(&rec->renewed), "the holder minted %d ids",
           atomic_load(&rec->n));
-    t_stop = freeze(pid);
+    t_stop = leasetest_freeze(pid);
     /* Its session expires on the server: the id frees for us. */
-    while ((rc = idm_lease_open(&l, &o)) == IDM_EBUSY && mono_ms() < until)
-        sleep_ms(50);
+    while ((rc = idm_lease_open(&l, &o)) == IDM_EBUSY && leasetest_mono_ms() < until)
+        leasetest_sleep_ms(50);
     IDM_ASSERT_OK(rc);
     printf("  SIGSTOP: the stopped holder's id taken %lld ms after the stop\n",
-           LL((mono_ns() - t_stop) / 1000000));
-    g = gen_after_loss(layout, l);
+           LL((leasetest_mono_ns() - t_stop) / 1000000));
+    g = leasetest_gen_after_loss(layout, l);
     IDM_ASSERT_OK(idm_lease_attach(l, g));
-    mint_n(g, &iv, 500);
-    thaw(pid);
-    sleep_ms(700); /* it tries to mint, and its keeper to renew */
-    mint_n(g, &iv, 500);
+    leasetest_mint_n(g, &iv, 500);
+    leasetest_thaw(pid);
+    leasetest_sleep_ms(700); /* it tries to mint, and its keeper to renew */
+    leasetest_mint_n(g, &iv, 500);
     kill(pid, SIGKILL);
     assert_int_equal(waitpid(pid, &status, 0), pid);
     for (int i = 0; i < atomic_load(&rec->n); i++)
@@ -996,46 +726,8 @@ static void sigstop_holder_past_timeout(void **unused)
  * mark, above every id the last holder minted. */
 static void skewed_handoff(void **unused)
 {
-    char *url = url_for(g_one.eps, "skew");
-    idm_lease_opts o;
-    idm_lease *a, *b;
-    idm_layout *layout;
-    idm_snowflake *g;
-    idm_manual_clock *mc;
-    idm_test_idvec iv = {0};
-    idm_unix_ms mark;
-    int rc;
     (void)unused;
-    IDM_ASSERT_OK(idm_layout_preset(&layout, "twitter"));
-    lease_opts(&o, url, 4);
-    IDM_ASSERT_OK(idm_lease_open(&a, &o));
-    g = leasetest_gen(layout, a, NULL);
-    IDM_ASSERT_OK(idm_lease_attach(a, g));
-    mint_n(g, &iv, 2000);
-    IDM_ASSERT_OK(idm_lease_close(a));
-    idm_snowflake_close(g);
-    mark = leasetest_time_of(layout, iv.v[iv.n - 1]);
-
-    IDM_ASSERT_OK(idm_manual_clock_new(&mc, mark - 5000, true));
-    o.clock = idm_manual_clock_clock(mc);
-    IDM_ASSERT_OK(idm_lease_open(&b, &o));
-    assert_int_equal(idm_lease_worker(b), 0);
-    assert_int_equal(idm_lease_mark(b), mark);
-    g = leasetest_gen_rc(layout, b, o.clock, &rc);
-    IDM_ASSERT_RC(rc, IDM_ECLOCKBACK);
-    assert_null(g);
-    idm_manual_clock_set(mc, mark + 1000);
-    g = leasetest_gen_rc(layout, b, o.clock, &rc);
-    IDM_ASSERT_OK(rc);
-    IDM_ASSERT_OK(idm_lease_attach(b, g));
-    mint_n(g, &iv, 100);
-    idm_test_check_ids(&iv);
-    IDM_ASSERT_OK(idm_lease_close(b));
-    idm_snowflake_close(g);
-    idm_manual_clock_free(mc);
-    idm_test_idvec_free(&iv);
-    idm_layout_free(layout);
-    free(url);
+    leasetest_skewed_handoff(&k_coord, "skew");
 }
 
 /* Z1: the connection lost (a proxy in front of ZooKeeper goes silent). The
@@ -1056,55 +748,31 @@ static void z1_connection_lost(void **unused)
     idm_snowflake *g;
     idm_lease_status st;
     idm_manual_clock *mc;
-    const idm_clock *ck;
     idm_test_idvec iv = {0};
-    uint64_t id;
-    int64_t at, t_hold, ttl_ns = INT64_C(4500) * 1000000, margin_ns = INT64_C(900) * 1000000;
-    int64_t owner_before = 0, owner_after = 0;
-    int rc;
+    int64_t at, t_hold, owner_before = 0, owner_after = 0;
     (void)unused;
     IDM_ASSERT_OK(idm_layout_preset(&layout, "twitter"));
-    IDM_ASSERT_OK(idm_manual_clock_new(&mc, wall_ms(), true));
-    ck = idm_manual_clock_clock(mc);
     lease_opts(&o, url, 1);
     o.ttl_ms = 4500; /* margin 900 ms */
-    o.clock = ck;
-    IDM_ASSERT_OK(idm_lease_open(&l, &o));
+    g = leasetest_clocked_claim(&l, &o, layout, &mc, &st, &iv, &at); /* st: a renewal answered */
     assert_int_equal(idm__lease_ttl_ms(l), 4500);
     assert_true(worker_node("z1", 0, &owner_before));
-    g = leasetest_gen_rc(layout, l, ck, &rc);
-    IDM_ASSERT_OK(rc);
-    IDM_ASSERT_OK(idm_lease_attach(l, g));
-    mint_n(g, &iv, 100);
-    at = ck->mono_ns(ck->ctx); /* T: every send so far, and from now on */
-    wait_status(l, &st, HUNG_MS, false, 1); /* a keeper renewal, just answered */
-    CHECK(st.renewals >= 2 && st.last_error == 0, "renewals %llu, %s", ULL(st.renewals),
-          idm_err_name(st.last_error));
     idm_tcpproxy_set_mode(px, IDM_TCPPROXY_BLACKHOLE);
-    t_hold = mono_ns();
-    wait_failure(l, &st);
-    CHECK(st.last_error != 0 && st.last_error != IDM_ELEASE && !st.lost, "%s, lost %d",
-          idm_err_name(st.last_error), st.lost);
-    CHECK(st.deadline == at + ttl_ns - margin_ns, "deadline T + %lld ms, not T + TTL - margin",
-          LL((st.deadline - at) / 1000000));
+    t_hold = leasetest_mono_ns();
+    leasetest_deadline_exact(l, g, mc, at, 4500, 900, &st, &iv);
     printf("  Z1: a renewal failed %lld ms into the silence (%s); deadline T + %lld ms\n",
-           LL((mono_ns() - t_hold) / 1000000), idm_err_name(st.last_error),
+           LL((leasetest_mono_ns() - t_hold) / 1000000), idm_err_name(st.last_error),
            LL((st.deadline - at) / 1000000));
-    idm_manual_clock_advance_ns(mc, st.deadline - 1 - ck->mono_ns(ck->ctx));
-    IDM_ASSERT_OK(idm_snowflake_next(g, &id)); /* 1 ns before the deadline */
-    idm_test_idvec_push(&iv, id);
-    idm_manual_clock_advance_ns(mc, 1);
-    IDM_ASSERT_RC(idm_snowflake_next(g, &id), IDM_ELEASE); /* at it */
 
     /* Back within the session timeout: the same session, minting again. */
     idm_tcpproxy_set_mode(px, IDM_TCPPROXY_FORWARD);
     printf("  Z1: the connection back %lld ms into the silence (session timeout 4500 ms)\n",
-           LL((mono_ns() - t_hold) / 1000000));
+           LL((leasetest_mono_ns() - t_hold) / 1000000));
     idm_lease_status_get(l, &st);
-    wait_status(l, &st, HUNG_MS, false, st.renewals);
+    leasetest_wait_status(l, &st, false, st.renewals);
     CHECK(!st.lost && st.last_error == 0, "lost %d, %s", st.lost, idm_err_name(st.last_error));
     idm_manual_clock_advance(mc, 1);
-    mint_n(g, &iv, 100);
+    leasetest_mint_n(g, &iv, 100);
     assert_true(worker_node("z1", 0, &owner_after));
     assert_int_equal(owner_after, owner_before);
     idm_test_check_ids(&iv);
@@ -1115,61 +783,6 @@ static void z1_connection_lost(void **unused)
     idm_test_idvec_free(&iv);
     idm_layout_free(layout);
     free(url);
-}
-
-/* A thread minting from g every half millisecond: the ids, when the first
- * refusal came and the deadline then, the last mint started before it,
- * and mints after it. */
-typedef struct minter {
-    idm_snowflake *g;
-    idm_lease *l;
-    pthread_t th;
-    atomic_int stop;
-    atomic_int minted, refused;
-    idm_test_idvec iv;
-    int64_t first_refused_ns, deadline_at_refusal, last_ok_start_ns;
-    int after_refusal;
-} minter;
-
-static void *minter_main(void *arg)
-{
-    minter *m = arg;
-    while (!atomic_load(&m->stop)) {
-        uint64_t id;
-        int64_t t = mono_ns();
-        if (idm_snowflake_next(m->g, &id) == 0) {
-            idm_test_idvec_push(&m->iv, id);
-            atomic_fetch_add(&m->minted, 1);
-            if (m->first_refused_ns != 0)
-                m->after_refusal++;
-            else
-                m->last_ok_start_ns = t;
-        } else {
-            if (m->first_refused_ns == 0) {
-                idm_lease_status st;
-                idm_lease_status_get(m->l, &st);
-                m->deadline_at_refusal = st.deadline;
-                m->first_refused_ns = t;
-            }
-            atomic_fetch_add(&m->refused, 1);
-        }
-        usleep(500);
-    }
-    return NULL;
-}
-
-static void minter_start(minter *m, idm_snowflake *g, idm_lease *l)
-{
-    memset(m, 0, sizeof *m);
-    m->g = g;
-    m->l = l;
-    assert_int_equal(pthread_create(&m->th, NULL, minter_main, m), 0);
-}
-
-static void minter_stop(minter *m)
-{
-    atomic_store(&m->stop, 1);
-    pthread_join(m->th, NULL);
 }
 
 /* Z2: a partition longer than the session timeout, then healed. The holder
@@ -1187,52 +800,49 @@ static void z2_partition_expires_session(void **unused)
     idm_snowflake *g, *g2;
     idm_lease_status st;
     idm_test_idvec iv = {0};
-    minter m;
+    leasetest_minter m;
     uint64_t id;
-    int64_t t_cut, until = mono_ms() + HUNG_MS;
+    int64_t t_cut, until = leasetest_mono_ms() + LEASETEST_HUNG_MS;
     int rc;
     (void)unused;
     IDM_ASSERT_OK(idm_layout_preset(&layout, "twitter"));
     lease_opts(&o, url, 1);
-    IDM_ASSERT_OK(idm_lease_open(&l, &o));
-    g = leasetest_gen(layout, l, NULL);
-    IDM_ASSERT_OK(idm_lease_attach(l, g));
-    minter_start(&m, g, l);
-    while (atomic_load(&m.minted) < 100 && mono_ms() < until)
-        sleep_ms(5);
-    wait_status(l, &st, HUNG_MS, false, 1); /* a keeper renewal (the claim was the first) */
+    g = leasetest_claim(&l, &o, layout);
+    leasetest_minter_start(&m, g, l);
+    leasetest_minter_wait_minted(&m, 100);
+    leasetest_wait_status(l, &st, false, 1); /* a keeper renewal (the claim was the first) */
     CHECK(st.renewals >= 2 && st.last_error == 0, "renewals %llu, %s", ULL(st.renewals),
           idm_err_name(st.last_error));
     idm_tcpproxy_set_mode(px, IDM_TCPPROXY_BLACKHOLE);
-    t_cut = mono_ns();
+    t_cut = leasetest_mono_ns();
     lease_opts(&o2, direct, 1);
-    while ((rc = idm_lease_open(&l2, &o2)) == IDM_EBUSY && mono_ms() < until)
-        sleep_ms(50);
+    while ((rc = idm_lease_open(&l2, &o2)) == IDM_EBUSY && leasetest_mono_ms() < until)
+        leasetest_sleep_ms(50);
     IDM_ASSERT_OK(rc);
     printf("  Z2: the id taken by another %lld ms into the partition\n",
-           LL((mono_ns() - t_cut) / 1000000));
+           LL((leasetest_mono_ns() - t_cut) / 1000000));
     idm_lease_status_get(l, &st);
     CHECK(idm_lease_mark(l2) >= st.mark_ms, "the new holder's mark %lld below the old one's %lld",
           LL(idm_lease_mark(l2)), LL(st.mark_ms));
-    g2 = gen_after_loss(layout, l2);
+    g2 = leasetest_gen_after_loss(layout, l2);
     IDM_ASSERT_OK(idm_lease_attach(l2, g2));
-    mint_n(g2, &iv, 500);
+    leasetest_mint_n(g2, &iv, 500);
 
     idm_tcpproxy_set_mode(px, IDM_TCPPROXY_FORWARD); /* heal */
-    wait_status(l, &st, HUNG_MS, true, 0);
+    leasetest_wait_status(l, &st, true, 0);
     CHECK(st.lost && st.last_error == IDM_ELEASE, "after the heal: lost %d, %s", st.lost,
           idm_err_name(st.last_error));
     printf("  Z2: healed; the first holder hears its session expired\n");
-    minter_stop(&m);
+    leasetest_minter_stop(&m);
     CHECK(m.first_refused_ns != 0, "the partitioned holder did not stop");
     IDM_ASSERT_RC(idm_snowflake_next(g, &id), IDM_ELEASE);
     CHECK(m.after_refusal == 0, "%d ids minted after the first refusal", m.after_refusal);
-    CHECK(m.last_ok_start_ns < m.deadline_at_refusal + COARSE_NS,
+    CHECK(m.last_ok_before_ns < m.deadline_at_refusal + LEASETEST_COARSE_NS,
           "a mint started %lld ms past the deadline",
-          LL((m.last_ok_start_ns - m.deadline_at_refusal) / 1000000));
+          LL((m.last_ok_before_ns - m.deadline_at_refusal) / 1000000));
     CHECK(m.deadline_at_refusal <= t_cut + INT64_C(2000) * 1000000,
           "the deadline %lld ms after the cut", LL((m.deadline_at_refusal - t_cut) / 1000000));
-    mint_n(g2, &iv, 500);
+    leasetest_mint_n(g2, &iv, 500);
     {
         idm_test_idvec all = {0};
         for (size_t i = 0; i < m.iv.n; i++)
@@ -1292,9 +902,7 @@ static void forked_child_close(void **unused)
     (void)unused;
     IDM_ASSERT_OK(idm_layout_preset(&layout, "twitter"));
     lease_opts(&o, url, 4);
-    IDM_ASSERT_OK(idm_lease_open(&l, &o));
-    g = leasetest_gen(layout, l, NULL);
-    IDM_ASSERT_OK(idm_lease_attach(l, g));
+    g = leasetest_claim(&l, &o, layout);
     assert_true(worker_node("fork", 0, &owner));
     pid = fork();
     assert_true(pid >= 0);
@@ -1304,13 +912,13 @@ static void forked_child_close(void **unused)
     assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     for (int k = 0; k < 2; k++) {
         idm_lease_status_get(l, &st);
-        wait_status(l, &st, HUNG_MS, false, st.renewals);
+        leasetest_wait_status(l, &st, false, st.renewals);
         CHECK(!st.lost && st.last_error == 0, "lost %d, %s", st.lost,
               idm_err_name(st.last_error));
     }
     assert_true(worker_node("fork", 0, &owner2));
     assert_int_equal(owner2, owner);
-    mint_n(g, &iv, 100);
+    leasetest_mint_n(g, &iv, 100);
     IDM_ASSERT_OK(idm_lease_close(l));
     idm_snowflake_close(g);
     idm_test_idvec_free(&iv);
@@ -1334,17 +942,15 @@ static void close_with_server_gone(void **unused)
     (void)unused;
     IDM_ASSERT_OK(idm_layout_preset(&layout, "twitter"));
     lease_opts(&o, url, 4);
-    IDM_ASSERT_OK(idm_lease_open(&l, &o));
-    g = leasetest_gen(layout, l, NULL);
-    IDM_ASSERT_OK(idm_lease_attach(l, g));
-    mint_n(g, &iv, 100);
+    g = leasetest_claim(&l, &o, layout);
+    leasetest_mint_n(g, &iv, 100);
     idm_tcpproxy_set_mode(px, IDM_TCPPROXY_BLACKHOLE);
-    t0 = mono_ms();
+    t0 = leasetest_mono_ms();
     rc = idm_lease_close(l);
     printf("  close with the server silent: %s after %lld ms (session timeout 2000 ms)\n",
-           idm_err_name(rc), LL(mono_ms() - t0));
+           idm_err_name(rc), LL(leasetest_mono_ms() - t0));
     CHECK(rc == IDM_EIO, "close: %s", idm_err_name(rc));
-    CHECK(mono_ms() - t0 < HUNG_MS, "hung");
+    CHECK(leasetest_mono_ms() - t0 < LEASETEST_HUNG_MS, "hung");
     idm_snowflake_close(g);
     idm_tcpproxy_stop(px);
     idm_test_idvec_free(&iv);
@@ -1367,7 +973,7 @@ static void z4_leader_killed(void **unused)
     idm_snowflake *g[3];
     idm_layout *layout;
     idm_lease_status st;
-    minter m[3];
+    leasetest_minter m[3];
     int64_t owner[3], t0;
     int leader;
     (void)unused;
@@ -1376,15 +982,13 @@ static void z4_leader_killed(void **unused)
     o.ttl_ms = 10000;
     for (int k = 0; k < 3; k++) {
         char path[64], buf[64];
-        IDM_ASSERT_OK(idm_lease_open(&l[k], &o));
-        g[k] = leasetest_gen(layout, l[k], NULL);
-        IDM_ASSERT_OK(idm_lease_attach(l[k], g[k]));
+        g[k] = leasetest_claim(&l[k], &o, layout);
         snprintf(path, sizeof path, "/idmint/z4/workers/%u", (unsigned)idm_lease_worker(l[k]));
         assert_int_equal(zktest_get(c, path, buf, sizeof buf, &owner[k], NULL), 0);
-        minter_start(&m[k], g[k], l[k]);
+        leasetest_minter_start(&m[k], g[k], l[k]);
     }
     leader = zktest_leader(&g_three);
-    t0 = mono_ms();
+    t0 = leasetest_mono_ms();
     zktest_kill(&g_three, leader);
     printf("  Z4: leader %d killed\n", leader);
     /* Each renews again after the kill, with its session. */
@@ -1395,7 +999,7 @@ static void z4_leader_killed(void **unused)
             before[k] = st.renewals;
         }
         for (int k = 0; k < 3; k++) {
-            wait_status(l[k], &st, HUNG_MS, false, before[k]);
+            leasetest_wait_status(l[k], &st, false, before[k]);
             CHECK(!st.lost && st.last_error == 0, "holder %d: lost %d, %s", k, st.lost,
                   idm_err_name(st.last_error));
         }
@@ -1408,13 +1012,13 @@ static void z4_leader_killed(void **unused)
         }
         printf("  Z4: every holder renewed %lld ms after the kill (%llu renewals failed "
                "meanwhile, none lost)\n",
-               LL(mono_ms() - t0), ULL(failures));
+               LL(leasetest_mono_ms() - t0), ULL(failures));
     }
-    sleep_ms(500);
+    leasetest_sleep_ms(500);
     for (int k = 0; k < 3; k++) {
         char path[64], buf[64];
         int64_t now_owner = 0;
-        minter_stop(&m[k]);
+        leasetest_minter_stop(&m[k]);
         CHECK(atomic_load(&m[k].refused) == 0, "holder %d stopped: %d mints refused", k,
               atomic_load(&m[k].refused));
         snprintf(path, sizeof path, "/idmint/z4/workers/%u", (unsigned)idm_lease_worker(l[k]));
@@ -1428,7 +1032,7 @@ static void z4_leader_killed(void **unused)
                 idm_test_idvec_push(&all, m[k].iv.v[i]);
             CHECK(m[k].iv.n > 100, "holder %d minted %zu", k, m[k].iv.n);
         }
-        no_duplicates(&all);
+        leasetest_no_duplicates(&all);
         idm_test_idvec_free(&all);
     }
     for (int k = 0; k < 3; k++) {
@@ -1446,9 +1050,7 @@ static void z4_leader_killed(void **unused)
 
 static void stop_all(void)
 {
-    pid_t frozen = (pid_t)atomic_exchange(&g_frozen, 0);
-    if (frozen > 0)
-        kill(frozen, SIGCONT);
+    leasetest_thaw_any();
     zktest_stop(&g_one);
     zktest_stop(&g_three);
 }
@@ -1463,12 +1065,9 @@ static int setup_one(void **unused)
 
 static int teardown_one(void **unused)
 {
-    pid_t frozen = (pid_t)atomic_exchange(&g_frozen, 0);
     (void)unused;
-    if (frozen > 0)
-        kill(frozen, SIGCONT);
-    zktest_close(g_c);
-    g_c = NULL;
+    leasetest_thaw_any();
+    conn_drop();
     zktest_stop(&g_one);
     return 0;
 }

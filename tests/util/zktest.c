@@ -3,17 +3,16 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <zookeeper/zookeeper.h>
 
 #include "testutil.h"
+#include "leasetest.h"
 #include "zktest.h"
 
 struct zktest_conn {
@@ -22,57 +21,13 @@ struct zktest_conn {
 
 static char g_script[4096];
 
-static int find_script(void)
-{
-    const char *data = getenv("IDM_TEST_DATA");
-    if (data == NULL || data[0] == '\0') {
-        fprintf(stderr, "zktest: IDM_TEST_DATA is not set (run through ctest)\n");
-        return -1;
-    }
-    snprintf(g_script, sizeof g_script, "%s/../../scripts/zk-test-server.sh", data);
-    if (access(g_script, R_OK) != 0) {
-        fprintf(stderr, "zktest: no %s\n", g_script);
-        return -1;
-    }
-    return 0;
-}
-
-/* The script with args (a printf format): its exit status, its standard
- * output (trailing white space cut) in out. */
-__attribute__((format(printf, 3, 4))) static int script(char *out, size_t n, const char *fmt, ...)
-{
-    char args[4400], cmd[9000], sink[64];
-    va_list ap;
-    FILE *p;
-    size_t len = 0, got;
-    int st;
-    if (out == NULL) {
-        out = sink;
-        n = sizeof sink;
-    }
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof args, fmt, ap);
-    va_end(ap);
-    snprintf(cmd, sizeof cmd, "IDM_ZK_OWNER=%ld bash '%s' %s", (long)getpid(), g_script, args);
-    out[0] = '\0';
-    p = popen(cmd, "r");
-    if (p == NULL)
-        return -1;
-    while (len + 1 < n && (got = fread(out + len, 1, n - 1 - len, p)) > 0)
-        len += got;
-    out[len] = '\0';
-    while (len > 0 && (out[len - 1] == '\n' || out[len - 1] == ' '))
-        out[--len] = '\0';
-    while (fread(sink, 1, sizeof sink, p) > 0)
-        ;
-    st = pclose(p);
-    return st == -1 ? -1 : WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
+/* The script with args (a printf format): see leasetest_script. */
+#define script(out, n, ...) leasetest_script(out, n, "IDM_ZK_OWNER", g_script, __VA_ARGS__)
 
 int zktest_start(zktest_server *s, int members)
 {
     memset(s, 0, sizeof *s);
-    if (find_script() != 0)
+    if (leasetest_script_path(g_script, sizeof g_script, "zktest", "zk-test-server.sh") != 0)
         return -1;
     s->dir = idm_test_tmpdir();
     s->members = members;
