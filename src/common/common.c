@@ -72,6 +72,15 @@ int idm__open_regular(const char *path, int flags, mode_t mode, const char **kin
     return fd;
 }
 
+void idm__cond_init_mono(pthread_cond_t *cv)
+{
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(cv, &ca);
+    pthread_condattr_destroy(&ca);
+}
+
 /* Append n bytes of s to out (length *len, capacity cap), cutting. */
 static void put(char *out, size_t cap, size_t *len, const char *s, size_t n)
 {

@@ -12,6 +12,7 @@
 #ifndef IDM_COMMON_H
 #define IDM_COMMON_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -64,6 +65,11 @@ const char *idm__file_kind(mode_t mode);
  * (idm__file_kind), else *kind is NULL.
  */
 int idm__open_regular(const char *path, int flags, mode_t mode, const char **kind);
+
+/* Initialise cv to wait on CLOCK_MONOTONIC (pthread_cond_timedwait's
+ * deadlines then come from idm__mono_ns), so that a wall clock set back
+ * cannot stretch a wait. */
+void idm__cond_init_mono(pthread_cond_t *cv);
 
 /* ---- URLs and backends ---- */
 

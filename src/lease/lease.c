@@ -236,13 +236,7 @@ int idm_lease_open(idm_lease **out, const idm_lease_opts *opts)
     l->clock = opts->clock != NULL ? opts->clock : idm_clock_system();
     l->margin_ms = margin;
     pthread_mutex_init(&l->mu, NULL);
-    {
-        pthread_condattr_t ca;
-        pthread_condattr_init(&ca);
-        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-        pthread_cond_init(&l->cv, &ca);
-        pthread_condattr_destroy(&ca);
-    }
+    idm__cond_init_mono(&l->cv);
     rc = ops->open(&l->be, rest, opts);
     if (rc == 0) {
         /* The claim records the first mark, as a renewal sent now would. */

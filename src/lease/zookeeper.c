@@ -624,13 +624,7 @@ static int zk_open(void **be, const char *rest, const idm_lease_opts *opts)
     snprintf(z->spath, sizeof z->spath, "%s/scope", z->prefix);
     snprintf(z->where, sizeof z->where, "zk://%s", rest);
     pthread_mutex_init(&z->mu, NULL);
-    {
-        pthread_condattr_t ca;
-        pthread_condattr_init(&ca);
-        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-        pthread_cond_init(&z->cv, &ca);
-        pthread_condattr_destroy(&ca);
-    }
+    idm__cond_init_mono(&z->cv);
     /* The session: asked for with the TTL as its timeout. */
     pthread_once(&quiet_once, quiet_client);
     errno = 0;
