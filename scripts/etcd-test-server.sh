@@ -50,20 +50,23 @@
 set -uo pipefail
 
 me=etcd-test-server.sh
-
-die() {
-    echo "$me: $*" >&2
-    exit 1
-}
+# What the shared helpers call things here, and how long they wait.
+KIND=cluster GROUP=cluster NAME=etcd READY="become healthy" PORTS="CPORT PPORT"
+READY_TRIES=200 LEADER_TRIES=50 LEADER_PAUSE=0.2 OWNER=${IDM_ETCD_OWNER:-$PPID}
+USAGE_TAIL=" [wipe] | start-tls DIR CERTDIR [auth [TOKEN_TTL]] | user DIR NAME PASSWORD_FILE [PREFIX]"
+# shellcheck source-path=SCRIPTDIR source=test-server-lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/test-server-lib.sh" || exit 1
 
 # TLS=1 (clients over HTTPS: etcdctl with the test client's certificate),
 # TOKEN_TTL (set: JWT tokens of that lifetime) and AUTH=1 (authentication
 # enabled: etcdctl as root, its password from the environment, never from
-# the command line) come from cluster.conf.
+# the command line) come from cluster.conf; start-tls has start write them
+# there (TLSCONF).
 TLS=0
 AUTH=0
 CERTS=
 TOKEN_TTL=
+TLSCONF=
 
 ctl() {
     local tls=() user=
@@ -84,60 +87,19 @@ scheme() {
     if [ "$TLS" = 1 ]; then echo https; else echo http; fi
 }
 
-# random_port: a port below the kernel's ephemeral range. A port from that
-# range, once free, can be taken as the source port of any outgoing
-# connection (etcd members keep reconnecting to a stopped peer), and then a
-# restarted server cannot bind it again.
-random_port() {
-    local lo=10000 hi
-    hi=$(awk '{print $1}' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null)
-    [ -n "$hi" ] && [ "$hi" -gt $((lo + 1000)) ] || hi=32768
-    printf '%s\n' $((lo + (RANDOM * 32768 + RANDOM) % (hi - lo)))
+need_tools() {
+    command -v etcd >/dev/null 2>&1 || die "start: no etcd on PATH; install etcd-server"
+    command -v etcdctl >/dev/null 2>&1 || die "start: no etcdctl on PATH; install etcd-client"
 }
 
-# port_busy PORT: something accepts connections on 127.0.0.1:PORT.
-port_busy() {
-    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+# token: a new cluster token.
+token() {
+    echo "idmint-test-$$-$RANDOM$RANDOM-$(date +%s%N)"
 }
 
-free_port() {
-    local p
-    for _ in $(seq 1 50); do
-        p=$(random_port)
-        port_busy "$p" && continue
-        if command -v ss >/dev/null 2>&1 && ss -Htan "( sport = :$p )" 2>/dev/null | grep -q .; then
-            continue
-        fi
-        printf '%s\n' "$p"
-        return 0
-    done
-    die "no free port found"
-}
-
-# load_conf DIR: MEMBERS, TOKEN, CPORTn and PPORTn of the cluster in DIR.
-load_conf() {
-    [ -f "$1/cluster.conf" ] || die "no cluster was started in '$1'"
-    # shellcheck disable=SC1091
-    . "$1/cluster.conf"
-    CONF_DIR=$1
-}
-
-# check_member N: N is a member number of the loaded cluster.
-check_member() {
-    case $1 in '' | *[!0-9]*) die "'$1' is not a member number" ;; esac
-    # shellcheck disable=SC2153 # MEMBERS comes from cluster.conf
-    if [ "$1" -lt 1 ] || [ "$1" -gt "$MEMBERS" ]; then
-        die "no member $1 (the cluster has $MEMBERS)"
-    fi
-}
-
-endpoints() {
-    local i out=""
-    # shellcheck disable=SC2153 # MEMBERS comes from cluster.conf
-    for i in $(seq 1 "$MEMBERS"); do
-        eval "out=\$out\${out:+,}127.0.0.1:\$CPORT$i"
-    done
-    printf '%s\n' "$out"
+conf_head() {
+    echo "TOKEN=$(token)"
+    [ -z "$TLSCONF" ] || printf '%s\n' "$TLSCONF"
 }
 
 peer_list() {
@@ -169,183 +131,35 @@ launch() {
     printf '%s\n' "$!" >"$dir/m$n.pid"
 }
 
-# gone PID: the process has exited (a zombie that nobody has reaped yet
-# counts as gone: it holds no port any more).
-gone() {
-    local state
-    kill -0 "$1" 2>/dev/null || return 0
-    state=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -c1)
-    [ -z "$state" ] || [ "$state" = Z ]
+# member_ready PORT: the member answers /health as healthy.
+member_ready() {
+    ctl --dial-timeout=500ms --command-timeout=1s \
+        --endpoints="$(scheme)://127.0.0.1:$1" endpoint health >/dev/null 2>&1
 }
 
-member_alive() {
-    local pid
-    pid=$(cat "$1/m$2.pid" 2>/dev/null) || return 1
-    [ -n "$pid" ] && ! gone "$pid"
+is_leader() {
+    local line
+    # Simple format: endpoint, id, version, db size, is leader, ...
+    line=$(ctl --endpoints="$(scheme)://127.0.0.1:$1" endpoint status 2>/dev/null) || return 1
+    [ "$(printf '%s\n' "$line" | awk -F', ' '{print $5}')" = true ]
 }
 
-# wait_healthy DIR N...: until each member answers /health as healthy.
-wait_healthy() {
-    local dir=$1 n c ok
-    shift
-    for _ in $(seq 1 200); do
-        ok=1
-        for n in "$@"; do
-            member_alive "$dir" "$n" || return 1
-            eval "c=\$CPORT$n"
-            ctl --dial-timeout=500ms --command-timeout=1s \
-                --endpoints="$(scheme)://127.0.0.1:$c" endpoint health >/dev/null 2>&1 || ok=0
-        done
-        [ "$ok" = 1 ] && return 0
-        sleep 0.1
-    done
-    return 1
+wipe_members() {
+    rm -rf "$1"/m*.etcd
+    : >"$1/m1.log"
 }
 
-start_watcher() {
-    local dir=$1 owner=${IDM_ETCD_OWNER:-$PPID}
-    [ "$owner" = 0 ] && return 0
-    # shellcheck disable=SC2016
-    setsid bash -c '
-        owner=$1 dir=$2
-        while kill -0 "$owner" 2>/dev/null; do sleep 1; done
-        for f in "$dir"/m*.pid; do
-            [ -f "$f" ] || continue
-            p=$(cat "$f" 2>/dev/null)
-            [ -n "$p" ] && kill -CONT "$p" 2>/dev/null && kill -9 "$p" 2>/dev/null
-        done' watcher "$owner" "$dir" >/dev/null 2>&1 </dev/null &
-    printf '%s\n' "$!" >"$dir/watch.pid"
-}
-
-cmd_start() {
-    local dir=$1 members=${2:-1} i try tlsconf=${3:-}
-    case $members in 1 | 3) ;; *) die "start: MEMBERS must be 1 or 3, not '$members'" ;; esac
-    [ -d "$dir" ] || die "start: '$dir' is not a directory"
-    dir=$(cd "$dir" && pwd) || die "start: cannot enter '$dir'"
-    case $dir in *[[:space:]]*) die "start: '$dir' holds white space" ;; esac
-    [ ! -e "$dir/cluster.conf" ] || die "start: '$dir' already holds a cluster"
-    command -v etcd >/dev/null 2>&1 || die "start: no etcd on PATH; install etcd-server"
-    command -v etcdctl >/dev/null 2>&1 || die "start: no etcdctl on PATH; install etcd-client"
-
-    for try in 1 2 3 4 5; do
-        {
-            echo "MEMBERS=$members"
-            echo "TOKEN=idmint-test-$$-$RANDOM$RANDOM-$(date +%s%N)"
-            [ -z "$tlsconf" ] || printf '%s\n' "$tlsconf"
-            for i in $(seq 1 "$members"); do
-                echo "CPORT$i=$(free_port)"
-                echo "PPORT$i=$(free_port)"
-            done
-        } >"$dir/cluster.conf.new" || die "start: cannot write in '$dir'"
-        mv "$dir/cluster.conf.new" "$dir/cluster.conf"
-        load_conf "$dir"
-        for i in $(seq 1 "$members"); do
-            launch "$dir" "$i"
-        done
-        [ "$try" = 1 ] && start_watcher "$dir"
-        if wait_healthy "$dir" $(seq 1 "$members"); then
-            endpoints
-            return 0
-        fi
-        kill_members "$dir"
-        if ! grep -q -i "address already in use" "$dir"/m*.log 2>/dev/null; then
-            break
-        fi
-        rm -rf "$dir"/m*.etcd
-        : >"$dir/m1.log"
-    done
-    tail -n 20 "$dir"/m*.log >&2 2>/dev/null
-    rm -f "$dir/cluster.conf"
-    die "start: etcd did not become healthy (see the log above)"
-}
-
-# kill_one DIR N: kill -9 member N (resuming it first if stopped), wait.
-kill_one() {
-    local pid
-    pid=$(cat "$1/m$2.pid" 2>/dev/null) || return 0
-    [ -n "$pid" ] || return 0
-    kill -CONT "$pid" 2>/dev/null
-    kill -9 "$pid" 2>/dev/null || return 0
-    for _ in $(seq 1 200); do
-        gone "$pid" && return 0
-        sleep 0.02
-    done
-    return 0
-}
-
-kill_members() {
-    local f n
-    for f in "$1"/m*.pid; do
-        [ -f "$f" ] || continue
-        n=${f##*/m}
-        n=${n%.pid}
-        kill_one "$1" "$n"
-    done
-}
-
-cmd_stop() {
-    local dir=$1 w
-    [ -d "$dir" ] || return 0
-    w=$(cat "$dir/watch.pid" 2>/dev/null)
-    [ -n "$w" ] && kill "$w" 2>/dev/null
-    kill_members "$dir"
-    rm -f "$dir"/m*.pid "$dir/watch.pid"
-    return 0
-}
-
-cmd_pid() {
-    local dir=$1 n=$2
-    load_conf "$dir"
-    check_member "$n"
-    [ -s "$dir/m$n.pid" ] || die "pid: no member $n in '$dir'"
-    cat "$dir/m$n.pid"
-}
-
-cmd_leader() {
-    local dir=$1 i c line
-    load_conf "$dir"
-    for _ in $(seq 1 50); do
-        for i in $(seq 1 "$MEMBERS"); do
-            member_alive "$dir" "$i" || continue
-            eval "c=\$CPORT$i"
-            # Simple format: endpoint, id, version, db size, is leader, ...
-            line=$(ctl --endpoints="$(scheme)://127.0.0.1:$c" endpoint status 2>/dev/null) ||
-                continue
-            if [ "$(printf '%s\n' "$line" | awk -F', ' '{print $5}')" = true ]; then
-                printf '%s\n' "$i"
-                return 0
-            fi
-        done
-        sleep 0.2
-    done
-    die "leader: no member is leader"
-}
-
-cmd_kill() {
-    load_conf "$1"
-    check_member "$2"
-    kill_one "$1" "$2"
-}
-
-cmd_restart() {
-    local dir=$1 n=$2 wipe=${3:-}
-    dir=$(cd "$dir" && pwd) || die "restart: cannot enter '$1'"
-    load_conf "$dir"
-    check_member "$n"
-    kill_one "$dir" "$n"
-    if [ "$wipe" = wipe ]; then
+# restart_option DIR N OPTION: "wipe" empties the member's data directory
+# and gives the cluster a new token (a one-member cluster only).
+restart_option() {
+    if [ "$3" = wipe ]; then
         [ "$MEMBERS" = 1 ] || die "restart: wipe needs a one-member cluster"
-        rm -rf "$dir/m$n.etcd"
-        sed -i "s/^TOKEN=.*/TOKEN=idmint-test-$$-$RANDOM$RANDOM-$(date +%s%N)/" "$dir/cluster.conf"
-        load_conf "$dir"
-    elif [ -n "$wipe" ]; then
-        die "restart: unknown option '$wipe'"
+        rm -rf "$1/m$2.etcd"
+        sed -i "s/^TOKEN=.*/TOKEN=$(token)/" "$1/cluster.conf"
+        load_conf "$1"
+    elif [ -n "$3" ]; then
+        die "restart: unknown option '$3'"
     fi
-    launch "$dir" "$n"
-    wait_healthy "$dir" "$n" || {
-        tail -n 20 "$dir/m$n.log" >&2
-        die "restart: member $n did not become healthy"
-    }
 }
 
 # start-tls DIR CERTDIR [auth [TOKEN_TTL]]
@@ -360,9 +174,10 @@ cmd_start_tls() {
     case $auth in '' | auth) ;; *) die "start-tls: unknown option '$auth'" ;; esac
     case $ttl in *[!0-9a-z]* | '') die "start-tls: '$ttl' is no duration (2s, 500ms)" ;; esac
     [ "$auth" = auth ] || ttl=
-    eps=$(cmd_start "$dir" 1 "TLS=1
+    eps=$(TLSCONF="TLS=1
 CERTS=$certs
-TOKEN_TTL=$ttl") || exit 1
+TOKEN_TTL=$ttl"
+        cmd_start "$dir" 1) || exit 1
     dir=$(cd "$dir" && pwd)
     if [ "$auth" = auth ]; then
         load_conf "$dir"
@@ -400,19 +215,7 @@ cmd_user() {
 }
 
 case "${1:-}:${2:-}" in
-start:?*) cmd_start "$2" "${3:-1}" ;;
 start-tls:?*) cmd_start_tls "$2" "${3:?start-tls needs CERTDIR}" "${4:-}" "${5:-}" ;;
 user:?*) cmd_user "$2" "${3:?user needs NAME}" "${4:?user needs PASSWORD_FILE}" "${5:-}" ;;
-stop:?*) cmd_stop "$2" ;;
-endpoints:?*) load_conf "$2" && endpoints ;;
-pid:?*) cmd_pid "$2" "${3:?pid needs N}" ;;
-leader:?*) cmd_leader "$2" ;;
-kill:?*) cmd_kill "$2" "${3:?kill needs N}" ;;
-restart:?*) cmd_restart "$2" "${3:?restart needs N}" "${4:-}" ;;
-*)
-    echo "usage: $me start DIR [1|3] | stop DIR | endpoints DIR | pid DIR N | leader DIR |" \
-        "kill DIR N | restart DIR N [wipe] | start-tls DIR CERTDIR [auth [TOKEN_TTL]] |" \
-        "user DIR NAME PASSWORD_FILE [PREFIX]" >&2
-    exit 2
-    ;;
+*) member_command "$@" ;;
 esac

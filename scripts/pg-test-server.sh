@@ -42,11 +42,8 @@
 set -uo pipefail
 
 me=pg-test-server.sh
-
-die() {
-    echo "$me: $*" >&2
-    exit 1
-}
+# shellcheck source-path=SCRIPTDIR source=test-server-lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/test-server-lib.sh" || exit 1
 
 find_bindir() {
     if [ -n "${PG_BINDIR:-}" ]; then
@@ -93,22 +90,6 @@ as_owner() {
     else
         "$@"
     fi
-}
-
-# random_port: a port below the kernel's ephemeral range. A port from that
-# range, once free, can be taken as the source port of any outgoing
-# connection (etcd members keep reconnecting to a stopped peer), and then a
-# restarted server cannot bind it again.
-random_port() {
-    local lo=10000 hi
-    hi=$(awk '{print $1}' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null)
-    [ -n "$hi" ] && [ "$hi" -gt $((lo + 1000)) ] || hi=32768
-    printf '%s\n' $((lo + (RANDOM * 32768 + RANDOM) % (hi - lo)))
-}
-
-# port_busy PORT: something accepts connections on 127.0.0.1:PORT.
-port_busy() {
-    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
 }
 
 # pg_start BINDIR DIR PORT: start the cluster in DIR on PORT and wait.

@@ -15,7 +15,7 @@
 # Settings a script may give before sourcing:
 #   FAIL_FD   the file descriptor `bad` writes to (default 2, stderr); the
 #             lease scripts use 3, a copy of stderr that stays visible where
-#             the shell's own stderr is muted (they open it themselves).
+#             the shell's own stderr is muted (lib_lease.sh opens it for them).
 #   SHOW_ERR  how many bytes of stderr `show` prints (default: all of it).
 
 BIN=${1:-}
@@ -85,8 +85,8 @@ ends_nl() { [ "$(tail -c 1 "$1" | od -An -c | tr -d ' ')" = '\n' ]; }
 one_err_line() { [ "$(wc -l <"$T/err")" -eq 1 ] && ends_nl "$T/err"; }
 
 # The checks below are those of test_cli.sh and test_ids128.sh. The lease
-# scripts define their own fails_with (STATUS TEXT ARGS...) after sourcing,
-# which replaces this one; they do not use expect_out or usage_*.
+# scripts source lib_lease.sh instead, whose fails_with (STATUS TEXT
+# ARGS...) replaces this one; they do not use expect_out or usage_*.
 
 # expect_out EXPECTED ARGS...: exit 0, stdout exactly EXPECTED (plus a final
 # newline), stderr empty.

@@ -19,45 +19,10 @@
 
 set -u
 
-exec 3>&2 # failures go here even where the shell's own stderr is muted
-FAIL_FD=3
-SHOW_ERR=600
-# shellcheck source=lib.sh
-source "$(dirname "$0")/lib.sh"
-
-PIDS=()
-cleanup() {
-    local p
-    for p in "${PIDS[@]}"; do
-        kill -9 "$p" 2>/dev/null
-    done
-    for p in "${PIDS[@]}"; do
-        wait "$p" 2>/dev/null
-    done
-    rm -rf "$T"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-export HOME="$T/home"
-export IDMINT_STATE_DIR="$T/state"
-
-TW_EPOCH=2010-11-04T01:42:54.657Z
+# shellcheck source=lib_lease.sh
+source "$(dirname "$0")/lib_lease.sh"
+FAILS_WITHIN= # no check here measures elapsed time
 ONE_BIT=time:41@1ms,worker:1,seq:12
-
-# fails_with STATUS TEXT ARGS...: exit STATUS, nothing on stdout, exactly one
-# stderr line, starting with "idmint: " and containing TEXT.
-fails_with() {
-    local status=$1 text=$2 line
-    shift 2
-    run "$@"
-    line=$(head -n 1 "$T/err")
-    if [ "$RC" -eq "$status" ] && [ ! -s "$T/out" ] && one_err_line &&
-        [ "${line#idmint: }" != "$line" ] && [ "${line#*"$text"}" != "$line" ]; then
-        ok
-    else
-        bad "idmint $*: want exit $status and one stderr line with [$text]; $(show)"
-    fi
-}
 
 # wait_exit PID: wait for PID to exit (up to 60 s, which only ends a hung
 # run: then it is killed); its exit status in $STOPPED, 137 if killed.
@@ -72,34 +37,12 @@ wait_exit() {
     STOPPED=$?
 }
 
-# wait_output FILE PID: wait until FILE is not empty while PID lives (up to
-# 60 s, which only ends a hung run).
-wait_output() {
-    local i
-    for i in $(seq 1200); do
-        [ -s "$1" ] && return 0
-        kill -0 "$2" 2>/dev/null || break
-        sleep 0.05
-    done
-    [ -s "$1" ]
-}
-
-# start_hold NAME ARGS...: `idmint lease hold ARGS` in the background,
-# stdout in $T/NAME.out; its pid in $HOLD_PID.
-start_hold() {
-    local name=$1
-    shift
-    "$BIN" lease hold "$@" >"$T/$name.out" 2>"$T/$name.err" &
-    HOLD_PID=$!
-    PIDS+=("$HOLD_PID")
-}
-
 # wait_line FILE PID: wait for a complete line in FILE while PID lives (up
 # to 60 s, which only ends a hung run); prints the line.
 wait_line() {
     local file=$1 pid=$2 i
     for i in $(seq 1200); do
-        if [ -s "$file" ] && [ "$(tail -c 1 "$file" | od -An -c | tr -d ' ')" = '\n' ]; then
+        if [ -s "$file" ] && ends_nl "$file"; then
             head -n 1 "$file"
             return 0
         fi
@@ -109,21 +52,6 @@ wait_line() {
     [ -s "$file" ] && head -n 1 "$file"
     return 1
 }
-
-# field LINE KEY: the value of KEY=value in LINE.
-field() { printf '%s\n' "$1" | tr ' ' '\n' | sed -n "s/^$2=//p" | head -n 1; }
-
-# list_line URL WORKER: the `lease list` line of WORKER.
-list_line() { "$BIN" lease list "$1" 2>/dev/null | grep "^worker=$2 " | head -n 1; }
-
-# stop PID SIGNAL: send SIGNAL, wait; the exit status in $STOPPED.
-stop() {
-    kill -"$2" "$1" 2>/dev/null
-    { wait "$1"; } 2>/dev/null
-    STOPPED=$?
-}
-
-is_num() { [[ $1 =~ ^[0-9]+$ ]]; }
 
 # ---- the binary knows leases at all (else stop here, failing) ----
 
@@ -266,10 +194,10 @@ else
     bad "next --lease: want worker 0 released with mark_ms = its id's time [$M0]; [$LL]; $(show)"
 fi
 
-start_hold h1 "$U"
-P1=$HOLD_PID
-start_hold h2 "$U"
-P2=$HOLD_PID
+spawn h1 lease hold "$U"
+P1=$SPAWNED
+spawn h2 lease hold "$U"
+P2=$SPAWNED
 L1=$(wait_line "$T/h1.out" "$P1")
 L2=$(wait_line "$T/h2.out" "$P2")
 # Which holder got worker 0 is up to the race: PA holds 0, PB holds 1.
@@ -322,8 +250,8 @@ else
     bad "after SIGTERM: want worker=0 held=no with mark_ms=$M0; got [$LL]"
 fi
 # The freed id is claimed again, and the claimer sees its mark.
-start_hold h3 "$U"
-P3=$HOLD_PID
+spawn h3 lease hold "$U"
+P3=$SPAWNED
 L3=$(wait_line "$T/h3.out" "$P3")
 check "re-claim after SIGTERM: want [worker=0 mark_ms=$M0], got [$L3]" \
     test "$L3" = "worker=0 mark_ms=$M0"
@@ -343,8 +271,8 @@ fi
 # A file:// id is never freed by expiry, only by the kernel dropping a dead
 # holder's lock, and a claim never waits for a held id (it takes the next
 # free one): worker 1, not 2, means its holder's death freed it.
-start_hold h4 "$U"
-P4=$HOLD_PID
+spawn h4 lease hold "$U"
+P4=$SPAWNED
 L4=$(wait_line "$T/h4.out" "$P4")
 M4=$(field "$L4" mark_ms)
 if [ "$(field "$L4" worker)" = 1 ] && is_num "$M4" && [ "$M4" -ge "${M2:-0}" ]; then
@@ -362,10 +290,10 @@ check "no id held once all holders stopped" test "$RC" -eq 0 -a "$(grep -c 'held
 # ---- --max 2: a third holder fails at once ----
 
 U2="file://$T/l2"
-start_hold m1 --max 2 "$U2"
-PM1=$HOLD_PID
-start_hold m2 --max 2 "$U2"
-PM2=$HOLD_PID
+spawn m1 lease hold --max 2 "$U2"
+PM1=$SPAWNED
+spawn m2 lease hold --max 2 "$U2"
+PM2=$SPAWNED
 LM1=$(wait_line "$T/m1.out" "$PM1")
 LM2=$(wait_line "$T/m2.out" "$PM2")
 check "two holders under --max 2 get 0 and 1 [$LM1] [$LM2]" \
@@ -391,66 +319,11 @@ stop "$PM2" TERM
 # ---- churn: 50 processes, 10 at a time, about one in five killed ----
 
 U3="file://$T/l3"
-mkdir -p "$T/churn"
-KILLED=0
-# The shell reports each job killed by SIGKILL on its stderr: muted here.
-for batch in 0 1 2 3 4; do
-    pids=()
-    victims=()
-    for j in 0 1 2 3 4 5 6 7 8 9; do
-        i=$((batch * 10 + j))
-        if [ $((j % 5)) -eq 2 ]; then
-            n=10000000 # 4096 ids a ms at most: 2.4 s at least, killed long before
-        else
-            n=2000
-        fi
-        "$BIN" next --lease "$U3" --lease-ttl 1000 -n "$n" --node datacenter=1 \
-            >"$T/churn/$i.out" 2>"$T/churn/$i.err" &
-        pids[j]=$!
-        PIDS+=("$!")
-        [ "$n" -ne 2000 ] && victims+=("$j")
-    done
-    # Each victim is killed once it mints: mid-run, holding its id.
-    for j in "${victims[@]}"; do
-        wait_output "$T/churn/$((batch * 10 + j)).out" "${pids[j]}"
-        kill -9 "${pids[j]}" 2>/dev/null
-    done 2>/dev/null
-    for j in 0 1 2 3 4 5 6 7 8 9; do
-        i=$((batch * 10 + j))
-        { wait "${pids[j]}"; } 2>/dev/null
-        st=$?
-        if [ "$st" -eq 137 ]; then
-            KILLED=$((KILLED + 1))
-            # A kill mid-write leaves a partial last line: drop it.
-            if [ -s "$T/churn/$i.out" ] && [ "$(tail -c 1 "$T/churn/$i.out" | od -An -c | tr -d ' ')" != '\n' ]; then
-                head -n -1 "$T/churn/$i.out" >"$T/churn/$i.tmp" && mv "$T/churn/$i.tmp" "$T/churn/$i.out"
-            fi
-        elif [ "$st" -ne 0 ] || [ "$(wc -l <"$T/churn/$i.out")" -ne 2000 ] ||
-            [ -s "$T/churn/$i.err" ]; then
-            bad "churn process $i: exit $st, $(wc -l <"$T/churn/$i.out") ids, stderr [$(head -c 300 "$T/churn/$i.err")]"
-        fi
-    done
-done 2>/dev/null
+# 4096 ids a ms at most: a victim takes 2.4 s at least, and is killed long
+# before (waited for up to 60 s, which only ends a hung run).
+CHURN_WAIT=1200 churn "$U3" 50 10 40 --lease-ttl 1000 --node datacenter=1
 check "churn: at least 5 processes were killed mid-run (got $KILLED)" test "$KILLED" -ge 5
-cat "$T"/churn/*.out >"$T/churn.all"
-TOTAL=$(wc -l <"$T/churn.all")
-check "churn: every line is an id" test "$(grep -cv '^[0-9]\{1,20\}$' "$T/churn.all")" -eq 0
-check "churn: at least 40 x 2000 ids (got $TOTAL)" test "$TOTAL" -ge 80000
-DUPS=$(sort "$T/churn.all" | uniq -d | wc -l)
-check "churn: all $TOTAL ids unique ($DUPS repeated)" test "$DUPS" -eq 0
-# The worker ids: from the first and last id of every process.
-SAMPLE=()
-for f in "$T"/churn/*.out; do
-    [ -s "$f" ] && SAMPLE+=("$(head -n 1 "$f")" "$(tail -n 1 "$f")")
-done
-"$BIN" decode "${SAMPLE[@]}" >"$T/out" 2>"$T/err"
-WORKERS=$(sed -n 's/.* worker=\([0-9]*\) .*/\1/p' "$T/out" | sort -nu | tr '\n' ' ')
-if [ "$(wc -l <"$T/out")" -eq "${#SAMPLE[@]}" ] && [ "${#SAMPLE[@]}" -ge 80 ] &&
-    [ "$(grep -c ' datacenter=1 worker=\([0-9]\|[12][0-9]\|3[01]\) ' "$T/out")" -eq "${#SAMPLE[@]}" ]; then
-    ok
-else
-    bad "churn: decoded workers must be 0..31 with datacenter=1; workers [$WORKERS]; $(head -c 300 "$T/err")"
-fi
+churn_workers 80
 run lease list "$U3"
 check "churn: no id held afterwards" test "$RC" -eq 0 -a "$(grep -c 'held=yes' "$T/out")" -eq 0
 check "churn: no more than 32 records" test "$(wc -l <"$T/out")" -le 32
@@ -516,10 +389,9 @@ check "borrowing: 400000 unique ids" \
 # ---- next --lease: SIGTERM releases with the exact last tick ----
 
 U5="file://$T/l5"
-"$BIN" next --lease "$U5" -n 10000000 --node datacenter=2 >"$T/term.out" 2>"$T/term.err" &
-PT=$!
-PIDS+=("$PT")
-wait_output "$T/term.out" "$PT" # it mints: its handlers are in place
+spawn term next --lease "$U5" -n 10000000 --node datacenter=2
+PT=$SPAWNED
+wait_out "$T/term.out" "$PT" 1200 # it mints: its handlers are in place
 sleep 0.1
 stop "$PT" TERM
 LAST=$(tail -n 1 "$T/term.out")
@@ -549,10 +421,9 @@ fi
 # the next claim, a moment later, still has to wait (a TTL of 1 s could run
 # out first on a loaded machine, and then there is no wait to see).
 U7="file://$T/l7"
-"$BIN" next --lease "$U7" --lease-ttl 3000 -n 10000000 --node datacenter=2 >"$T/k9.out" 2>/dev/null &
-PK=$!
-PIDS+=("$PK")
-wait_output "$T/k9.out" "$PK"
+spawn k9 next --lease "$U7" --lease-ttl 3000 -n 10000000 --node datacenter=2
+PK=$SPAWNED
+wait_out "$T/k9.out" "$PK" 1200
 stop "$PK" 9
 MK=$(field "$(list_line "$U7" 0)" mark_ms)
 head -n -1 "$T/k9.out" >"$T/k9.ids" # the last line may be cut short
