@@ -383,3 +383,48 @@ unreachable() {
     run lease list "$url"
     check "unreachable: $name answers again after SIGCONT; $(show)" test "$RC" -eq 0
 }
+
+# idmintd_serves URL WORKERS ARGS...: idmintd (next to $BIN) with --lease
+# URL and ARGS comes up on a loopback port, says its worker id, serves
+# Snowflake ids that carry it (decoded with --layout twitter), shows it held
+# in `lease list`, and on SIGTERM exits 0 and releases it at once. The check
+# texts start with "idmintd: ". WORKERS: how many worker ids the layout's
+# lease field has (the id must be below it).
+idmintd_serves() {
+    local url=$1 workers=$2 d pid port w ids id got line i
+    shift 2
+    d="$(cd "$(dirname "$BIN")" && pwd)/idmintd"
+    "$d" --listen 127.0.0.1:0 --data-dir "$T/idmintd" --lease "$url" --lease-ttl 2000 \
+        --layout twitter --node datacenter=1 "$@" >"$T/idmintd.out" 2>"$T/idmintd.log" &
+    pid=$!
+    PIDS+=("$pid")
+    port=
+    for i in $(seq 200); do
+        port=$(sed -n 's|^idmintd: listening on http://127\.0\.0\.1:\([0-9]*\) (worker \([0-9]*\).*|\1|p' \
+            "$T/idmintd.log")
+        [ -n "$port" ] && break
+        exited "$pid" && break
+        sleep 0.05
+    done
+    if [ -z "$port" ]; then
+        bad "idmintd: comes up with --lease $url: $(peek 600 "$T/idmintd.log")"
+        return
+    fi
+    ok
+    w=$(sed -n 's|^idmintd: listening on http://127\.0\.0\.1:[0-9]* (worker \([0-9]*\).*|\1|p' \
+        "$T/idmintd.log")
+    check "idmintd: says a worker id below $workers [$w]" test -n "$w" -a "${w:-0}" -lt "$workers"
+    ids=$(curl -s --max-time 10 "http://127.0.0.1:$port/v1/snowflake?count=3")
+    id=$(printf '%s' "$ids" | sed -n 's/^{"ids":\["\([0-9]*\)".*/\1/p')
+    got=
+    [ -n "$id" ] && got=$("$BIN" decode --layout twitter "$id" 2>/dev/null | tr ' ' '\n' |
+        sed -n 's/^worker=//p' | head -n 1)
+    check "idmintd: serves ids under worker $w [$ids -> worker=$got]" test -n "$got" -a "$got" = "$w"
+    line=$(list_line "$url" "$w")
+    check "idmintd: lease list shows worker $w held [$line]" test "$(field "$line" held)" = yes
+    stop "$pid" TERM
+    check "idmintd: exits 0 on SIGTERM (status $STOPPED) [$(peek 300 "$T/idmintd.log")]" \
+        test "$STOPPED" -eq 0
+    line=$(list_line "$url" "$w")
+    check "idmintd: released at once [$line]" test "$(field "$line" held)" = no
+}

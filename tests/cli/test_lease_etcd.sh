@@ -54,6 +54,10 @@ fails_with 1 "etcd unreachable" next --lease etcd://127.0.0.1:1,127.0.0.1:1/p --
 start_server E1 e1 etcd 1
 ETCD1=$(bash "$SERVER" pid "$T/e1" 1)
 
+# ---- idmintd on etcd:// ----
+
+idmintd_serves "etcd://$E1/idmintd" 32
+
 # ---- 1. expiry: a frozen holder loses its id and stops at its deadline ----
 
 U1="etcd://$E1/expiry"

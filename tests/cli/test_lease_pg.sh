@@ -70,6 +70,10 @@ check "password: the holder exits 0 on SIGTERM, silent (status $STOPPED)" \
     test "$STOPPED" -eq 0 -a ! -s "$T/pw.err"
 check "password: released [$(list_line "$UP" 0)]" test "$(field "$(list_line "$UP" 0)" held)" = no
 
+# ---- idmintd on postgres:// ----
+
+idmintd_serves "$(url d)" 32
+
 # ---- 1. expiry: a frozen holder loses its id and stops at its deadline ----
 
 U1=$(url expiry)

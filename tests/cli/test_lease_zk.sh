@@ -70,6 +70,10 @@ run lease list "$U0"
 LH=$(grep "^worker=$WH " "$T/out" | head -n 1)
 check "hold: released at once [$LH]" test "$(field "$LH" held)" = no
 
+# ---- idmintd on zk:// ----
+
+idmintd_serves "zk://$EP/idmintd" 32
+
 # ---- churn: 50 processes, 10 at a time, one in five killed ----
 
 U2="zk://$EP/churn"
