@@ -72,4 +72,4 @@ if [ $fails -ne 0 ]; then
   echo "minimal build: $fails failure(s)" >&2
   exit 1
 fi
-echo "minimal build: no client library linked; etcd://, sqlite://, postgres:// refused naming their options"
+echo "minimal build: no client library linked; etcd://, etcds://, zk://, sqlite://, postgres:// refused naming their options"
