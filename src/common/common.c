@@ -93,43 +93,56 @@ static void put(char *out, size_t cap, size_t *len, const char *s, size_t n)
     out[*len] = '\0';
 }
 
+/* The first password text of url at or after from (one counts if its ':'
+ * or its option name starts there), its length in *len (0 for an empty
+ * password), or NULL: the authority's (after its
+ * first ':' up to its last '@', the authority running to the first '/',
+ * as libpq reads a URL: a '?' may be in a password), and each "password="
+ * option's value (at the start, or after '?', '&' or ' '; up to the next
+ * '&' or ' '). The one reading of credentials that idm__url_mask and
+ * idm__text_line share. */
+static const char *next_secret(const char *url, const char *from, size_t *len)
+{
+    const char *sep = strstr(url, "://"), *best = NULL;
+    if (sep != NULL) {
+        const char *auth = sep + 3, *end = auth + strcspn(auth, "/"), *at = NULL, *colon;
+        for (const char *c = auth; c < end; c++)
+            if (*c == '@')
+                at = c;
+        colon = at != NULL ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
+        if (colon != NULL && colon >= from) {
+            best = colon + 1;
+            *len = (size_t)(at - best);
+        }
+    }
+    for (const char *q = url; (q = strstr(q, "password=")) != NULL; q++) {
+        if ((q == url || q[-1] == '?' || q[-1] == '&' || q[-1] == ' ') && q >= from) {
+            if (best == NULL || q + 9 < best) {
+                best = q + 9;
+                *len = strcspn(best, "& ");
+            }
+            break;
+        }
+    }
+    return best;
+}
+
 void idm__url_mask(const char *url, char *out, size_t cap)
 {
-    const char *sep, *auth, *auth_end, *at = NULL, *colon = NULL, *p;
-    size_t len = 0;
+    const char *p = url, *from = url, *s;
+    size_t len = 0, n;
     if (cap == 0)
         return;
     out[0] = '\0';
     if (url == NULL)
         return;
-    sep = strstr(url, "://");
-    auth = sep != NULL ? sep + 3 : url;
-    /* The credentials run to the authority's last '@': as libpq reads a
-     * URL, that is before the first '/' (a '?' may be in a password). */
-    auth_end = sep != NULL ? auth + strcspn(auth, "/") : url;
-    for (p = auth; p < auth_end; p++) {
-        if (*p == '@')
-            at = p;
+    while ((s = next_secret(url, from, &n)) != NULL) {
+        put(out, cap, &len, p, (size_t)(s - p));
+        put(out, cap, &len, "***", 3);
+        p = s + n;
+        from = n > 0 ? p : s + 1;
     }
-    if (at != NULL)
-        colon = memchr(auth, ':', (size_t)(at - auth));
-    for (p = url; *p != '\0';) {
-        if (p == colon) {
-            put(out, cap, &len, ":***", 4);
-            p = at;
-            continue;
-        }
-        if ((p == url || p[-1] == '?' || p[-1] == '&' || p[-1] == ' ') &&
-            strncmp(p, "password=", 9) == 0) {
-            put(out, cap, &len, "password=***", 12);
-            p += 9;
-            while (*p != '\0' && *p != '&' && *p != ' ')
-                p++;
-            continue;
-        }
-        put(out, cap, &len, p, 1);
-        p++;
-    }
+    put(out, cap, &len, p, strlen(p));
 }
 
 void idm__argv_hide_secrets(int argc, char **argv)
@@ -156,46 +169,19 @@ void idm__argv_hide_secrets(int argc, char **argv)
     }
 }
 
-/* The password texts of url (at most max): pointers into url, lengths. */
-static size_t url_secrets(const char *url, const char **at_, size_t *len, size_t max)
-{
-    const char *sep = url != NULL ? strstr(url, "://") : NULL, *auth, *end, *at = NULL, *colon;
-    size_t k = 0;
-    if (url == NULL)
-        return 0;
-    if (sep != NULL) {
-        auth = sep + 3;
-        end = auth + strcspn(auth, "/");
-        for (const char *c = auth; c < end; c++)
-            if (*c == '@')
-                at = c;
-        colon = at != NULL ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
-        if (colon != NULL && at > colon + 1) {
-            at_[k] = colon + 1;
-            len[k++] = (size_t)(at - colon - 1);
-        }
-    }
-    for (const char *q = url; k < max && (q = strstr(q, "password=")) != NULL; q += 9) {
-        size_t n;
-        if (q != url && q[-1] != '?' && q[-1] != '&' && q[-1] != ' ')
-            continue;
-        n = strcspn(q + 9, "& ");
-        if (n > 0) {
-            at_[k] = q + 9;
-            len[k++] = n;
-        }
-    }
-    return k;
-}
-
 void idm__text_line(const char *msg, const char *url, char *out, size_t cap)
 {
-    const char *sec[4];
-    size_t slen[4], nsec = url_secrets(url, sec, slen, 4), n = 0;
+    const char *sec[4], *from = url;
+    size_t slen[4], nsec = 0, n = 0;
     bool space = false;
     const char *c = msg != NULL ? msg : "";
     if (cap == 0)
         return;
+    while (url != NULL && nsec < 4 && (sec[nsec] = next_secret(url, from, &slen[nsec])) != NULL) {
+        from = sec[nsec] + (slen[nsec] > 0 ? slen[nsec] : 1);
+        if (slen[nsec] > 0)
+            nsec++;
+    }
     while (*c != '\0' && n + 1 < cap) {
         const char *piece = c;
         size_t plen = 1, skip = 1;
