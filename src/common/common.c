@@ -72,13 +72,15 @@ int idm__open_regular(const char *path, int flags, mode_t mode, const char **kin
     return fd;
 }
 
-void idm__cond_init_mono(pthread_cond_t *cv)
+int idm__cond_init_mono(pthread_cond_t *cv)
 {
     pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(cv, &ca);
+    bool ok;
+    if (pthread_condattr_init(&ca) != 0)
+        return -1;
+    ok = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) == 0 && pthread_cond_init(cv, &ca) == 0;
     pthread_condattr_destroy(&ca);
+    return ok ? 0 : -1;
 }
 
 /* Append n bytes of s to out (length *len, capacity cap), cutting. */

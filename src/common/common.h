@@ -68,8 +68,9 @@ int idm__open_regular(const char *path, int flags, mode_t mode, const char **kin
 
 /* Initialise cv to wait on CLOCK_MONOTONIC (pthread_cond_timedwait's
  * deadlines then come from idm__mono_ns), so that a wall clock set back
- * cannot stretch a wait. */
-void idm__cond_init_mono(pthread_cond_t *cv);
+ * cannot stretch a wait. 0, or -1 (cv not initialised) if pthreads
+ * refuses. */
+int idm__cond_init_mono(pthread_cond_t *cv);
 
 /* ---- URLs and backends ---- */
 

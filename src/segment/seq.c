@@ -907,15 +907,6 @@ static void destroy(idm_seq *q)
     free(q);
 }
 
-static void cond_init_mono(pthread_cond_t *cv)
-{
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(cv, &ca);
-    pthread_condattr_destroy(&ca);
-}
-
 /* Hand q (its first blocks in place) to the keeper of its first store,
  * starting that keeper if q is the first allocator on the store. */
 static int attach(idm_seq *q)
@@ -932,7 +923,7 @@ static int attach(idm_seq *q)
         }
         k->store = q->stores[0];
         pthread_mutex_init(&k->mu, NULL);
-        cond_init_mono(&k->cv);
+        idm__cond_init_mono(&k->cv);
         if (pthread_create(&k->thread, NULL, keeper_main, k) != 0) {
             pthread_cond_destroy(&k->cv);
             pthread_mutex_destroy(&k->mu);
@@ -1004,7 +995,7 @@ int idm_seq_open(idm_seq **out, const idm_seq_opts *opts)
     if (q == NULL)
         return IDM_ENOMEM;
     memset(q, 0, sizeof *q);
-    cond_init_mono(&q->cv_done);
+    idm__cond_init_mono(&q->cv_done);
     q->stores = malloc(opts->nstores * sizeof *q->stores);
     q->st = calloc(opts->nstores, sizeof *q->st);
     q->floor_file = opts->floor_file != NULL ? strdup(opts->floor_file) : NULL;

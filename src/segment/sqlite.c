@@ -151,12 +151,8 @@ static pthread_once_t turns_once = PTHREAD_ONCE_INIT;
 /* A free turn. */
 static void turn_init(file_turn *t)
 {
-    pthread_condattr_t ca;
     pthread_mutex_init(&t->mu, NULL);
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&t->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    idm__cond_init_mono(&t->cv);
     t->held = false;
 }
 

@@ -1301,13 +1301,7 @@ void idmd_handle(idmd_app *app, const idmd_request *rq, idmd_response *rs)
 
 int idmd_seqs_init(idmd_app *app)
 {
-    pthread_condattr_t ca;
-    bool cv_ok;
-    if (pthread_condattr_init(&ca) != 0)
-        return -1;
-    cv_ok = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) == 0 &&
-            pthread_cond_init(&app->seq_cv, &ca) == 0;
-    pthread_condattr_destroy(&ca);
+    bool cv_ok = idm__cond_init_mono(&app->seq_cv) == 0;
     if (cv_ok && pthread_mutex_init(&app->seq_mu, NULL) == 0)
         return 0;
     if (cv_ok)

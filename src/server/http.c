@@ -506,7 +506,6 @@ int idmd_http_start(idmd_http **out, idmd_app *app, const idmd_config *cfg, char
                     size_t errlen)
 {
     idmd_http *h = calloc(1, sizeof *h);
-    pthread_condattr_t ca;
     if (h == NULL) {
         snprintf(err, errlen, "out of memory");
         return -1;
@@ -518,10 +517,7 @@ int idmd_http_start(idmd_http **out, idmd_app *app, const idmd_config *cfg, char
     h->admin.h = h;
     h->admin.admin = true;
     pthread_mutex_init(&h->mu, NULL);
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&h->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    idm__cond_init_mono(&h->cv);
     if (pthread_create(&h->watchdog, NULL, watchdog, h) != 0) {
         snprintf(err, errlen, "cannot start the connection watchdog thread");
         free_http(h);
