@@ -83,6 +83,39 @@ int idm__cond_init_mono(pthread_cond_t *cv)
     return ok ? 0 : -1;
 }
 
+ssize_t idm__read_regular(const char *path, char *buf, size_t cap, const char **kind, char *why,
+                          size_t whylen)
+{
+    size_t n = 0;
+    int fd = idm__open_regular(path, O_RDONLY, 0, kind), err;
+    if (fd < 0) {
+        err = errno;
+        if (*kind != NULL)
+            snprintf(why, whylen, "not a regular file (it is %s)", *kind);
+        else
+            snprintf(why, whylen, "cannot open it: %s", strerror(err));
+        errno = err;
+        return -1;
+    }
+    while (n < cap) {
+        ssize_t r = read(fd, buf + n, cap - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            err = errno;
+            snprintf(why, whylen, "cannot read it: %s", strerror(err));
+            close(fd);
+            errno = err;
+            return -1;
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+    }
+    close(fd);
+    return (ssize_t)n;
+}
+
 /* Append n bytes of s to out (length *len, capacity cap), cutting. */
 static void put(char *out, size_t cap, size_t *len, const char *s, size_t n)
 {

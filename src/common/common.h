@@ -66,6 +66,18 @@ const char *idm__file_kind(mode_t mode);
  */
 int idm__open_regular(const char *path, int flags, mode_t mode, const char **kind);
 
+/*
+ * Read a small file whole: up to cap bytes of the regular file at path
+ * (opened with idm__open_regular: a FIFO is refused, never waited on) into
+ * buf, retrying reads cut by a signal. The count; or -1 with *why (whylen
+ * bytes) saying what failed, "not a regular file (it is a FIFO)", "cannot
+ * open it: <strerror>" or "cannot read it: <strerror>", *kind the kind of a
+ * file that is not regular (else NULL) and errno the call's. No message is
+ * set: the callers name the file and its use.
+ */
+ssize_t idm__read_regular(const char *path, char *buf, size_t cap, const char **kind, char *why,
+                          size_t whylen);
+
 /* Initialise cv to wait on CLOCK_MONOTONIC (pthread_cond_timedwait's
  * deadlines then come from idm__mono_ns), so that a wall clock set back
  * cannot stretch a wait. 0, or -1 (cv not initialised) if pthreads

@@ -17,12 +17,9 @@
  * are in range, so a call takes 2 passes on average and k or more passes
  * with probability 2^-(k-1).
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "common.h"
 #include "internal.h"
@@ -184,36 +181,20 @@ int idm_opaque_key_parse(const char *hex, idm_opaque_key *out)
 
 int idm_opaque_key_load(const char *path, idm_opaque_key *out)
 {
-    char buf[KEY_FILE_MAX + 1];
+    char buf[KEY_FILE_MAX + 1], why[160];
     const char *kind;
-    size_t n = 0;
-    int fd, rc = 0;
+    ssize_t got;
+    size_t n;
+    int rc = 0;
     idm__clear_detail();
     if (path == NULL || out == NULL)
         return idm__fail(IDM_EINVAL, "key file: no path or no output pointer");
-    fd = idm__open_regular(path, O_RDONLY, 0, &kind);
-    if (fd < 0) {
-        if (kind != NULL)
-            return idm__fail(IDM_EINVAL, "key file '%.160s': not a regular file (it is %s)", path,
-                             kind);
-        return idm__fail(IDM_EIO, "key file '%.160s': cannot open it: %s", path, strerror(errno));
-    }
-    while (n < sizeof buf - 1) {
-        ssize_t r = read(fd, buf + n, sizeof buf - 1 - n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0) {
-            rc = idm__fail(IDM_EIO, "key file '%.160s': cannot read it: %s", path,
-                           strerror(errno));
-            break;
-        }
-        if (r == 0)
-            break;
-        n += (size_t)r;
-    }
-    close(fd);
+    got = idm__read_regular(path, buf, sizeof buf - 1, &kind, why, sizeof why);
+    n = got > 0 ? (size_t)got : 0;
     buf[n] = '\0';
-    if (rc == 0) {
+    if (got < 0) {
+        rc = idm__fail(kind != NULL ? IDM_EINVAL : IDM_EIO, "key file '%.160s': %s", path, why);
+    } else {
         if (n == sizeof buf - 1)
             rc = idm__fail(IDM_EPARSE,
                            "key file '%.160s': longer than one line of 32 hex digits", path);

@@ -587,10 +587,12 @@ static int post_curl(void *be, const char *url, const char *body, long timeout_m
 static int read_password(const char *path, char *pw, size_t cap)
 {
     const char *kind;
-    size_t len = 0;
-    int fd = idm__open_regular(path, O_RDONLY, 0, &kind), err = 0;
-    pw[0] = '\0';
-    if (fd < 0)
+    char why[160];
+    ssize_t got = idm__read_regular(path, pw, cap - 1, &kind, why, sizeof why);
+    size_t len = got > 0 ? (size_t)got : 0;
+    pw[len] = '\0';
+    if (got < 0) {
+        explicit_bzero(pw, cap);
         return kind != NULL
                    ? idm_error_fail(IDM_EINVAL, "lease: etcds option password-file: '%.120s' is "
                                                 "%s, not a regular file",
@@ -598,22 +600,7 @@ static int read_password(const char *path, char *pw, size_t cap)
                    : idm_error_fail(IDM_EINVAL, "lease: etcds option password-file: cannot read "
                                                 "'%.120s': %s",
                                     path, strerror(errno));
-    while (len < cap - 1 && memchr(pw, '\n', len) == NULL) {
-        ssize_t n = read(fd, pw + len, cap - 1 - len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            err = errno;
-        if (n <= 0)
-            break;
-        len += (size_t)n;
     }
-    close(fd);
-    pw[len] = '\0';
-    if (err != 0)
-        return idm_error_fail(IDM_EINVAL, "lease: etcds option password-file: cannot read "
-                                          "'%.120s': %s",
-                              path, strerror(err));
     len = strcspn(pw, "\n");
     if (pw[len] != '\n' && len == cap - 1)
         return idm_error_fail(IDM_EINVAL, "lease: etcds option password-file: the first line "

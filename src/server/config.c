@@ -974,41 +974,6 @@ static void wipe(void *p, size_t n)
         *v++ = 0;
 }
 
-/*
- * Read up to cap bytes of the regular file path (all of a shorter one),
- * opened without blocking (a FIFO is refused, not waited on): the count, or
- * -1 with why ("cannot open it: ...", "not a regular file (it is a FIFO)",
- * "cannot read it: ...").
- */
-static ssize_t read_file(const char *path, char *buf, size_t cap, char *why, size_t whylen)
-{
-    const char *kind;
-    size_t n = 0;
-    int fd = idm__open_regular(path, O_RDONLY, 0, &kind);
-    if (fd < 0) {
-        if (kind != NULL)
-            snprintf(why, whylen, "not a regular file (it is %s)", kind);
-        else
-            snprintf(why, whylen, "cannot open it: %s", strerror(errno));
-        return -1;
-    }
-    while (n < cap) {
-        ssize_t r = read(fd, buf + n, cap - n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0) {
-            snprintf(why, whylen, "cannot read it: %s", strerror(errno));
-            close(fd);
-            return -1;
-        }
-        if (r == 0)
-            break;
-        n += (size_t)r;
-    }
-    close(fd);
-    return (ssize_t)n;
-}
-
 /* token-file: one token of 16..IDMD_TOKEN_MAX printable ASCII bytes without
  * spaces, then line ends only (CR, LF), as main.c reads it. The messages
  * never quote the token. */
@@ -1021,7 +986,8 @@ static int check_token_file(const idmd_config *c, char *err, size_t errlen)
     char why[256];
     char buf[CAP];
     int rc = 0;
-    ssize_t got = read_file(c->token_file, buf, sizeof buf, why, sizeof why);
+    const char *kind;
+    ssize_t got = idm__read_regular(c->token_file, buf, sizeof buf, &kind, why, sizeof why);
     size_t n = got > 0 ? (size_t)got : 0;
     bool more = n == sizeof buf;
     while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
@@ -1075,7 +1041,8 @@ static int check_offset_file(const idmd_config *c, int64_t *offset_ms, char *err
     const char *path = c->clock + strlen("offset-file:");
     char why[256];
     char buf[64];
-    ssize_t n = read_file(path, buf, sizeof buf - 1, why, sizeof why);
+    const char *kind;
+    ssize_t n = idm__read_regular(path, buf, sizeof buf - 1, &kind, why, sizeof why);
     if (n < 0)
         return BAD(KEY(clock), c->clock, "the offset file: %s", why);
     buf[n] = '\0';
