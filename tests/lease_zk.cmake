@@ -13,3 +13,8 @@ if(TARGET test_lease_zk)
   target_link_libraries(test_lease_zk PRIVATE idm_zktest)
   target_include_directories(test_lease_zk PRIVATE ${PROJECT_SOURCE_DIR}/src/lease)
 endif()
+# test_lease_zk_reattach calls the backend's ops through src/lease/backend.h.
+if(TARGET test_lease_zk_reattach)
+  target_link_libraries(test_lease_zk_reattach PRIVATE idm_zktest)
+  target_include_directories(test_lease_zk_reattach PRIVATE ${PROJECT_SOURCE_DIR}/src/lease)
+endif()

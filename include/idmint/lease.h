@@ -27,9 +27,15 @@
  *                 refused for its scope, or with every id held, costs 1),
  *                 renewed by keepalive, the mark kept in <prefix>/hwm/N (no
  *                 lease) by transactions guarded on owning the worker key
- *                 that only ever raise it, released by revoking the lease. Endpoints are tried in turn on
- *                 transport errors; every answer's cluster id must match
- *                 the first, or the claim is taken as lost.
+ *                 that only ever raise it, released by revoking the lease.
+ *                 Endpoints are tried in turn on transport errors; every
+ *                 answer's cluster id must match the first, or the claim is
+ *                 taken as lost. A restarted holder resumes its claim
+ *                 (idm_lease_resume) from its handle, "etcd:lease=HEX,
+ *                 rev=N,cluster=N", in 2 round trips (3 with
+ *                 authentication): a transaction proving the worker key is
+ *                 bound to that lease and was created at that revision,
+ *                 then a keepalive.
  *   etcds://host:port[,host:port...]/prefix[?option=value&...]
  *                 etcd as above over HTTPS, the server's certificate
  *                 verified (its CA and the host name; never a fallback to
@@ -176,6 +182,32 @@ typedef struct idm_lease idm_lease;
  * opts.scope), with its NUL. */
 #define IDM_LEASE_SCOPE_MAX 640
 
+/* Room for a claim's handle (idm_lease_saved.handle) with its NUL, and for
+ * a boot id (the 36 characters of /proc/sys/kernel/random/boot_id). */
+#define IDM_LEASE_HANDLE_MAX 160
+#define IDM_LEASE_BOOT_ID_MAX 40
+
+/*
+ * What a holder needs to resume its claim after a restart (idm_lease_resume):
+ * given to opts.on_renew at each renewal, before the generator may rely on
+ * it, for the caller to keep (a claim file: see <idmint/leased.h>).
+ */
+typedef struct idm_lease_saved {
+    uint32_t worker;
+    uint64_t generation;        /* idm_lease_generation */
+    char handle[IDM_LEASE_HANDLE_MAX]; /* the coordinator's proof of the claim
+                                   (backend.h: etcd's lease id, ZooKeeper's
+                                   session, PostgreSQL's generation, file://'s
+                                   claim token); "" if it has none */
+    idm_unix_ms mark_ms;        /* the mark the coordinator now records */
+    int64_t ttl_ms;             /* the TTL granted */
+    idm_mono_ns mono_deadline;  /* the guard's deadlines this renewal gives */
+    idm_wall_ns wall_deadline;
+    char boot_id[IDM_LEASE_BOOT_ID_MAX]; /* the boot mono_deadline belongs to:
+                                   a monotonic time means nothing after a
+                                   reboot */
+} idm_lease_saved;
+
 typedef struct idm_lease_opts {
     const char *url;        /* required: file:///dir, etcd://..., etcds://...,
                                zk://..., postgres://... */
@@ -205,6 +237,20 @@ typedef struct idm_lease_opts {
      * NULL: not called. */
     void (*on_claim)(void *ctx, uint32_t worker, idm_unix_ms mark, int64_t wait_ms);
     void *on_claim_ctx;
+    /* Called (by attach for the first renewal, then by the keeper thread)
+     * after each successful renewal and before the generator may rely on it,
+     * with what a restart needs to resume the claim: a caller that keeps it
+     * (in a file) writes it here. A nonzero return (an IDM_E... code, with a
+     * detail) means it could not be kept: the renewal is then not relied on
+     * (the generator stops at the previous deadline, the status reports the
+     * error, the keeper tries again). NULL: not called. */
+    int (*on_renew)(void *ctx, const idm_lease_saved *saved);
+    /* Called once, by the keeper thread, when the coordinator says the claim
+     * is gone, after the generator was stopped. NULL: not called. */
+    void (*on_lost)(void *ctx);
+    void *hook_ctx;             /* the ctx of on_renew and on_lost */
+    const char *boot_id_file;   /* NULL: /proc/sys/kernel/random/boot_id;
+                                   another file (tests inject a reboot) */
 } idm_lease_opts;
 
 /* One worker id's record, as idm_lease_list reports it. */
@@ -228,6 +274,8 @@ typedef struct idm_lease_status {
     int64_t renew_ns;       /* how long the last successful renewal took,
                                from its send to its answer (0 before the
                                first; the claim's mark counts as none) */
+    bool offline;           /* a resumed claim the coordinator has not
+                               confirmed yet (idm_lease_resume) */
 } idm_lease_status;
 
 IDM_EXTERN void idm_lease_opts_init(idm_lease_opts *opts);
@@ -259,10 +307,37 @@ IDM_EXTERN int idm_lease_url_check(const char *url);
  * record or scope file that is not a regular file, or cannot be read).
  */
 IDM_EXTERN int idm_lease_open(idm_lease **out, const idm_lease_opts *opts);
+/*
+ * Resume the claim saved (by opts.on_renew) before a restart, for the same
+ * coordinator and scope (opts.url, opts.scope: the caller's to match):
+ *   - the coordinator confirms the claim is still that one (backend.h's
+ *     reattach): 0, *offline false; the claim is renewed at once, and the
+ *     lease acts as one idm_lease_open made, with idm_lease_mark 0: there is
+ *     no previous holder to wait for, and the caller's own local record
+ *     (a generator's state file) covers what it minted itself.
+ *   - the coordinator says it is not: IDM_ELEASE with a detail; nothing held.
+ *   - the coordinator cannot be reached (any other error), on the same
+ *     boot (boot ids equal) with the saved monotonic deadline not yet
+ *     passed on opts.clock: 0, *offline true. The lease stands on the saved
+ *     claim: idm_lease_attach feeds the generator the saved deadlines and
+ *     mark (never more) and starts the keeper, which tries to reattach
+ *     every ttl/10 and, once it can, renews as usual; a coordinator that
+ *     then says the claim is gone makes it lost. On another boot, or past
+ *     the deadline: IDM_ELEASE with a detail naming which, nothing held.
+ * IDM_EINVAL for bad options or a saved claim that is not one (worker id out
+ * of range, no handle, a backend that cannot reattach).
+ */
+IDM_EXTERN int idm_lease_resume(idm_lease **out, const idm_lease_opts *opts,
+                                const idm_lease_saved *saved, bool *offline);
+/* The boot id of this boot from file (NULL: /proc/sys/kernel/random/boot_id)
+ * into buf (IDM_LEASE_BOOT_ID_MAX): its first line, printable bytes only.
+ * IDM_EIO with a detail if it cannot be read. */
+IDM_EXTERN int idm_lease_boot_id(const char *file, char *buf, size_t len);
 IDM_EXTERN uint32_t idm_lease_worker(const idm_lease *l);
 /* The claim's fencing token: a number that rises at every claim of this
- * worker id by any holder, for a store that must refuse writes of an older
- * holder. postgres://: the row's generation; zk://: the worker node's czxid;
+ * worker id by any holder (on postgres:// at every resume too), for a store
+ * that must refuse writes of an older holder. postgres://: the row's
+ * generation; zk://: the worker node's czxid;
  * etcd:// and etcds://: the worker key's create revision; file://: 0 (the
  * coordinator has none). */
 IDM_EXTERN uint64_t idm_lease_generation(const idm_lease *l);

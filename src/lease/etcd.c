@@ -34,6 +34,14 @@
  *   release  the same guarded txn setting the exact final mark (it may be
  *            lower: the generator has stopped), then lease/revoke: the id is
  *            free at once.
+ *   reattach (a restarted holder resuming its claim, from its handle
+ *            "etcd:lease=HEX,rev=N,cluster=N") one kv/txn that compares the
+ *            worker key's lease and create revision with the saved ones
+ *            (and the scope with ours, recording it if none is) and raises
+ *            the mark, reading it back; then lease/keepalive: a TTL left
+ *            renews it. Two round trips, no new lease, no wait for the old
+ *            mark. The key deleted or bound to another lease, the lease with
+ *            no TTL left, or another cluster answering: IDM_ELEASE.
  *
  * Marks are stored as 16 zero-padded decimal digits of Unix ms, so that
  * etcd's bytewise comparison orders them as numbers, and every write but the
@@ -78,9 +86,8 @@
  * revision: the revision of the txn that created it.
  *
  * What it does not do: HTTP proxies (none is used, whatever the
- * environment says), watches (a deleted key is noticed at the next
- * renewal), or reattach to a lease after a restart (a restarted process
- * claims anew; its old key expires with its lease).
+ * environment says), or watches (a deleted key is noticed at the next
+ * renewal).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -511,6 +518,11 @@ static void error_answer(etcd_be *e, int *code, char *msg, size_t msglen)
 void idm__etcd_set_post(void *be, idm__etcd_post_fn post)
 {
     ((etcd_be *)be)->post = post;
+}
+
+idm__etcd_post_fn idm__etcd_get_post(const void *be)
+{
+    return ((const etcd_be *)be)->post;
 }
 
 bool idm__etcd_overflowed(const void *be)
@@ -1511,13 +1523,16 @@ static int mark_of(etcd_be *e, json_object *op, uint32_t id, idm_unix_ms *mark)
     return 0;
 }
 
-/* After a raise: the mark stored (read back in the same txn) must be at
- * least the one we meant to record; else it was not written (a value that
- * is no 16-digit mark compares wrongly) and we must not mint up to it. */
-static int check_raised(etcd_be *e, json_object *op, uint32_t id, idm_unix_ms want)
+/* After a raise: the mark stored (read back in the same txn, into *stored)
+ * must be at least the one we meant to record; else it was not written (a
+ * value that is no 16-digit mark compares wrongly) and we must not mint up
+ * to it. */
+static int check_raised_to(etcd_be *e, json_object *op, uint32_t id, idm_unix_ms want,
+                           idm_unix_ms *stored)
 {
-    idm_unix_ms now;
+    idm_unix_ms now = 0;
     int rc = mark_of(e, op, id, &now);
+    *stored = now;
     if (rc == 0 && now < want)
         rc = idm_error_fail(IDM_EIO,
                             "lease: etcd %s/hwm/%u holds %lld, which a write of %lld did not "
@@ -1525,6 +1540,12 @@ static int check_raised(etcd_be *e, json_object *op, uint32_t id, idm_unix_ms wa
                             e->prefix, (unsigned)id, (long long)now, (long long)want, MARK_DIGITS,
                             (long long)want);
     return rc;
+}
+
+static int check_raised(etcd_be *e, json_object *op, uint32_t id, idm_unix_ms want)
+{
+    idm_unix_ms stored;
+    return check_raised_to(e, op, id, want, &stored);
 }
 
 /*
@@ -2110,10 +2131,276 @@ static uint64_t eb_generation(void *be)
     return e->held ? e->generation : 0;
 }
 
+/* -------------------------------------------------------------- reattach */
+
+/*
+ * A claim's handle: "etcd:lease=<lease id>,rev=<the worker key's create
+ * revision>,cluster=<cluster id>", the lease id in lowercase hex (as
+ * etcdctl shows it), the others in decimal (as etcd's answers give them).
+ * The lease alone proves the claim (nothing but our claim binds a worker
+ * key to it); the create revision also tells a key created again since
+ * (the claim's generation would be wrong), and the cluster id a cluster
+ * re-created with a wiped data directory (or a misrouted endpoint), where
+ * the same lease id would mean nothing. It is a bearer proof: etcd cannot
+ * tell two processes that present it apart, so one claim file must serve
+ * one process at a time (the claim file's lock sees to that).
+ */
+#define HANDLE_FORM "etcd:lease=HEX,rev=N,cluster=N"
+
+static int eb_handle(void *be, char *buf, size_t len)
+{
+    const etcd_be *e = be;
+    int n;
+    buf[0] = '\0';
+    if (!e->held || !e->have_cluster)
+        return idm_error_fail(IDM_EINVAL, "lease: this etcd handle holds no claim");
+    n = snprintf(buf, len, "etcd:lease=%" PRIx64 ",rev=%" PRIu64 ",cluster=%" PRIu64,
+                 (uint64_t)e->lease_id, e->generation, e->cluster_id);
+    if (n < 0 || (size_t)n >= len) {
+        buf[0] = '\0';
+        return idm_error_fail(IDM_EINVAL,
+                              "lease: an etcd claim's handle is %d bytes; the buffer holds %zu",
+                              n, len - 1);
+    }
+    return 0;
+}
+
+/* Strict lowercase hex of n bytes: 1 to 16 digits, no leading zero. */
+static int hex_u64(const char *s, size_t n, uint64_t *out)
+{
+    uint64_t v = 0;
+    if (n == 0 || n > 16 || s[0] == '0')
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        int d = hex_digit(s[i]);
+        if (d < 0 || (s[i] >= 'A' && s[i] <= 'F'))
+            return -1;
+        v = v << 4 | (uint64_t)d;
+    }
+    *out = v;
+    return 0;
+}
+
+/* At *p: name, then a nonzero number (hex or decimal) that ends at stop
+ * (',' or the end); *p moves past it. 0, or -1 if it is not so. */
+static int handle_field(const char **p, const char *name, char stop, bool hex, uint64_t *out)
+{
+    size_t nl = strlen(name), n;
+    if (strncmp(*p, name, nl) != 0)
+        return -1;
+    *p += nl;
+    n = strcspn(*p, ",");
+    if ((*p)[n] != stop || (hex ? hex_u64(*p, n, out) : dec_u64(*p, n, out)) != 0 || *out == 0)
+        return -1;
+    *p += n + (stop != '\0');
+    return 0;
+}
+
+/* A handle from eb_handle into its parts; IDM_EINVAL if it is none. The
+ * text is never shown: a handle of another coordinator may hold a secret
+ * (ZooKeeper's session password). */
+static int parse_handle(const char *h, uint64_t *lease, uint64_t *rev, uint64_t *cluster)
+{
+    const char *p = h != NULL && strncmp(h, "etcd:", 5) == 0 ? h + 5 : NULL;
+    if (p == NULL || handle_field(&p, "lease=", ',', true, lease) != 0 ||
+        handle_field(&p, "rev=", ',', false, rev) != 0 || *rev > (uint64_t)INT64_MAX ||
+        handle_field(&p, "cluster=", '\0', false, cluster) != 0)
+        return idm_error_fail(IDM_EINVAL,
+                              "lease: the saved handle is not an etcd claim's (" HANDLE_FORM
+                              "): from another coordinator, or damaged");
+    return 0;
+}
+
+/* Why a reattach's compare failed, from the range answer op of the worker
+ * key (keys only): IDM_ELEASE saying how the claim went; a malformed answer
+ * if the key is just as the handle says (the answer contradicts the
+ * compare). */
+static int reattach_lost(etcd_be *e, const char *path, json_object *op, const char *key,
+                         uint64_t rev)
+{
+    json_object *rr = op_member(op, "response_range"), *kvs = NULL, *kv = NULL;
+    int64_t lease, crev;
+    if (rr == NULL || get_field(rr, "kvs", json_type_array, &kvs) != 0 ||
+        only_kv(kvs, key, &kv) != 0)
+        return garbage(e, path, "the worker key's range");
+    if (kv == NULL)
+        return idm_error_fail(IDM_ELEASE,
+                              "lease: etcd %s is gone (etcd lease %" PRIx64 " expired or was "
+                              "revoked, or the key was deleted): the saved claim is lost",
+                              key, (uint64_t)e->lease_id);
+    if (get_i64(kv, "lease", &lease, NULL) != 0 || get_i64(kv, "create_revision", &crev, NULL) != 0)
+        return garbage(e, path, "the worker key's lease or create revision");
+    if (lease != e->lease_id)
+        return idm_error_fail(IDM_ELEASE,
+                              "lease: etcd %s is bound to etcd lease %" PRIx64 ", not the saved "
+                              "%" PRIx64 " (claimed by another holder since): the saved claim "
+                              "is lost",
+                              key, (uint64_t)lease, (uint64_t)e->lease_id);
+    if (crev != (int64_t)rev)
+        return idm_error_fail(IDM_ELEASE,
+                              "lease: etcd %s was created again since the saved claim (revision "
+                              "%" PRId64 ", not %" PRIu64 "): the saved claim is lost",
+                              key, crev, rev);
+    return garbage(e, path, "a failed compare of a key that is as it compared");
+}
+
+/*
+ * The reattach's txn (see eb_reattach): if <prefix>/workers/<id> is bound
+ * to the saved lease and was created at the saved revision (and the scope
+ * key holds our scope), raise the mark to want and read it back; else read
+ * the worker key and the scope to say why not, and (with a scope) in a
+ * nested txn do the same as on success if the only difference is that no
+ * scope is recorded, recording ours (as a claim does).
+ */
+static int reattach_txn(etcd_be *e, uint64_t rev, idm_unix_ms want, idm_unix_ms *stored)
+{
+    static const char path[] = "/v3/kv/txn";
+    keys64 k;
+    char cmp[2 * sizeof k.key64 + 200];
+    char body[2 * sizeof k.raise + 2 * sizeof cmp + 3 * sizeof k.hwm64 + sizeof k.key64 +
+              4 * sizeof e->scope_key64 + 2 * sizeof e->scope64 + 1024];
+    json_object *resp, *ops = NULL;
+    bool ok = false;
+    int rc = keys_of(e, e->worker, want, &k), n;
+    if (rc != 0)
+        return rc;
+    snprintf(cmp, sizeof cmp,
+             "{\"target\":\"LEASE\",\"result\":\"EQUAL\",\"key\":\"%s\",\"lease\":\"%" PRId64
+             "\"},{\"target\":\"CREATE\",\"result\":\"EQUAL\",\"key\":\"%s\","
+             "\"create_revision\":\"%" PRIu64 "\"}",
+             k.key64, e->lease_id, k.key64, rev);
+    if (e->has_scope)
+        n = snprintf(body, sizeof body,
+                     "{\"compare\":[%s,{\"target\":\"VALUE\",\"result\":\"EQUAL\",\"key\":\"%s\","
+                     "\"value\":\"%s\"}],"
+                     "\"success\":[%s,{\"request_range\":{\"key\":\"%s\"}}],"
+                     "\"failure\":[{\"request_range\":{\"key\":\"%s\",\"keys_only\":true}},"
+                     "{\"request_range\":{\"key\":\"%s\"}},"
+                     "{\"request_txn\":{\"compare\":[%s,{\"target\":\"CREATE\",\"result\":"
+                     "\"EQUAL\",\"key\":\"%s\",\"create_revision\":\"0\"}],"
+                     "\"success\":[{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\"}},%s,"
+                     "{\"request_range\":{\"key\":\"%s\"}}]}}]}",
+                     cmp, e->scope_key64, e->scope64, k.raise, k.hwm64, k.key64, e->scope_key64,
+                     cmp, e->scope_key64, e->scope_key64, e->scope64, k.raise, k.hwm64);
+    else
+        n = snprintf(body, sizeof body,
+                     "{\"compare\":[%s],\"success\":[%s,{\"request_range\":{\"key\":\"%s\"}}],"
+                     "\"failure\":[{\"request_range\":{\"key\":\"%s\",\"keys_only\":true}}]}",
+                     cmp, k.raise, k.hwm64, k.key64);
+    if (n < 0 || (size_t)n >= sizeof body)
+        return idm_error_fail(IDM_EINVAL, "lease: etcd request too long");
+    rc = call_checked(e, path, body, &resp);
+    if (rc != 0)
+        return rc;
+    if (get_bool(resp, "succeeded", &ok) != 0 ||
+        get_field(resp, "responses", json_type_array, &ops) != 0 || ops == NULL ||
+        json_object_array_length(ops) != (ok ? 2u : e->has_scope ? 3u : 1u))
+        rc = garbage(e, path, "succeeded or responses");
+    if (rc == 0 && ok) {
+        rc = check_raised_to(e, json_object_array_get_idx(ops, 1), e->worker, want, stored);
+    } else if (rc == 0 && e->has_scope) {
+        json_object *in = op_member(json_object_array_get_idx(ops, 2), "response_txn");
+        json_object *iops = NULL, *rr, *kvs = NULL, *kv = NULL;
+        bool iok = false;
+        if (in == NULL || get_bool(in, "succeeded", &iok) != 0 ||
+            get_field(in, "responses", json_type_array, &iops) != 0 ||
+            (iok && (iops == NULL || json_object_array_length(iops) != 3 ||
+                     op_member(json_object_array_get_idx(iops, 0), "response_put") == NULL)))
+            rc = garbage(e, path, "the nested txn");
+        else if (iok)
+            rc = check_raised_to(e, json_object_array_get_idx(iops, 2), e->worker, want, stored);
+        /* Refused: another scope (first, as a claim would be), else the
+         * worker key says how the claim went. */
+        if (rc == 0 && !iok) {
+            rr = op_member(json_object_array_get_idx(ops, 1), "response_range");
+            if (rr == NULL || get_field(rr, "kvs", json_type_array, &kvs) != 0 ||
+                only_kv(kvs, e->scope_key, &kv) != 0)
+                rc = garbage(e, path, "the scope's range");
+            else if (kv != NULL)
+                rc = scope_check(e, path, json_object_array_get_idx(ops, 1));
+            if (rc == 0)
+                rc = reattach_lost(e, path, json_object_array_get_idx(ops, 0), k.key, rev);
+        }
+    } else if (rc == 0) {
+        rc = reattach_lost(e, path, json_object_array_get_idx(ops, 0), k.key, rev);
+    }
+    json_object_put(resp);
+    return rc;
+}
+
+/*
+ * Resume the claim a handle names (backend.h), in two round trips: the txn
+ * above (the worker key bound to the saved lease, created at the saved
+ * revision, the scope ours; the mark raised and read back), then a
+ * keepalive of the saved lease (its TTL left: renewed for the TTL it was
+ * granted, which the answer gives). The saved cluster id is taken as the
+ * first answer's, so an answer from another cluster is a lost claim, as on
+ * any handle. Only etcd saying the key is gone or not ours, the lease has no
+ * TTL left, or another cluster answering is IDM_ELEASE; nothing is written
+ * then, except in one race: the lease running out between the txn and the
+ * keepalive, after the mark was raised (marks only rise: harmless). The key
+ * keeps the value its claimant wrote (holder, TTL): the lease is that
+ * claim's. open makes no round trip: a coordinator that is down shows here,
+ * as IDM_EIO within the claim's budget (2/3 of the TTL, each request at
+ * most TTL/6).
+ */
+static int eb_reattach(void *be, uint32_t worker, const char *handle, int64_t ttl_ms,
+                       const char *holder, const char *scope, idm_unix_ms mark,
+                       idm_unix_ms *recorded, int64_t *granted_ttl_ms)
+{
+    etcd_be *e = be;
+    uint64_t lease = 0, rev = 0, cluster = 0;
+    int64_t ttl_s = 0;
+    idm_unix_ms stored = 0;
+    int rc;
+    (void)holder;
+    if (e->held)
+        return idm_error_fail(IDM_EINVAL, "lease: this etcd handle holds a claim already");
+    if (worker >= IDM_LEASE_WORKERS_MAX)
+        return idm_error_fail(IDM_EINVAL, "lease: worker id %u is out of range",
+                              (unsigned)worker);
+    rc = parse_handle(handle, &lease, &rev, &cluster);
+    if (rc != 0)
+        return rc;
+    if (e->have_cluster && e->cluster_id != cluster)
+        return idm_error_fail(IDM_ELEASE,
+                              "lease: etcd cluster %" PRIu64 " answers here, not the saved "
+                              "claim's %" PRIu64 " (re-created, or a misrouted endpoint): the "
+                              "saved claim is lost",
+                              e->cluster_id, cluster);
+    e->cluster_id = cluster;
+    e->have_cluster = true;
+    e->has_scope = scope != NULL;
+    if (scope != NULL) {
+        snprintf(e->scope, sizeof e->scope, "%s", scope);
+        idm__etcd_b64_str(e->scope, e->scope64);
+    }
+    e->lease_id = (int64_t)lease;
+    e->worker = worker;
+    if (ttl_ms > 0)
+        e->ttl_ms = ttl_ms;
+    begin_op(e, e->ttl_ms * 2 / 3 > 1000 ? e->ttl_ms * 2 / 3 : 1000);
+    rc = reattach_txn(e, rev, mark, &stored);
+    if (rc == 0)
+        rc = keepalive(e, &ttl_s);
+    if (rc != 0) {
+        e->lease_id = 0;
+        return rc;
+    }
+    e->held = true;
+    e->generation = rev;
+    e->ttl_ms = ttl_s * 1000;
+    *recorded = stored;
+    *granted_ttl_ms = ttl_s * 1000;
+    return 0;
+}
+
 const idm__lease_backend idm__lease_etcd = {
-    eb_open, eb_claim, eb_renew, eb_release, eb_list, eb_scope, eb_free, eb_generation,
+    eb_open,  eb_claim, eb_renew,      eb_release, eb_list,
+    eb_scope, eb_free,  eb_generation, eb_handle,  eb_reattach,
 };
 
 const idm__lease_backend idm__lease_etcds = {
-    eb_open_tls, eb_claim, eb_renew, eb_release, eb_list, eb_scope, eb_free, eb_generation,
+    eb_open_tls, eb_claim, eb_renew,      eb_release, eb_list,
+    eb_scope,    eb_free,  eb_generation, eb_handle,  eb_reattach,
 };

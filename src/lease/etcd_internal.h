@@ -3,7 +3,8 @@
  * The etcd backend's transport seam, for tests/fuzz/fuzz_etcd.c: the fuzz
  * target opens a backend through idm__lease_etcd (backend.h), puts its own
  * stand-in for libcurl in with idm__etcd_set_post and plays answers to every
- * request through idm__etcd_on_data. Hidden functions of idmint_lease (never
+ * request through idm__etcd_on_data. tests/unit/test_lease_etcd_reattach.c
+ * counts round trips through it. Hidden functions of idmint_lease (never
  * exported: tests/abi_symbols.sh checks the list); not installed.
  */
 #ifndef IDM_LEASE_ETCD_INTERNAL_H
@@ -27,6 +28,9 @@ typedef int (*idm__etcd_post_fn)(void *be, const char *url, const char *body, lo
 
 /* Use post as be's transport from now on (be from idm__lease_etcd.open). */
 void idm__etcd_set_post(void *be, idm__etcd_post_fn post);
+/* be's transport now (libcurl's after open): for a test's stand-in that
+ * passes requests on, counting them. */
+idm__etcd_post_fn idm__etcd_get_post(const void *be);
 /* Part of an answer: n items of size bytes at p, for be (a libcurl write
  * callback). Returns the bytes taken: fewer when the answer overflows. */
 size_t idm__etcd_on_data(char *p, size_t size, size_t n, void *be);

@@ -9,15 +9,24 @@
  * makes a claim skip a free id.
  *
  * A record is one text line, "idmint-lease 2 <seq> <mark_ms> <holder>
- * <check>", in one of two 128-byte slots written in turn (slot seq % 2),
- * each write followed by fdatasync: a write torn by a crash damages one slot
- * and the other still holds the previous mark. <check> is a 64-bit FNV-1a
- * of the line before it, in hex. Slot 0 is at offset 0, slot 1 at offset
- * 4096, in another 4 KiB block (and so another sector), so that one torn or
- * lost sector or block cannot take both; a write of slot 0 also zeroes
- * bytes 128..255. A claim's first write goes to the slot that does not hold
- * the record it read, and to slot 1 in a new, damaged or version 1 file, so
- * the file is 4224 bytes long from its first complete write on.
+ * [t=<token>] <check>", in one of two 128-byte slots written in turn
+ * (slot seq % 2), each write followed by fdatasync: a write torn by a crash
+ * damages one slot and the other still holds the previous mark. <check> is
+ * a 64-bit FNV-1a of the line before it, in hex. Slot 0 is at offset 0,
+ * slot 1 at offset 4096, in another 4 KiB block (and so another sector), so
+ * that one torn or lost sector or block cannot take both; a write of slot 0
+ * also zeroes bytes 128..255. A claim's first write goes to the slot that
+ * does not hold the record it read, and to slot 1 in a new, damaged or
+ * version 1 file, so the file is 4224 bytes long from its first complete
+ * write on.
+ *
+ * The token (16 hex digits, only in lock files) is a random number each
+ * claim draws and writes with each of its records but the release's: the
+ * claim's handle, with which a process restarted after a crash resumes
+ * that claim (reattach, below). Earlier builds wrote no token; they read a
+ * record with one as before, as <holder> is the word after the mark and
+ * <check> the last. A holder is cut to fit its slot (at least 34 bytes
+ * with a token, 53 without).
  *
  * Version 1 files (earlier builds: "idmint-lease 1", slots at 0 and 128,
  * 256 bytes) are read as they are and rewritten in this layout by their
@@ -74,6 +83,16 @@
  * Every claimant with a scope reads and compares it before it opens any
  * record file, so a refused one creates, locks and writes nothing.
  *
+ * Restarts (reattach): the kernel dropped a crashed holder's lock, so a
+ * restarted process takes the lock of exactly its saved worker id
+ * (non-blocking) and resumes the claim if the record still holds the
+ * claim's token; the marks rise as at a renewal. Anything else is
+ * IDM_ELEASE, nothing written: the lock held by a live process (the
+ * original holder, or a claimant since), the lock file removed, a record
+ * of another claim (another token), of a release or of an earlier build
+ * (none). A record that cannot be read, or none of whose slots is valid,
+ * cannot say: IDM_EIO.
+ *
  * What it does not do: work across machines (flock is local), expire a
  * live holder (it holds its id as long as it lives), or remove a recorded
  * scope. A temporary scope file left by a claimant killed between writing
@@ -89,8 +108,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "backend.h"
@@ -127,6 +148,7 @@ typedef struct file_be {
     int mfd;            /* its marks file, -1 if not open */
     uint32_t worker;
     uint64_t seq;       /* last record written to the lock file */
+    uint64_t token;     /* the claim's, in its lock file records */
     char holder[64];
     char path[4096];    /* the lock file */
     char mpath[4096];   /* the marks file */
@@ -142,16 +164,36 @@ uint64_t idm__lease_fnv1a(const char *s, size_t n)
     return h;
 }
 
-/* Parse one slot; 0 and its version (1 or 2), seq, mark and holder if
- * valid. */
-static int parse_slot(const char *slot, int *version, uint64_t *seq, idm_unix_ms *mark,
-                      char *holder, size_t hlen)
+/* The token field of a record: " t=" and 16 hex digits. */
+#define TOKEN_FIELD 19
+
+/* Exactly 16 lowercase hex digits at s (s holds at least 16 bytes, or a
+ * NUL before): 0 and their value, else -1. */
+static int hex16(const char *s, uint64_t *out)
 {
-    char line[SLOT + 1], h[64];
+    uint64_t v = 0;
+    for (int i = 0; i < 16; i++) {
+        char c = s[i];
+        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+        if (d < 0)
+            return -1;
+        v = v << 4 | (uint64_t)d;
+    }
+    *out = v;
+    return 0;
+}
+
+/* Parse one slot; 0 and its version (1 or 2), seq, mark, token (0 if
+ * none) and holder if valid. */
+static int parse_slot(const char *slot, int *version, uint64_t *seq, idm_unix_ms *mark,
+                      uint64_t *token, char *holder, size_t hlen)
+{
+    char line[SLOT + 1], h[64] = "";
     const char *nl = memchr(slot, '\n', SLOT), *sp;
     unsigned long long s, m, check;
     unsigned v;
-    size_t n;
+    size_t n, body;
+    int at = 0;
     if (nl == NULL)
         return -1;
     n = (size_t)(nl - slot);
@@ -161,8 +203,19 @@ static int parse_slot(const char *slot, int *version, uint64_t *seq, idm_unix_ms
     if (sp == NULL || sscanf(sp + 1, "%16llx", &check) != 1 || strlen(sp + 1) != 16 ||
         idm__lease_fnv1a(line, (size_t)(sp - line)) != check)
         return -1;
-    if (sscanf(line, "idmint-lease %u %llu %llu %63s", &v, &s, &m, h) != 4 || (v != 1 && v != 2))
+    body = (size_t)(sp - line);
+    line[body] = '\0';
+    if (sscanf(line, "idmint-lease %u %llu %llu%n", &v, &s, &m, &at) != 3 || (v != 1 && v != 2))
         return -1;
+    /* A version 2 line may end with the claim's token (none is 0). */
+    *token = 0;
+    if (v == 2 && body >= (size_t)at + TOKEN_FIELD &&
+        memcmp(line + body - TOKEN_FIELD, " t=", 3) == 0 &&
+        hex16(line + body - 16, token) == 0)
+        line[body - TOKEN_FIELD] = '\0';
+    /* The holder: the next word (none if its writer had none). */
+    if (sscanf(line + at, "%63s", h) != 1)
+        h[0] = '\0';
     *version = (int)v;
     *seq = s;
     *mark = (idm_unix_ms)m;
@@ -195,6 +248,8 @@ typedef struct record {
     idm_unix_ms mark; /* the mark to honour */
     int next_slot;    /* where the next write must go: not over the record read */
     bool empty;       /* a new file */
+    bool damaged;     /* no valid slot: mark is lost_record_mark's */
+    uint64_t token;   /* the token of the record honoured, 0 if none */
     char holder[64];
 } record;
 
@@ -215,7 +270,7 @@ static int read_record(int fd, const char *path, record *r)
     size_t n = 0;
     int best = -1;
     bool counts[3] = {false, false, false}, mixed = false;
-    uint64_t seq[3] = {0, 0, 0};
+    uint64_t seq[3] = {0, 0, 0}, token[3] = {0, 0, 0};
     idm_unix_ms mark[3] = {0, 0, 0};
     memset(r, 0, sizeof *r);
     r->next_slot = 1;
@@ -236,7 +291,8 @@ static int read_record(int fd, const char *path, record *r)
     for (int i = 0; i < 3; i++) {
         int v;
         if (where[i].at + SLOT > n ||
-            parse_slot(buf + where[i].at, &v, &seq[i], &mark[i], h[i], sizeof h[i]) != 0)
+            parse_slot(buf + where[i].at, &v, &seq[i], &mark[i], &token[i], h[i],
+                       sizeof h[i]) != 0)
             continue;
         /* Whatever counts, the next write goes above every seq in the
          * file, so that a stale slot never outranks it. */
@@ -263,10 +319,12 @@ static int read_record(int fd, const char *path, record *r)
         int rc = lost_record_mark(fd, path, &r->mark);
         if (rc != 0)
             return rc;
+        r->damaged = true;
         snprintf(r->holder, sizeof r->holder, "(damaged record)");
         return 0;
     }
     r->mark = mark[best];
+    r->token = token[best];
     r->next_slot = 1 - where[best].slot;
     snprintf(r->holder, sizeof r->holder, "%s", h[best]);
     return 0;
@@ -286,13 +344,13 @@ static const sites lock_sites = {"lease-file.write", "lease-file.fsync"};
 static const sites marks_sites = {"lease-file.marks-write", "lease-file.marks-fsync"};
 
 /*
- * Write record seq (mark, holder) to its slot of fd (path, for the detail)
- * and fdatasync. Slot 0 is written with 128 zero bytes after it, which
- * clears a version 1 file's second slot. The holder is cut if the line
- * would not fit its slot.
+ * Write record seq (mark, holder, token unless 0) to its slot of fd (path,
+ * for the detail) and fdatasync. Slot 0 is written with 128 zero bytes
+ * after it, which clears a version 1 file's second slot. The holder is cut
+ * if the line would not fit its slot.
  */
 static int write_slot(int fd, const char *path, const sites *at_site, uint64_t seq,
-                      idm_unix_ms mark, const char *holder)
+                      idm_unix_ms mark, const char *holder, uint64_t token)
 {
     char buf[2 * SLOT];
     size_t len = seq % 2 == 1 ? SLOT : 2 * SLOT;
@@ -301,11 +359,14 @@ static int write_slot(int fd, const char *path, const sites *at_site, uint64_t s
     memset(buf, 0, sizeof buf);
     memset(buf, ' ', SLOT);
     /* At most 57 bytes; the check after the holder takes 18 (" ", 16 hex
-     * digits, "\n"), which leaves at least 53 for the holder. */
+     * digits, "\n"), which leaves at least 53 for the holder, 34 with a
+     * token. */
     n = (size_t)snprintf(buf, SLOT, "idmint-lease 2 %" PRIu64 " %lld ", seq, (long long)mark);
-    hl = strnlen(holder, SLOT - 18 - n);
+    hl = strnlen(holder, SLOT - 18 - n - (token != 0 ? TOKEN_FIELD : 0));
     memcpy(buf + n, holder, hl);
     n += hl;
+    if (token != 0)
+        n += (size_t)snprintf(buf + n, SLOT - n, " t=%016" PRIx64, token);
     n += (size_t)snprintf(buf + n, SLOT - n, " %016" PRIx64, idm__lease_fnv1a(buf, n));
     buf[n] = '\n'; /* over snprintf's NUL: the slot is padded with spaces */
     buf[SLOT - 1] = '\n';
@@ -583,7 +644,7 @@ static int marks_record(file_be *f, idm_unix_ms mark, bool exact, idm_unix_ms *h
         TEST_HOOK("marks checked");
         *held = r.mark;
         rc = write_slot(f->mfd, f->mpath, &marks_sites, seq_for_slot(r.seq, r.next_slot),
-                        exact || mark > r.mark ? mark : r.mark, f->holder);
+                        exact || mark > r.mark ? mark : r.mark, f->holder, 0);
     }
     if (rc == 0 && r.empty) {
         /* A new file (and perhaps a new dir/marks): its name must outlive
@@ -682,6 +743,26 @@ static void drop_files(file_be *f)
     f->mfd = -1;
 }
 
+/* A claim's token: random, never 0. It names a claim among the claims of
+ * its id (it is no secret: the lock file shows it), so without entropy
+ * (getrandom failing this early in a boot) the times and pid serve. */
+static uint64_t new_token(void)
+{
+    static atomic_uint counter;
+    uint64_t t = 0;
+    if (getrandom(&t, sizeof t, GRND_NONBLOCK) != (ssize_t)sizeof t) {
+        struct timespec ts;
+        char b[96];
+        int n;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        n = snprintf(b, sizeof b, "%lld %lld.%09ld %ld %u", (long long)idm__mono_ns(),
+                     (long long)ts.tv_sec, ts.tv_nsec, (long)getpid(),
+                     atomic_fetch_add(&counter, 1));
+        t = idm__lease_fnv1a(b, (size_t)n);
+    }
+    return t != 0 ? t : 1;
+}
+
 static int fb_claim(void *be, uint32_t max_workers, int64_t ttl_ms, const char *holder,
                     const char *scope, idm_unix_ms want, uint32_t *worker,
                     idm_unix_ms *prev_mark, idm_unix_ms *recorded, int64_t *granted_ttl_ms)
@@ -742,8 +823,10 @@ static int fb_claim(void *be, uint32_t max_workers, int64_t ttl_ms, const char *
          * lowered): the claim is the first renewal. Its first write goes to
          * the slot that does not hold the record just read. */
         f->seq = seq_for_slot(r.seq, r.next_slot);
+        f->token = new_token();
         if (rc == 0)
-            rc = write_slot(fd, path, &lock_sites, f->seq, want > mark ? want : mark, f->holder);
+            rc = write_slot(fd, path, &lock_sites, f->seq, want > mark ? want : mark, f->holder,
+                            f->token);
         if (rc != 0) {
             drop_files(f);
             return rc;
@@ -758,7 +841,8 @@ static int fb_claim(void *be, uint32_t max_workers, int64_t ttl_ms, const char *
                           (unsigned)max_workers, f->dir);
 }
 
-/* Record mark (exact: as it is) in the marks file, then the lock file:
+/* Record mark (exact: as it is, at the release, and without the token:
+ * a released claim cannot be resumed) in the marks file, then the lock file:
  * only while the lock file is ours. The lock cannot expire while we live,
  * but the file can be removed (an operator cleaning up): then another
  * process could lock a new file of the same name, and the id would have
@@ -771,7 +855,8 @@ static int record_mark(file_be *f, idm_unix_ms mark, bool exact)
         return idm_error_fail(IDM_ELEASE,
                               "lease: %s was removed or replaced; the claim is lost", f->path);
     if (rc == 0 &&
-        (rc = write_slot(f->fd, f->path, &lock_sites, f->seq + 1, mark, f->holder)) == 0)
+        (rc = write_slot(f->fd, f->path, &lock_sites, f->seq + 1, mark, f->holder,
+                         exact ? 0 : f->token)) == 0)
         f->seq++;
     return rc;
 }
@@ -795,6 +880,129 @@ static int fb_release(void *be, idm_unix_ms mark)
     rc = record_mark(f, mark, true);
     drop_files(f);
     return rc;
+}
+
+/* ------------------------------------------------------------- restarts */
+
+/* The claim's handle: its token, 16 hex digits. */
+static int fb_handle(void *be, char *buf, size_t len)
+{
+    file_be *f = be;
+    if (f->fd < 0)
+        return idm_error_fail(IDM_EINVAL, "lease: this file:// handle holds no claim");
+    if (len < 17)
+        return idm_error_fail(IDM_EINVAL, "lease: a file:// claim's handle needs 17 bytes");
+    snprintf(buf, len, "%016" PRIx64, f->token);
+    return 0;
+}
+
+/* The lock file of worker at path, for reattach: 0 and *fd with its lock
+ * held, the file the one at path; IDM_ELEASE if there is none or a live
+ * process holds it; IDM_EIO with a detail. */
+static int reattach_lock(const char *path, uint32_t worker, int *fd)
+{
+    for (int tries = 0;; tries++) {
+        int rc = open_regular(path, O_RDWR, "lease-file.open", fd);
+        if (rc == 1)
+            return idm_error_fail(IDM_ELEASE,
+                                  "lease: %s is gone (removed): worker id %u's claim is lost",
+                                  path, (unsigned)worker);
+        if (rc != 0)
+            return rc;
+        if (ofd_lock(*fd, F_OFD_SETLK, F_WRLCK, NULL) != 0) {
+            int e = errno;
+            close(*fd);
+            *fd = -1;
+            if (e == EAGAIN || e == EACCES)
+                return idm_error_fail(IDM_ELEASE,
+                                      "lease: worker id %u is held by a live process (%s is "
+                                      "locked): not this claim to resume",
+                                      (unsigned)worker, path);
+            return idm_error_fail(IDM_EIO, "lease: cannot lock %s: %s", path, strerror(e));
+        }
+        /* Replaced between the open and the lock: look again. */
+        if (same_file(*fd, path))
+            return 0;
+        close(*fd);
+        *fd = -1;
+        if (tries == 8)
+            return idm_error_fail(IDM_EIO, "lease: %s keeps vanishing", path);
+    }
+}
+
+/*
+ * Resume the claim of worker whose token is handle (see the top): its lock
+ * taken, the record's token checked, then recorded as a renewal is (the
+ * marks file first, then the lock file, the mark raised to the highest of
+ * both records and ours). *recorded: that mark. Refusals write nothing;
+ * only the scope, if none is recorded, is recorded as a claim does.
+ */
+static int fb_reattach(void *be, uint32_t worker, const char *handle, int64_t ttl_ms,
+                       const char *holder, const char *scope, idm_unix_ms mark,
+                       idm_unix_ms *recorded, int64_t *granted_ttl_ms)
+{
+    file_be *f = be;
+    char path[4096];
+    uint64_t token = 0;
+    idm_unix_ms held = 0, now;
+    record r;
+    int fd = -1, rc;
+    if (f->fd >= 0)
+        return idm_error_fail(IDM_EINVAL, "lease: this file:// handle holds a claim already");
+    if (strlen(handle) != 16 || hex16(handle, &token) != 0 || token == 0)
+        return idm_error_fail(IDM_EINVAL,
+                              "lease: '%.40s' is not a file:// claim's handle (16 hex digits)",
+                              handle);
+    if (worker >= IDM_LEASE_WORKERS_MAX)
+        return idm_error_fail(IDM_EINVAL, "lease: worker id %u is out of range",
+                              (unsigned)worker);
+    if (scope != NULL && (rc = check_scope(f, scope)) != 0)
+        return rc;
+    worker_path(f, worker, path, sizeof path);
+    if ((rc = reattach_lock(path, worker, &fd)) != 0)
+        return rc;
+    rc = read_record(fd, path, &r);
+    if (rc == 0 && r.damaged)
+        rc = idm_error_fail(IDM_EIO,
+                            "lease: %s holds no valid record: cannot tell whether it is worker "
+                            "id %u's claim",
+                            path, (unsigned)worker);
+    else if (rc == 0 && r.token != token)
+        rc = idm_error_fail(IDM_ELEASE,
+                            "lease: %s records %s: worker id %u's claim is gone", path,
+                            r.empty      ? "no claim (a new file)"
+                            : r.token == 0 ? "no claim token (a release, or an earlier idmint)"
+                                           : "another claim since",
+                            (unsigned)worker);
+    if (rc != 0) {
+        close(fd); /* drops the lock; nothing was written */
+        return rc;
+    }
+    f->fd = fd;
+    f->worker = worker;
+    f->token = token;
+    snprintf(f->holder, sizeof f->holder, "%s", holder);
+    snprintf(f->path, sizeof f->path, "%s", path);
+    marks_path(f, worker, f->mpath, sizeof f->mpath);
+    rc = marks_record(f, mark > r.mark ? mark : r.mark, false, &held);
+    if (rc == 1)
+        rc = idm_error_fail(IDM_ELEASE, "lease: %s was removed or replaced; the claim is lost",
+                            path);
+    now = mark > r.mark ? mark : r.mark;
+    if (held > now)
+        now = held;
+    /* The first write goes to the slot that does not hold the record
+     * read, as a claim's does. */
+    f->seq = seq_for_slot(r.seq, r.next_slot);
+    if (rc == 0)
+        rc = write_slot(fd, path, &lock_sites, f->seq, now, f->holder, f->token);
+    if (rc != 0) {
+        drop_files(f);
+        return rc;
+    }
+    *recorded = now;
+    *granted_ttl_ms = ttl_ms;
+    return 0;
 }
 
 static int fb_list(void *be, uint32_t max_workers, idm_lease_entry **entries, size_t *count)
@@ -869,5 +1077,6 @@ static void fb_close(void *be)
 }
 
 const idm__lease_backend idm__lease_file = {
-    fb_open, fb_claim, fb_renew, fb_release, fb_list, fb_scope, fb_close, NULL,
+    fb_open,  fb_claim, fb_renew, fb_release, fb_list,
+    fb_scope, fb_close, NULL,     fb_handle,  fb_reattach,
 };

@@ -35,6 +35,10 @@ struct idm_lease {
     const idm_clock *clock;
     uint32_t worker;
     idm_unix_ms prev_mark;
+    /* What a release records when no generator was attached: the previous
+     * holder's mark after a claim (nothing was minted under this one), the
+     * saved mark after a resume (the holder before the restart was us). */
+    idm_unix_ms floor_mark;
     uint64_t generation; /* the claim's fencing token, 0 if none */
     /* The claim, when it recorded a mark, stands as the first renewal. */
     idm_unix_ms claim_mark;
@@ -44,6 +48,23 @@ struct idm_lease {
     int64_t margin_ms;
     idm_snowflake *g;
     pid_t pid; /* the process that claimed: a forked child is another */
+
+    /* For restarts (idm_lease_resume, opts.on_renew): the claim's handle,
+     * this boot's id, the hooks, and a copy of the options a reattach in the
+     * keeper opens a new backend handle with. */
+    char handle[IDM_LEASE_HANDLE_MAX];
+    char boot_id[IDM_LEASE_BOOT_ID_MAX];
+    int (*on_renew)(void *ctx, const idm_lease_saved *saved);
+    void (*on_lost)(void *ctx);
+    void *hook_ctx;
+    idm_lease_opts opts; /* url, holder, scope: the copies below */
+    char *url, *holder_s, *scope_s, *boot_file;
+    const char *rest;    /* in url, after "://" */
+    /* Resumed without the coordinator (idm_lease_resume's offline case):
+     * the saved claim, until the keeper reattaches; be is NULL until a
+     * backend handle could be opened. */
+    idm_lease_saved saved;
+    _Atomic bool offline;
 
     pthread_t thread;
     bool running;
@@ -61,6 +82,18 @@ struct idm_lease {
     _Atomic int64_t mark_ms;
     _Atomic int64_t renew_ns;
 };
+
+/* Free what lease_new allocated (l itself too). */
+static void lease_free(idm_lease *l)
+{
+    pthread_cond_destroy(&l->cv);
+    pthread_mutex_destroy(&l->mu);
+    free(l->url);
+    free(l->holder_s);
+    free(l->scope_s);
+    free(l->boot_file);
+    free(l);
+}
 
 void idm_lease_opts_init(idm_lease_opts *opts)
 {
@@ -185,7 +218,37 @@ static int check_scope(const char *scope)
     return 0;
 }
 
-int idm_lease_open(idm_lease **out, const idm_lease_opts *opts)
+int idm_lease_boot_id(const char *file, char *buf, size_t len)
+{
+    char raw[128], why[128];
+    const char *kind;
+    ssize_t n;
+    size_t k = 0;
+    if (buf == NULL || len < 2)
+        return idm_error_fail(IDM_EINVAL, "lease: no buffer for the boot id");
+    buf[0] = '\0';
+    if (file == NULL)
+        file = "/proc/sys/kernel/random/boot_id";
+    n = idm__read_regular(file, raw, sizeof raw - 1, &kind, why, sizeof why);
+    if (n < 0)
+        return idm_error_fail(IDM_EIO, "lease: boot id file %.100s: %s", file, why);
+    for (ssize_t i = 0; i < n && raw[i] != '\n' && k + 1 < len; i++)
+        if (raw[i] > ' ' && raw[i] <= '~')
+            buf[k++] = raw[i];
+    buf[k] = '\0';
+    if (k == 0)
+        return idm_error_fail(IDM_EIO, "lease: boot id file %.100s holds no boot id", file);
+    return 0;
+}
+
+static char *dup_or_null(const char *s)
+{
+    return s != NULL ? strdup(s) : NULL;
+}
+
+/* Check opts, pick the backend and make a lease that holds nothing yet (no
+ * backend handle): what open and resume share. */
+static int lease_new(idm_lease **out, const idm_lease_opts *opts)
 {
     idm_lease *l;
     const idm__lease_backend *ops;
@@ -235,26 +298,73 @@ int idm_lease_open(idm_lease **out, const idm_lease_opts *opts)
     l->pid = getpid();
     l->clock = opts->clock != NULL ? opts->clock : idm_clock_system();
     l->margin_ms = margin;
+    l->ttl_ms = opts->ttl_ms;
     pthread_mutex_init(&l->mu, NULL);
     idm__cond_init_mono(&l->cv);
-    rc = ops->open(&l->be, rest, opts);
+    l->on_renew = opts->on_renew;
+    l->on_lost = opts->on_lost;
+    l->hook_ctx = opts->hook_ctx;
+    l->opts = *opts;
+    l->url = strdup(opts->url);
+    l->holder_s = strdup(holder);
+    l->scope_s = dup_or_null(opts->scope);
+    l->boot_file = dup_or_null(opts->boot_id_file);
+    if (l->url == NULL || l->holder_s == NULL || (opts->scope != NULL && l->scope_s == NULL) ||
+        (opts->boot_id_file != NULL && l->boot_file == NULL)) {
+        lease_free(l);
+        return IDM_ENOMEM;
+    }
+    l->rest = l->url + (rest - opts->url);
+    l->opts.url = l->url;
+    l->opts.holder = l->holder_s;
+    l->opts.scope = l->scope_s;
+    l->opts.boot_id_file = l->boot_file;
+    /* The boot id, for a restart to know whether the deadlines it saves
+     * still mean anything: only needed when they are kept. */
+    if (l->on_renew != NULL && (rc = idm_lease_boot_id(l->boot_file, l->boot_id,
+                                                        sizeof l->boot_id)) != 0) {
+        lease_free(l);
+        return rc;
+    }
+    *out = l;
+    return 0;
+}
+
+/* The claim's handle, kept for the saved claim ("" if the backend has
+ * none). */
+static void keep_handle(idm_lease *l)
+{
+    l->handle[0] = '\0';
+    if (l->ops->handle != NULL && l->ops->handle(l->be, l->handle, sizeof l->handle) != 0)
+        l->handle[0] = '\0';
+    l->generation = l->ops->generation != NULL ? l->ops->generation(l->be) : 0;
+}
+
+int idm_lease_open(idm_lease **out, const idm_lease_opts *opts)
+{
+    idm_lease *l;
+    const idm__lease_backend *ops;
+    int rc = lease_new(&l, opts);
+    if (rc != 0)
+        return rc;
+    ops = l->ops;
+    rc = ops->open(&l->be, l->rest, &l->opts);
     if (rc == 0) {
         /* The claim records the first mark, as a renewal sent now would. */
         l->claim_mono = l->clock->mono_ns(l->clock->ctx);
         l->claim_wall = l->clock->wall_ns(l->clock->ctx);
-        rc = ops->claim(l->be, opts->max_workers, opts->ttl_ms, holder, opts->scope,
+        rc = ops->claim(l->be, opts->max_workers, opts->ttl_ms, l->holder_s, l->scope_s,
                         l->claim_wall / NS_PER_MS + opts->ttl_ms, &l->worker, &l->prev_mark,
                         &l->claim_mark, &l->ttl_ms);
     }
     if (rc != 0) {
         if (l->be != NULL)
             ops->close(l->be);
-        pthread_cond_destroy(&l->cv);
-        pthread_mutex_destroy(&l->mu);
-        free(l);
+        lease_free(l);
         return rc;
     }
-    l->generation = ops->generation != NULL ? ops->generation(l->be) : 0;
+    keep_handle(l);
+    l->floor_mark = l->prev_mark;
     l->recorded = l->claim_mark > l->prev_mark ? l->claim_mark : l->prev_mark;
     atomic_store(&l->mark_ms, l->recorded);
     *out = l;
@@ -276,6 +386,115 @@ uint64_t idm_lease_generation(const idm_lease *l)
     return l->generation;
 }
 
+int idm_lease_resume(idm_lease **out, const idm_lease_opts *opts, const idm_lease_saved *saved,
+                     bool *offline)
+{
+    idm_lease *l;
+    idm_mono_ns send_mono, now_mono;
+    idm_wall_ns send_wall;
+    idm_unix_ms mark, recorded = 0;
+    int64_t ttl, t0;
+    int rc;
+
+    if (out != NULL)
+        *out = NULL;
+    if (offline != NULL)
+        *offline = false;
+    if (out == NULL || opts == NULL || saved == NULL || offline == NULL)
+        return idm_error_fail(IDM_EINVAL, "lease: resume needs options, a saved claim and outputs");
+    if (saved->worker >= opts->max_workers || saved->handle[0] == '\0' ||
+        memchr(saved->handle, '\0', sizeof saved->handle) == NULL || saved->ttl_ms <= 0)
+        return idm_error_fail(IDM_EINVAL, "lease: the saved claim of worker id %u is not one "
+                                          "(out of range, no handle or no TTL)",
+                              (unsigned)saved->worker);
+    rc = lease_new(&l, opts);
+    if (rc != 0)
+        return rc;
+    if (l->ops->reattach == NULL || l->ops->handle == NULL) {
+        lease_free(l);
+        return idm_error_fail(IDM_EINVAL, "lease: this coordinator cannot resume a claim");
+    }
+    if (l->boot_id[0] == '\0' &&
+        (rc = idm_lease_boot_id(l->boot_file, l->boot_id, sizeof l->boot_id)) != 0) {
+        lease_free(l);
+        return rc;
+    }
+    l->saved = *saved;
+    l->floor_mark = saved->mark_ms;
+    l->worker = saved->worker;
+    l->generation = saved->generation;
+    memcpy(l->handle, saved->handle, sizeof l->handle);
+    l->ttl_ms = saved->ttl_ms < opts->ttl_ms ? saved->ttl_ms : opts->ttl_ms;
+
+    ttl = opts->ttl_ms;
+    rc = l->ops->open(&l->be, l->rest, &l->opts);
+    if (rc == IDM_EINVAL) {
+        lease_free(l);
+        return rc;
+    }
+    if (rc == 0) {
+        send_mono = l->clock->mono_ns(l->clock->ctx);
+        send_wall = l->clock->wall_ns(l->clock->ctx);
+        mark = send_wall / NS_PER_MS + ttl;
+        if (mark < saved->mark_ms)
+            mark = saved->mark_ms;
+        t0 = idm__mono_ns();
+        rc = l->ops->reattach(l->be, saved->worker, saved->handle, ttl, l->holder_s, l->scope_s,
+                              mark, &recorded, &ttl);
+        if (rc == 0) {
+            /* Confirmed: an ordinary lease whose claim was this reattach
+             * (attach takes it as the first renewal). */
+            atomic_store(&l->renew_ns, idm__mono_ns() - t0);
+            keep_handle(l);
+            l->claim_mono = send_mono;
+            l->claim_wall = send_wall;
+            l->claim_mark = recorded > mark ? recorded : mark;
+            l->ttl_ms = ttl;
+            l->prev_mark = 0;
+            l->recorded = l->claim_mark;
+            atomic_store(&l->mark_ms, l->recorded);
+            *out = l;
+            return 0;
+        }
+        l->ops->close(l->be);
+        l->be = NULL;
+        if (rc == IDM_ELEASE || rc == IDM_EINVAL) {
+            char detail[256];
+            snprintf(detail, sizeof detail, "%s", idm_error_detail());
+            lease_free(l);
+            return idm_error_fail(rc, "%s", detail);
+        }
+    }
+    /* The coordinator cannot be reached: the saved claim stands, on this
+     * boot and before its deadline only. */
+    now_mono = l->clock->mono_ns(l->clock->ctx);
+    if (strcmp(l->boot_id, saved->boot_id) != 0) {
+        lease_free(l);
+        return idm_error_fail(IDM_ELEASE,
+                              "lease: the coordinator cannot be reached and the saved claim of "
+                              "worker id %u is from another boot",
+                              (unsigned)saved->worker);
+    }
+    if (now_mono >= saved->mono_deadline ||
+        l->clock->wall_ns(l->clock->ctx) >= saved->wall_deadline) {
+        lease_free(l);
+        return idm_error_fail(IDM_ELEASE,
+                              "lease: the coordinator cannot be reached and the saved claim of "
+                              "worker id %u ran out %lld ms ago",
+                              (unsigned)saved->worker,
+                              (long long)((now_mono - saved->mono_deadline) / NS_PER_MS));
+    }
+    l->recorded = saved->mark_ms;
+    l->prev_mark = 0;
+    atomic_store(&l->mark_ms, saved->mark_ms);
+    atomic_store(&l->deadline, saved->mono_deadline);
+    atomic_store(&l->offline, true);
+    atomic_store(&l->last_error, IDM_EIO);
+    *offline = true;
+    *out = l;
+    return 0;
+}
+
 int64_t idm__lease_ttl_ms(const idm_lease *l)
 {
     return l->ttl_ms;
@@ -290,6 +509,64 @@ static void feed(idm_lease *l, idm_mono_ns mono, idm_wall_ns wall, int64_t ttl, 
     atomic_store(&l->deadline, mono + d);
     atomic_store(&l->mark_ms, mark);
     atomic_fetch_add(&l->renewals, 1);
+}
+
+/* What a restart needs to resume the claim after a renewal sent at mono
+ * and wall that recorded mark for ttl: the hook's to keep, before the
+ * generator may rely on the renewal. 0, or the hook's error. */
+static int keep_saved(idm_lease *l, idm_mono_ns mono, idm_wall_ns wall, int64_t ttl,
+                      idm_unix_ms mark)
+{
+    idm_lease_saved sv;
+    int64_t d = (ttl - l->margin_ms) * NS_PER_MS;
+    if (l->on_renew == NULL)
+        return 0;
+    memset(&sv, 0, sizeof sv);
+    sv.worker = l->worker;
+    sv.generation = l->generation;
+    memcpy(sv.handle, l->handle, sizeof sv.handle);
+    sv.mark_ms = mark;
+    sv.ttl_ms = ttl;
+    sv.mono_deadline = mono + d;
+    sv.wall_deadline = wall + d;
+    memcpy(sv.boot_id, l->boot_id, sizeof sv.boot_id);
+    return l->on_renew(l->hook_ctx, &sv);
+}
+
+/* A renewal failed with rc: count it; if the coordinator says the claim is
+ * gone, stop now, not at the deadline, since someone else may already hold
+ * the id. */
+static void renew_failed(idm_lease *l, int rc)
+{
+    atomic_fetch_add(&l->failures, 1);
+    atomic_store(&l->last_error, rc);
+    if (rc == IDM_ELEASE && !atomic_load(&l->lost)) {
+        if (l->g != NULL)
+            idm_snowflake_guard_drop(l->g);
+        atomic_store(&l->lost, true);
+        if (l->on_lost != NULL)
+            l->on_lost(l->hook_ctx);
+    }
+}
+
+/* A renewal (or reattach) sent at send_mono, send_wall recorded mark for
+ * ttl: keep it for restarts, then let the generator mint up to it. */
+static int renewed(idm_lease *l, idm_mono_ns send_mono, idm_wall_ns send_wall, int64_t ttl,
+                   idm_unix_ms mark)
+{
+    int rc;
+    if (mark > l->recorded)
+        l->recorded = mark;
+    if (ttl < l->ttl_ms)
+        l->ttl_ms = ttl;
+    rc = keep_saved(l, send_mono, send_wall, ttl, mark);
+    if (rc != 0) {
+        renew_failed(l, rc);
+        return rc;
+    }
+    feed(l, send_mono, send_wall, ttl, mark);
+    atomic_store(&l->last_error, 0);
+    return 0;
 }
 
 /* One renewal: record a mark, then let the generator mint up to it. */
@@ -308,22 +585,50 @@ static int renew_once(idm_lease *l)
     rc = l->ops->renew(l->be, mark, &ttl);
     if (rc == 0) {
         atomic_store(&l->renew_ns, idm__mono_ns() - t0);
-        l->recorded = mark;
-        if (ttl < l->ttl_ms)
-            l->ttl_ms = ttl;
-        feed(l, send_mono, send_wall, ttl, mark);
-        atomic_store(&l->last_error, 0);
-        return 0;
+        return renewed(l, send_mono, send_wall, ttl, mark);
     }
-    atomic_fetch_add(&l->failures, 1);
-    atomic_store(&l->last_error, rc);
-    if (rc == IDM_ELEASE) {
-        /* The coordinator says the claim is gone: stop now, not at the
-         * deadline, since someone else may already hold the id. */
-        idm_snowflake_guard_drop(l->g);
-        atomic_store(&l->lost, true);
-    }
+    renew_failed(l, rc);
     return rc;
+}
+
+/* Offline (a resumed claim the coordinator has not confirmed yet): open a
+ * backend handle if there is none, and reattach the saved claim. 0 once it
+ * is confirmed (the lease is then an ordinary one), IDM_ELEASE if the
+ * coordinator says it is gone, another error to try again. */
+static int reattach_once(idm_lease *l)
+{
+    idm_mono_ns send_mono;
+    idm_wall_ns send_wall;
+    idm_unix_ms mark, recorded = 0;
+    int64_t ttl = l->ttl_ms, t0;
+    int rc = 0;
+    if (l->be == NULL)
+        rc = l->ops->open(&l->be, l->rest, &l->opts);
+    if (rc != 0) {
+        l->be = NULL;
+        renew_failed(l, rc == IDM_ELEASE ? IDM_EIO : rc);
+        return rc;
+    }
+    send_mono = l->clock->mono_ns(l->clock->ctx);
+    send_wall = l->clock->wall_ns(l->clock->ctx);
+    mark = send_wall / NS_PER_MS + ttl;
+    if (mark < l->recorded)
+        mark = l->recorded;
+    t0 = idm__mono_ns();
+    rc = l->ops->reattach(l->be, l->worker, l->saved.handle, ttl, l->holder_s, l->scope_s, mark,
+                          &recorded, &ttl);
+    if (rc != 0) {
+        /* A handle that failed is not used again: the next try opens a
+         * new one (a backend may be left mid-way by an error). */
+        l->ops->close(l->be);
+        l->be = NULL;
+        renew_failed(l, rc);
+        return rc;
+    }
+    atomic_store(&l->renew_ns, idm__mono_ns() - t0);
+    keep_handle(l);
+    atomic_store(&l->offline, false);
+    return renewed(l, send_mono, send_wall, ttl, recorded > mark ? recorded : mark);
 }
 
 static int refuse_forked(void)
@@ -347,7 +652,10 @@ static void *keeper(void *arg)
         if (l->stop)
             break;
         pthread_mutex_unlock(&l->mu);
-        renew_once(l);
+        if (atomic_load(&l->offline))
+            reattach_once(l);
+        else
+            renew_once(l);
         pthread_mutex_lock(&l->mu);
     }
     pthread_mutex_unlock(&l->mu);
@@ -365,9 +673,18 @@ int idm_lease_attach(idm_lease *l, idm_snowflake *g)
     /* Claimed a moment ago, with a mark: that was the first renewal (its
      * deadline runs from the claim's start), so the generator may mint now,
      * with no further round trip. */
-    if (l->claim_mark > 0 &&
-        l->clock->mono_ns(l->clock->ctx) - l->claim_mono < l->ttl_ms * NS_PER_MS / 6) {
-        feed(l, l->claim_mono, l->claim_wall, l->ttl_ms, l->claim_mark);
+    if (atomic_load(&l->offline)) {
+        /* A resumed claim the coordinator has not confirmed: the saved
+         * deadlines and mark, never more, until the keeper reattaches. */
+        idm_snowflake_guard(g, l->saved.mono_deadline, l->saved.wall_deadline, l->saved.mark_ms);
+        atomic_store(&l->deadline, l->saved.mono_deadline);
+        atomic_store(&l->mark_ms, l->saved.mark_ms);
+    } else if (l->claim_mark > 0 &&
+               l->clock->mono_ns(l->clock->ctx) - l->claim_mono < l->ttl_ms * NS_PER_MS / 6) {
+        if ((rc = renewed(l, l->claim_mono, l->claim_wall, l->ttl_ms, l->claim_mark)) != 0) {
+            l->g = NULL;
+            return rc;
+        }
     } else if ((rc = renew_once(l)) != 0) {
         l->g = NULL;
         return rc;
@@ -392,6 +709,7 @@ void idm_lease_status_get(const idm_lease *l, idm_lease_status *out)
     out->deadline = atomic_load(&l->deadline);
     out->mark_ms = atomic_load(&l->mark_ms);
     out->renew_ns = atomic_load(&l->renew_ns);
+    out->offline = atomic_load(&l->offline);
 }
 
 int idm_lease_close(idm_lease *l)
@@ -405,7 +723,14 @@ int idm_lease_close(idm_lease *l)
          * into the child) and the coordinator's record are the parent's.
          * Free the copy without touching them: closing the child's
          * descriptors leaves the parent's locks and connections alone. */
-        l->ops->close(l->be);
+        if (l->be != NULL)
+            l->ops->close(l->be);
+        /* The mutex and condition variable are the parent's keeper's (a
+         * copy of them in use): destroying them here can hang. */
+        free(l->url);
+        free(l->holder_s);
+        free(l->scope_s);
+        free(l->boot_file);
         free(l);
         return refuse_forked();
     }
@@ -417,7 +742,7 @@ int idm_lease_close(idm_lease *l)
         pthread_join(l->thread, NULL);
     }
     /* Nothing minted under the claim without a generator attached. */
-    final = l->prev_mark;
+    final = l->g != NULL ? l->prev_mark : l->floor_mark;
     if (l->g != NULL) {
         /* Stop the generator, then record exactly what it minted, so the
          * next holder need not wait out the lookahead. Never below the
@@ -434,12 +759,14 @@ int idm_lease_close(idm_lease *l)
         if (st.last_unix_ms > final)
             final = st.last_unix_ms;
     }
-    if (!atomic_load(&l->lost))
+    /* A resumed claim never confirmed cannot be released: it expires on
+     * the coordinator, whose mark (the saved one, the generator's limit)
+     * covers every id minted under it. */
+    if (!atomic_load(&l->lost) && !atomic_load(&l->offline) && l->be != NULL)
         rc = l->ops->release(l->be, final);
-    l->ops->close(l->be);
-    pthread_cond_destroy(&l->cv);
-    pthread_mutex_destroy(&l->mu);
-    free(l);
+    if (l->be != NULL)
+        l->ops->close(l->be);
+    lease_free(l);
     return rc;
 }
 

@@ -38,6 +38,17 @@
  *            id was claimed by another: never renew someone else's claim).
  *   release  the same guarded UPDATE setting expires to NULL (free at once)
  *            and the exact final mark (the generator has stopped).
+ *   reattach (a process restarted within its lease, on a new connection)
+ *            the renewal's UPDATE guarded by worker and generation only (the
+ *            handle, "<worker>:<generation>"; a restarted process has
+ *            another holder name, which the row then takes) and by the row
+ *            not having expired, the scope recorded or compared as a claim
+ *            does it; no row renewed is IDM_ELEASE, a new claim's business.
+ *            It also bumps the generation, as a claim does: a saved claim
+ *            resumes once. A second process with the same saved handle (or
+ *            the first holder, were it still alive) finds the generation
+ *            changed and the claim lost, and a fencing store refuses the
+ *            writes of the process that crashed.
  *
  * Time. Expiry is judged by the database's clock_timestamp(), the time the
  * statement runs at, not now(), which is its transaction's start (fault row
@@ -775,6 +786,223 @@ static uint64_t pg_generation(void *be)
     return (uint64_t)((pg_be *)be)->generation;
 }
 
+/* ------------------------------------------------------------- restarts */
+
+/* The claim's handle: "<worker>:<generation>". The generation alone names
+ * a claim only within its row (every row counts its own claims from 1), so
+ * the worker id is part of it: a handle given with another worker id is
+ * refused rather than matched against that row's own count. */
+static int pg_handle(void *be, char *buf, size_t len)
+{
+    pg_be *p = be;
+    int n;
+    if (!p->held)
+        return idm_error_fail(IDM_EINVAL, "lease: this postgres handle holds no claim");
+    n = snprintf(buf, len, "%u:%lld", (unsigned)p->worker, (long long)p->generation);
+    if (n < 0 || (size_t)n >= len)
+        return idm_error_fail(IDM_EINVAL, "lease: a postgres claim's handle needs %d bytes", n + 1);
+    return 0;
+}
+
+/* Decimal digits s[0..n), 1 to 19 of them without a leading zero, as a
+ * value in 1..max: 0, else -1. */
+static int parse_positive(const char *s, size_t n, int64_t max, int64_t *out)
+{
+    int64_t v = 0;
+    if (n == 0 || n > 19 || s[0] == '0')
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9' || v > (max - (s[i] - '0')) / 10)
+            return -1;
+        v = v * 10 + (s[i] - '0');
+    }
+    *out = v;
+    return 0;
+}
+
+/* A handle of pg_handle's form: its worker id (0 to 65535) and generation
+ * (1 to INT64_MAX - 1: a resume bumps it), in decimal without leading
+ * zeros. 0, else -1. */
+static int parse_handle(const char *h, uint32_t *worker, int64_t *generation)
+{
+    const char *colon = strchr(h, ':');
+    int64_t w = 0;
+    if (colon == NULL)
+        return -1;
+    if (!(colon - h == 1 && h[0] == '0') &&
+        parse_positive(h, (size_t)(colon - h), IDM_LEASE_WORKERS_MAX - 1, &w) != 0)
+        return -1;
+    if (parse_positive(colon + 1, strlen(colon + 1), INT64_MAX - 1, generation) != 0)
+        return -1;
+    *worker = (uint32_t)w;
+    return 0;
+}
+
+/* See pg_reattach. $1 worker, $2 generation, $3 holder, $4 TTL ms, $5 mark,
+ * $6 the scope or NULL. The answer, one row: the recorded scope; the mark
+ * now recorded and the new generation if the claim was resumed (else NULL);
+ * and, for the detail of a refusal only, the row as the statement's
+ * snapshot saw it: whether there is one, its generation, whether it had
+ * expired (by clock_timestamp()). */
+static const char reattach_sql[] =
+    "WITH sc_new AS ("
+    " INSERT INTO " TABLE " (worker, scope) SELECT -1, $6::text WHERE $6::text IS NOT NULL"
+    " ON CONFLICT (worker) DO NOTHING RETURNING scope),"
+    " sc AS (SELECT coalesce((SELECT scope FROM sc_new),"
+    " (SELECT scope FROM " TABLE " WHERE worker = -1)) AS rec),"
+    " up AS ("
+    " UPDATE " TABLE " w SET holder = $3::text, generation = w.generation + 1,"
+    " expires = clock_timestamp() + $4::bigint * interval '1 millisecond',"
+    " mark = GREATEST(w.mark, $5::bigint)"
+    " WHERE w.worker = $1::integer AND w.generation = $2::bigint"
+    " AND w.expires > clock_timestamp()"
+    " AND ($6::text IS NULL OR $6::text = (SELECT rec FROM sc))"
+    " RETURNING w.mark, w.generation)"
+    " SELECT (SELECT rec FROM sc), (SELECT mark FROM up), cur.worker IS NOT NULL,"
+    " cur.generation, coalesce(cur.expires <= clock_timestamp(), true),"
+    " (SELECT generation FROM up)"
+    " FROM (SELECT 1) AS one LEFT JOIN " TABLE " cur ON cur.worker = $1::integer";
+
+/* Why reattach_sql renewed nothing, from the row its snapshot saw. */
+static int reattach_refused(const pg_be *p, uint32_t worker, int64_t gen, bool exists,
+                            bool no_gen, int64_t cur_gen, bool expired)
+{
+    if (!exists || no_gen)
+        return idm_error_fail(IDM_ELEASE,
+                              "lease: postgres %.80s: worker id %u has no row: its claim "
+                              "(generation %lld) is gone",
+                              p->url, (unsigned)worker, (long long)gen);
+    if (cur_gen != gen)
+        return idm_error_fail(IDM_ELEASE,
+                              "lease: postgres %.80s: worker id %u was claimed or resumed again "
+                              "since (generation %lld, the saved claim's %lld): the claim is gone",
+                              p->url, (unsigned)worker, (long long)cur_gen, (long long)gen);
+    /* The row's newest version, which the UPDATE re-checked, may be newer
+     * than the snapshot: a release or a claim that committed meanwhile. */
+    return idm_error_fail(IDM_ELEASE,
+                          "lease: postgres %.80s: worker id %u's claim (generation %lld) %s: "
+                          "the claim is gone",
+                          p->url, (unsigned)worker, (long long)gen,
+                          expired ? "expired or was released"
+                                  : "was released, claimed or resumed meanwhile");
+}
+
+/*
+ * Resume the claim of worker (handle: pg_handle's "<worker>:<generation>")
+ * in one statement: the row is renewed, its holder made ours, its mark
+ * raised and its generation bumped, only while its generation is the
+ * handle's, it has not expired (clock_timestamp()) and the recorded scope
+ * is ours. No row resumed is IDM_ELEASE (the UPDATE's WHERE, re-checked on
+ * the row's newest version, is the coordinator's word: two processes
+ * resuming one saved claim at once, one waits for the other's commit and
+ * finds the generation changed), but for a scope that differs
+ * (idm__lease_scope_refuse: nothing changed) or one recorded by a racing
+ * claimant after the statement's snapshot (run again). Not run again on a
+ * new connection (the bump would refuse our own lost success): a broken
+ * connection is IDM_EIO, outcome unknown, and if the first did resume, the
+ * next try is refused and the row is free again after the TTL. Within the
+ * renewal's budget, the connection and the session's setup included: a
+ * fresh handle connects here (open connects to nothing), so a server down
+ * or frozen fails it with IDM_EIO within TTL/3 (at least 300 ms).
+ */
+static int pg_reattach(void *be, uint32_t worker, const char *handle, int64_t ttl_ms,
+                       const char *holder, const char *scope, idm_unix_ms mark,
+                       idm_unix_ms *recorded, int64_t *granted_ttl_ms)
+{
+    static const unsigned types[] = {INT4OID, INT8OID, TEXTOID, INT8OID, INT8OID, TEXTOID};
+    static const char what[] = "cannot reattach the claim";
+    pg_be *p = be;
+    char s_w[16], s_g[24], s_ttl[24], s_m[24];
+    const char *values[] = {s_w, s_g, holder, s_ttl, s_m, scope};
+    uint32_t hw = 0;
+    int64_t gen = 0;
+    int rc = 0;
+
+    if (p->held)
+        return idm_error_fail(IDM_EINVAL, "lease: this postgres handle holds a claim already");
+    if (parse_handle(handle, &hw, &gen) != 0)
+        return idm_error_fail(IDM_EINVAL,
+                              "lease: '%.40s' is not a postgres claim's handle "
+                              "(<worker>:<generation>)",
+                              handle);
+    if (hw != worker)
+        return idm_error_fail(IDM_ELEASE,
+                              "lease: postgres %.80s: the saved claim is of worker id %u, not "
+                              "%u: no claim of %u to resume",
+                              p->url, (unsigned)hw, (unsigned)worker, (unsigned)worker);
+    snprintf(s_w, sizeof s_w, "%u", (unsigned)worker);
+    snprintf(s_g, sizeof s_g, "%lld", (long long)gen);
+    snprintf(s_ttl, sizeof s_ttl, "%lld", (long long)ttl_ms);
+    snprintf(s_m, sizeof s_m, "%lld", (long long)mark);
+    begin_op(p, p->renew_budget_ms);
+    if ((rc = idm__pq_ensure(&p->pq)) != 0)
+        return rc;
+    if (!p->have_table)
+        return idm_error_fail(IDM_ELEASE,
+                              "lease: postgres %.80s has no table " TABLE
+                              ": worker id %u's claim (generation %lld) is not there",
+                              p->url, (unsigned)worker, (long long)gen);
+    for (int pass = 0; pass < 2; pass++) {
+        int64_t now_mark = 0, cur_gen = 0, new_gen = 0;
+        bool none = true, no_gen = true, no_new = true;
+        const char *rec, *exists, *expired;
+        PGresult *res = run(p, reattach_sql, 6, types, values, PGRES_TUPLES_OK, false, what, &rc);
+        if (res == NULL)
+            return rc;
+        if (PQntuples(res) != 1 || PQnfields(res) != 6) {
+            rc = garbage(p, what, "shape");
+            PQclear(res);
+            return rc;
+        }
+        rec = PQgetisnull(res, 0, 0) ? NULL : PQgetvalue(res, 0, 0);
+        exists = PQgetvalue(res, 0, 2);
+        expired = PQgetvalue(res, 0, 4);
+        /* Raised to at least our mark, never lowered. */
+        rc = field_i64(p, res, 0, 1, mark, INT64_MAX, &now_mark, &none, what);
+        if (rc == 0)
+            rc = field_i64(p, res, 0, 3, 0, INT64_MAX, &cur_gen, &no_gen, what);
+        /* Bumped from the handle's, or nothing resumed. */
+        if (rc == 0)
+            rc = field_i64(p, res, 0, 5, gen + 1, gen + 1, &new_gen, &no_new, what);
+        if (rc == 0 && no_new != none)
+            rc = garbage(p, what, "a mark without a generation");
+        if (rc == 0 && ((strcmp(exists, "t") != 0 && strcmp(exists, "f") != 0) ||
+                        (strcmp(expired, "t") != 0 && strcmp(expired, "f") != 0)))
+            rc = garbage(p, what, "a boolean");
+        if (rc != 0) {
+            PQclear(res);
+            return rc;
+        }
+        if (scope != NULL && rec != NULL && strcmp(rec, scope) != 0)
+            rc = !none ? garbage(p, what, "reattached under another scope")
+                       : idm__lease_scope_refuse(p->url, rec, strlen(rec), scope);
+        else if (none && scope != NULL && rec == NULL)
+            rc = 1; /* recorded by a racing claimant after the snapshot: again */
+        else if (none)
+            rc = reattach_refused(p, worker, gen, exists[0] == 't', no_gen, cur_gen,
+                                  expired[0] == 't');
+        PQclear(res); /* rec is not used past here */
+        if (rc == 1)
+            continue;
+        if (rc != 0)
+            return rc;
+        p->held = true;
+        p->worker = worker;
+        p->generation = new_gen;
+        p->ttl_ms = ttl_ms;
+        snprintf(p->holder, sizeof p->holder, "%s", holder);
+        *recorded = now_mark;
+        *granted_ttl_ms = ttl_ms;
+        return 0;
+    }
+    /* Twice no scope seen, and none recorded: not an answer to act on. */
+    return idm_error_fail(IDM_EIO,
+                          "lease: postgres %.80s: the recorded scope changed while the claim "
+                          "was reattached (outcome unknown)",
+                          p->url);
+}
+
 const idm__lease_backend idm__lease_pg = {
-    pg_open, pg_claim, pg_renew, pg_release, pg_list, pg_scope, pg_free, pg_generation,
+    pg_open,  pg_claim, pg_renew,      pg_release, pg_list,
+    pg_scope, pg_free,  pg_generation, pg_handle,  pg_reattach,
 };

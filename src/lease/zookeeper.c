@@ -44,6 +44,17 @@
  *            claim (IDM_ELEASE), else the mark is raised to at least what is
  *            stored (never lowered) with the version read. Nothing is ever
  *            re-sent blindly.
+ *   reattach (after a restart: backend.h) with the handle a claim gave, the
+ *            session's id and password as hex: first a session of the
+ *            handle's own reads workers/N, hwm/N and the scope (one round
+ *            trip) and is closed; workers/N gone or not the saved session's
+ *            is IDM_ELEASE, another scope refused; then the saved session is
+ *            resumed (zookeeper_init2 with its clientid_t; the server says
+ *            expired: IDM_ELEASE) and writes as a renewal does, its holder
+ *            put into workers/N. The refusals all come before the saved
+ *            session is touched, since the C client ends a connected
+ *            session whenever its handle closes: see zk_reattach. Five
+ *            round trips, two session handshakes among them.
  *   release  the same guarded write with the exact final mark (lower than
  *            the last renewal's: the generator has stopped; only when the
  *            version shows the mark is still our own write, else never
@@ -82,13 +93,24 @@
  * lease.c calls claim, release and close from the owner thread and renew
  * from the keeper thread, never two at once on one handle.
  *
+ * Open checks the URL and sends nothing: the session starts with the first
+ * call that needs one (claim, list, scope: a new one; reattach: the saved
+ * one), within the connect bound (the TTL, 1 s to 10 s; reattach: TTL/3, 1 s
+ * to 10 s, for all of it), so a coordinator that is down fails there with
+ * IDM_EIO.
+ *
  * What it does not do: ZooKeeper authentication (digest, SASL) or TLS,
- * chroot in the connect string, watches (a deleted worker node is noticed
- * at the next renewal), or reattaching to a session after a restart (a
- * restarted process claims anew; the old node goes when its session
- * expires). A forked child's close sends nothing: the session, the socket
- * and the client's threads are the parent's (the child's copy of the
- * client's memory is left as it is, since its threads do not exist there).
+ * chroot in the connect string, or watches (a deleted worker node is
+ * noticed at the next renewal). It cannot tell whether the process that
+ * saved a handle still lives: ZooKeeper lets any client that has a
+ * session's id and password use it, and a server moves a session to the
+ * newest connection (closing the older one, whose client reconnects and
+ * takes it back), so two live processes reattached to one session would
+ * both renew the same claim. The lease layer never reattaches a claim whose
+ * process may live (the claim file's lock is held while it runs). A forked
+ * child's close sends nothing: the session, the socket and the client's
+ * threads are the parent's (the child's copy of the client's memory is left
+ * as it is, since its threads do not exist there).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -137,8 +159,11 @@ typedef struct zk_be {
     char prefix[MAX_PREFIX + 1];
     char where[MAX_HOSTS + MAX_PREFIX + 16]; /* zk://host:port[,...]/prefix */
     int64_t deadline_ns;      /* the current operation's budget */
+    int64_t ttl_ms, margin_ms; /* what open was given: the session timeout asked for */
     int64_t granted_ms;
     int64_t session;          /* the session's id */
+    clientid_t cid;           /* the session's id and password (handle) */
+    bool resumed;             /* the session is a saved one (reattach) */
     /* the claim */
     bool held;
     uint32_t worker;
@@ -581,14 +606,15 @@ static void zk_close(void *be)
     free(z);
 }
 
+/* Open checks the URL and starts nothing: no round trip. The session is
+ * started by the first request that needs one (start_session): a new one
+ * for claim, list and scope, the saved one for reattach. */
 static int zk_open(void **be, const char *rest, const idm_lease_opts *opts)
 {
     const char *slash = strchr(rest, '/'), *why;
     size_t hlen, plen;
     int64_t ttl = opts->ttl_ms > 0 ? opts->ttl_ms : IDM_LEASE_TTL_DEFAULT_MS;
-    int64_t margin = opts->margin_ms >= 0 ? opts->margin_ms : ttl / 5, wait_ms;
     zk_be *z;
-    int state = 0;
 
     if (strchr(rest, '?') != NULL)
         return bad_url("zk:// takes no options", rest);
@@ -619,28 +645,57 @@ static int zk_open(void **be, const char *rest, const idm_lease_opts *opts)
         return IDM_ENOMEM;
     z->pid = getpid();
     z->hversion = -1;
+    z->ttl_ms = ttl;
+    z->margin_ms = opts->margin_ms >= 0 ? opts->margin_ms : ttl / 5;
     memcpy(z->hosts, rest, hlen);
     memcpy(z->prefix, slash, plen + 1);
     snprintf(z->spath, sizeof z->spath, "%s/scope", z->prefix);
     snprintf(z->where, sizeof z->where, "zk://%s", rest);
     pthread_mutex_init(&z->mu, NULL);
     idm__cond_init_mono(&z->cv);
-    /* The session: asked for with the TTL as its timeout. */
     pthread_once(&quiet_once, quiet_client);
+    *be = z;
+    return 0;
+}
+
+/* End the session (if connected: the C client sends closeSession only
+ * then) and forget it: the handle may start another. */
+static void end_session(zk_be *z)
+{
+    zookeeper_close(z->zh);
+    z->zh = NULL;
+    pthread_mutex_lock(&z->mu);
+    z->state = 0;
+    z->expired = false;
+    pthread_mutex_unlock(&z->mu);
+}
+
+/*
+ * Start the session, asked for with ttl_ms as its timeout: a new one
+ * (resume NULL), or the saved one resume names. Connected before
+ * z->deadline_ns (begin_op), or an error: a server where nothing listens
+ * must not hang the caller. IDM_ELEASE if the server says the saved session
+ * is no more (expired, or not that session's password: the C client
+ * reports both as ZOO_EXPIRED_SESSION_STATE); IDM_EIO if no server
+ * answered in time; IDM_EINVAL if the timeout granted leaves no room for
+ * the margin. A session that failed to start is closed at once: one not
+ * connected ends nothing (the C client sends closeSession only while
+ * connected), so a saved session that did not answer in time lives on.
+ */
+static int start_session(zk_be *z, int64_t ttl_ms, const clientid_t *resume, uint32_t worker)
+{
+    int64_t wait_ms = (z->deadline_ns - idm__mono_ns()) / NS_PER_MS;
+    int state, rc = 0;
+    bool expired;
+    z->resumed = resume != NULL;
     errno = 0;
-    z->zh = zookeeper_init2(z->hosts, watcher, (int)(ttl > INT32_MAX ? INT32_MAX : ttl), NULL, z,
-                            ZOO_NO_LOG_CLIENTENV, silent_log);
+    z->zh = zookeeper_init2(z->hosts, watcher, (int)(ttl_ms > INT32_MAX ? INT32_MAX : ttl_ms),
+                            resume, z, ZOO_NO_LOG_CLIENTENV, silent_log);
     if (z->zh == NULL) {
         int e = errno;
-        int rc = idm_error_fail(IDM_EIO, "lease: zk %.200s: cannot start a ZooKeeper client (%s)",
-                                z->where, e != 0 ? strerror(e) : "no reason");
-        zk_close(z);
-        return rc;
+        return idm_error_fail(IDM_EIO, "lease: zk %.200s: cannot start a ZooKeeper client (%s)",
+                              z->where, e != 0 ? strerror(e) : "no reason");
     }
-    /* Connected within a bound, or an error: a server where nothing listens
-     * must not hang the claim. */
-    wait_ms = ttl < 1000 ? 1000 : ttl > 10000 ? 10000 : ttl;
-    begin_op(z, wait_ms);
     pthread_mutex_lock(&z->mu);
     {
         struct timespec ts = {(time_t)(z->deadline_ns / 1000000000),
@@ -649,28 +704,46 @@ static int zk_open(void **be, const char *rest, const idm_lease_opts *opts)
                pthread_cond_timedwait(&z->cv, &z->mu, &ts) != ETIMEDOUT)
             ;
         state = z->state;
+        expired = z->expired;
     }
     pthread_mutex_unlock(&z->mu);
-    if (state != ZOO_CONNECTED_STATE) {
-        int rc = idm_error_fail(IDM_EIO,
-                                "lease: zk %.200s: no ZooKeeper server answered within %lld ms",
-                                z->where, (long long)wait_ms);
-        zk_close(z);
-        return rc;
+    if (expired && resume != NULL) {
+        /* The id only: the password is the session's secret. */
+        rc = idm_error_fail(IDM_ELEASE,
+                            "lease: zk %.200s: the server refuses the saved ZooKeeper session "
+                            "0x%llx (it expired, or that is not its password): the claim on "
+                            "worker id %u is lost",
+                            z->where, (unsigned long long)resume->client_id, (unsigned)worker);
+    } else if (state != ZOO_CONNECTED_STATE) {
+        rc = idm_error_fail(IDM_EIO,
+                            "lease: zk %.200s: no ZooKeeper server answered within %lld ms",
+                            z->where, (long long)(wait_ms > 0 ? wait_ms : 0));
+    } else {
+        z->granted_ms = zoo_recv_timeout(z->zh);
+        z->cid = *zoo_client_id(z->zh);
+        z->session = z->cid.client_id;
+        /* A saved session was checked by reattach's first, on the same
+         * server: a refusal now would end it (connected). */
+        if (resume == NULL && (z->granted_ms <= 0 || z->margin_ms >= z->granted_ms * 2 / 3))
+            rc = idm_error_fail(IDM_EINVAL,
+                                "lease: zk %.200s: the server grants a session timeout of %lld "
+                                "ms for a TTL of %lld ms, too short for a margin of %lld ms",
+                                z->where, (long long)z->granted_ms, (long long)ttl_ms,
+                                (long long)z->margin_ms);
     }
-    z->granted_ms = zoo_recv_timeout(z->zh);
-    z->session = zoo_client_id(z->zh)->client_id;
-    if (z->granted_ms <= 0 || margin >= z->granted_ms * 2 / 3) {
-        int rc = idm_error_fail(IDM_EINVAL,
-                                "lease: zk %.200s: the server grants a session timeout of %lld ms "
-                                "for a TTL of %lld ms, too short for a margin of %lld ms",
-                                z->where, (long long)z->granted_ms, (long long)ttl,
-                                (long long)margin);
-        zk_close(z);
-        return rc;
-    }
-    *be = z;
-    return 0;
+    if (rc != 0)
+        end_session(z);
+    return rc;
+}
+
+/* A new session for claim, list and scope, if the handle has none yet. */
+static int ensure_session(zk_be *z)
+{
+    if (z->zh != NULL)
+        return 0;
+    /* The connect bound a claim has always had: the TTL, 1 s to 10 s. */
+    begin_op(z, z->ttl_ms < 1000 ? 1000 : z->ttl_ms > 10000 ? 10000 : z->ttl_ms);
+    return start_session(z, z->ttl_ms, NULL, 0);
 }
 
 /* ----------------------------------------------------------------- claim */
@@ -888,12 +961,14 @@ static int reread(zk_be *z, idm_unix_ms *stored)
 
 /*
  * Write mark into hwm/N: if guarded, in a multi with check(workers/N, its
- * version) (renew, release); a setData with the version of our last write,
- * or a create if there is no hwm/N. 0 when written; *moved when the
- * version moved (or the node came or went): re-read and try again; the
- * claim lost (IDM_ELEASE) if workers/N is gone.
+ * version) (renew, release), or with setData(workers/N, holder, its
+ * version) if holder is not NULL (reattach: the new holder shown by list);
+ * a setData with the version of our last write, or a create if there is no
+ * hwm/N. 0 when written; *moved when the version moved (or the node came or
+ * went): re-read and try again; the claim lost (IDM_ELEASE) if workers/N is
+ * gone.
  */
-static int write_mark(zk_be *z, idm_unix_ms mark, bool guarded, bool *moved)
+static int write_mark(zk_be *z, idm_unix_ms mark, bool guarded, const char *holder, bool *moved)
 {
     char val[MARK_LEN];
     zoo_op_t ops[2];
@@ -901,7 +976,9 @@ static int write_mark(zk_be *z, idm_unix_ms mark, bool guarded, bool *moved)
     int n = 0, rc, m;
     *moved = false;
     snprintf(val, sizeof val, "%lld", (long long)(mark < 0 ? 0 : mark));
-    if (guarded)
+    if (guarded && holder != NULL)
+        zoo_set_op_init(&ops[n++], z->wpath, holder, (int)strlen(holder), z->wversion, NULL);
+    else if (guarded)
         zoo_check_op_init(&ops[n++], z->wpath, z->wversion);
     m = n;
     if (z->hversion >= 0)
@@ -919,6 +996,8 @@ static int write_mark(zk_be *z, idm_unix_ms mark, bool guarded, bool *moved)
     rc = 0;
     if (rs[0]->rc == ZOK) {
         z->hversion = z->hversion >= 0 ? rs[0]->stats[m].version : 0;
+        if (guarded && holder != NULL)
+            z->wversion = rs[0]->stats[0].version;
     } else {
         int f = failed_op(rs[0]);
         int err = f >= 0 ? rs[0]->res[f].err : rs[0]->rc;
@@ -949,7 +1028,7 @@ static int first_mark(zk_be *z, idm_unix_ms want, idm_unix_ms *prev)
 {
     for (int i = 0; i < WRITE_TRIES; i++) {
         bool moved;
-        int rc = write_mark(z, want > *prev ? want : *prev, false, &moved);
+        int rc = write_mark(z, want > *prev ? want : *prev, false, NULL, &moved);
         if (rc != 0 || !moved)
             return rc;
         if (!z->stale)
@@ -976,8 +1055,10 @@ static int zk_claim(void *be, uint32_t max_workers, int64_t ttl_ms, const char *
     bool parents_made = false;
     int rc = 0;
 
-    if (z->held)
+    if (z->held || z->resumed)
         return idm_error_fail(IDM_EINVAL, "lease: this zk handle holds a claim already");
+    if ((rc = ensure_session(z)) != 0)
+        return rc;
     v.taken = calloc(max_workers, 1);
     if (v.taken == NULL)
         return IDM_ENOMEM;
@@ -1049,7 +1130,7 @@ static int zk_claim(void *be, uint32_t max_workers, int64_t ttl_ms, const char *
  * mark is written as it is: the release's exact final mark may be below the
  * last renewal's, since the generator has stopped and minted nothing above
  * it. A lost answer or a moved version makes it re-read first. */
-static int guarded_write(zk_be *z, idm_unix_ms mark)
+static int guarded_write(zk_be *z, idm_unix_ms mark, const char *holder)
 {
     for (int i = 0; i < WRITE_TRIES; i++) {
         bool moved;
@@ -1069,7 +1150,7 @@ static int guarded_write(zk_be *z, idm_unix_ms mark)
             if (stored > z->floor)
                 z->floor = stored;
         }
-        rc = write_mark(z, mark > z->floor ? mark : z->floor, true, &moved);
+        rc = write_mark(z, mark > z->floor ? mark : z->floor, true, holder, &moved);
         if (rc != 0 || !moved)
             return rc;
     }
@@ -1083,7 +1164,7 @@ static int zk_renew(void *be, idm_unix_ms mark, int64_t *granted_ttl_ms)
     if (!z->held)
         return idm_error_fail(IDM_ELEASE, "lease: no claim to renew");
     begin_op(z, z->granted_ms / 3 > 300 ? z->granted_ms / 3 : 300);
-    rc = guarded_write(z, mark);
+    rc = guarded_write(z, mark, NULL);
     if (rc == 0)
         *granted_ttl_ms = z->granted_ms;
     return rc;
@@ -1096,7 +1177,7 @@ static int zk_release(void *be, idm_unix_ms mark)
     if (!z->held)
         return 0;
     begin_op(z, z->granted_ms / 3 > 300 ? z->granted_ms / 3 : 300);
-    rc = guarded_write(z, mark);
+    rc = guarded_write(z, mark, NULL);
     z->held = false;
     return rc;
 }
@@ -1104,6 +1185,226 @@ static int zk_release(void *be, idm_unix_ms mark)
 static uint64_t zk_generation(void *be)
 {
     return (uint64_t)((zk_be *)be)->czxid;
+}
+
+/* ------------------------------------------------------ handle, reattach */
+
+/* A handle is the session's id and password, what zookeeper_init2 needs to
+ * resume it: 16 hex digits, '-', 32 hex digits (49 bytes). */
+#define HANDLE_LEN (16 + 1 + 32)
+
+static int zk_handle(void *be, char *buf, size_t len)
+{
+    zk_be *z = be;
+    const unsigned char *pw = (const unsigned char *)z->cid.passwd;
+    char *p = buf;
+    if (!z->held || z->zh == NULL) {
+        buf[0] = '\0';
+        return idm_error_fail(IDM_EINVAL, "lease: this zk handle holds no claim");
+    }
+    if (len < HANDLE_LEN + 1) {
+        buf[0] = '\0';
+        return idm_error_fail(IDM_EINVAL, "lease: a zk claim's handle takes %d bytes; %zu given",
+                              HANDLE_LEN, len > 0 ? len - 1 : 0);
+    }
+    p += snprintf(p, len, "%016llx-", (unsigned long long)z->cid.client_id);
+    for (size_t i = 0; i < sizeof z->cid.passwd; i++)
+        p += snprintf(p, len - (size_t)(p - buf), "%02x", pw[i]);
+    return 0;
+}
+
+static int hex_digit(char c)
+{
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
+}
+
+/* A handle as zk_handle writes it into *cid: 0, or -1 (session id 0 too,
+ * which would ask for a new session). */
+static int parse_handle(const char *s, clientid_t *cid)
+{
+    uint64_t id = 0;
+    if (s == NULL || strnlen(s, HANDLE_LEN + 1) != HANDLE_LEN || s[16] != '-')
+        return -1;
+    for (int i = 0; i < 16; i++) {
+        int d = hex_digit(s[i]);
+        if (d < 0)
+            return -1;
+        id = id << 4 | (uint64_t)d;
+    }
+    for (int i = 0; i < 16; i++) {
+        int hi = hex_digit(s[17 + 2 * i]), lo = hex_digit(s[18 + 2 * i]);
+        if (hi < 0 || lo < 0)
+            return -1;
+        cid->passwd[i] = (char)(hi << 4 | lo);
+    }
+    if (id == 0)
+        return -1;
+    cid->client_id = (int64_t)id;
+    return 0;
+}
+
+/* Record the scope if none is (the claim was made without one, or its node
+ * was removed by hand): created once, and compared with what is there then
+ * (a racing claimant's, perhaps). */
+static int record_scope(zk_be *z, const char *scope)
+{
+    zreq *rs[2] = {NULL, NULL};
+    int rc = send_create(z, z->spath, scope, ZOO_PERSISTENT, &rs[0]);
+    if (rc == ZOK)
+        rc = send_get(z, z->spath, &rs[1]);
+    if ((rc = answers(z, rs, 2, rc, "recording the scope")) != 0)
+        return rc;
+    if (rs[0]->rc != ZOK && rs[0]->rc != ZNODEEXISTS)
+        rc = zk_error(z, "recording the scope", rs[0]->rc);
+    else if (rs[1]->rc != ZOK)
+        rc = zk_error(z, "reading the scope", rs[1]->rc);
+    else if (rs[1]->datalen != (int)strlen(scope) ||
+             memcmp(rs[1]->data, scope, strlen(scope)) != 0)
+        rc = idm__lease_scope_refuse(
+            z->where, rs[1]->data, rs[1]->datalen > MAX_DATA ? MAX_DATA : (size_t)rs[1]->datalen,
+            scope);
+    free_all(rs, 2);
+    return rc;
+}
+
+/*
+ * Confirm the saved claim, then resume its session:
+ *   1. a session of this handle's own to look with (never the saved one:
+ *      see below), and on it exists(workers/N), get(hwm/N) and get(scope),
+ *      pipelined: workers/N gone (the saved session expired, or the node
+ *      was deleted) or another session's: IDM_ELEASE; another scope
+ *      recorded: refused; no scope recorded: created (one more round
+ *      trip); a mark that is not a number: IDM_EIO. Then that session is
+ *      closed;
+ *   2. the saved session resumed (zookeeper_init2 with its id and
+ *      password): the server says it expired (or the password is not its
+ *      own): IDM_ELEASE;
+ *   3. on it, multi{setData(workers/N, holder, its version), setData(hwm/N,
+ *      max(stored, mark), its version)}, as a renewal writes: a version
+ *      that moved (the node claimed again since step 1) is re-read first,
+ *      and a node no longer the session's is IDM_ELEASE. The worker node's
+ *      data is the holder that list shows.
+ * Why not look through the saved session itself: the C client ends a
+ * connected session when its handle is closed (closeSession), and has no
+ * way to let a connection go without that; a reattach refused after the
+ * saved session was resumed (another scope, another worker id) would end
+ * the claim it was refused, and one that failed (no answer) would make the
+ * next try find the claim gone. Here every refusal comes before the saved
+ * session is touched: it is left as it was. Only a failure of step 3 (no
+ * answer in time) ends it, when the caller closes the handle: the claim is
+ * then lost, which the mark recorded before covers.
+ * Round trips: two sessions' handshakes, step 1's read, the first
+ * session's close, step 3's write: five, two of them requests counted by
+ * idm__zk_counters.
+ */
+static int zk_reattach(void *be, uint32_t worker, const char *handle, int64_t ttl_ms,
+                       const char *holder, const char *scope, idm_unix_ms mark,
+                       idm_unix_ms *recorded, int64_t *granted_ttl_ms)
+{
+    zk_be *z = be;
+    clientid_t cid;
+    zreq *rs[3] = {NULL, NULL, NULL};
+    idm_unix_ms stored = 0;
+    int64_t czxid = 0;
+    int32_t wversion = 0, hversion = -1;
+    bool need_scope = false;
+    int rc;
+
+    if (z->zh != NULL || z->held)
+        return idm_error_fail(IDM_EINVAL, "lease: reattach needs a zk handle with no session yet");
+    /* Never the handle itself in a detail: it holds the session's password. */
+    memset(&cid, 0, sizeof cid);
+    if (parse_handle(handle, &cid) != 0)
+        return idm_error_fail(IDM_EINVAL,
+                              "lease: zk %.200s: the saved handle is not a ZooKeeper session "
+                              "(want 16 hex digits of its id, '-', 32 of its password)",
+                              z->where);
+    /* One budget for the whole step: a renewal's, TTL/3, but at least 1 s
+     * for the sessions' handshakes and at most the usual connect bound. */
+    begin_op(z, ttl_ms / 3 < 1000 ? 1000 : ttl_ms / 3 > 10000 ? 10000 : ttl_ms / 3);
+    z->worker = worker;
+    paths_of(z, worker);
+
+    /* 1. Look. */
+    if ((rc = start_session(z, ttl_ms, NULL, worker)) != 0)
+        return rc;
+    rc = send_exists(z, z->wpath, &rs[0]);
+    if (rc == ZOK)
+        rc = send_get(z, z->hpath, &rs[1]);
+    if (rc == ZOK && scope != NULL)
+        rc = send_get(z, z->spath, &rs[2]);
+    if ((rc = answers(z, rs, 3, rc, "reading the saved claim")) != 0) {
+        end_session(z);
+        return rc;
+    }
+    if (rs[0]->rc == ZNONODE) {
+        rc = idm_error_fail(IDM_ELEASE,
+                            "lease: zk %.200s: %s is gone (the saved session 0x%llx expired, or "
+                            "the node was deleted): the claim on worker id %u is lost",
+                            z->where, z->wpath, (unsigned long long)cid.client_id,
+                            (unsigned)worker);
+    } else if (rs[0]->rc != ZOK) {
+        rc = zk_error(z, "reading the saved claim", rs[0]->rc);
+    } else if (rs[0]->stat.ephemeralOwner != cid.client_id) {
+        rc = idm_error_fail(IDM_ELEASE,
+                            "lease: zk %.200s: %s is another session's (0x%llx, not the saved "
+                            "0x%llx): the claim on worker id %u is lost",
+                            z->where, z->wpath, (unsigned long long)rs[0]->stat.ephemeralOwner,
+                            (unsigned long long)cid.client_id, (unsigned)worker);
+    } else if (rs[2] != NULL && rs[2]->rc == ZOK) {
+        if (rs[2]->datalen != (int)strlen(scope) ||
+            memcmp(rs[2]->data, scope, strlen(scope)) != 0)
+            rc = idm__lease_scope_refuse(z->where, rs[2]->data,
+                                         rs[2]->datalen > MAX_DATA ? MAX_DATA
+                                                                   : (size_t)rs[2]->datalen,
+                                         scope);
+    } else if (rs[2] != NULL && rs[2]->rc == ZNONODE) {
+        need_scope = true;
+    } else if (rs[2] != NULL) {
+        rc = zk_error(z, "reading the scope", rs[2]->rc);
+    }
+    if (rc == 0) {
+        czxid = rs[0]->stat.czxid;
+        wversion = rs[0]->stat.version;
+        if (rs[1]->rc == ZOK && parse_mark(rs[1]->data, rs[1]->datalen, &stored) != 0)
+            rc = not_a_mark(z, worker);
+        else if (rs[1]->rc == ZOK)
+            hversion = rs[1]->stat.version;
+        else if (rs[1]->rc != ZNONODE)
+            rc = zk_error(z, "reading the mark", rs[1]->rc);
+    }
+    free_all(rs, 3);
+    if (rc == 0 && need_scope)
+        rc = record_scope(z, scope);
+    end_session(z);
+    if (rc != 0)
+        return rc;
+
+    /* 2. Resume. */
+    if ((rc = start_session(z, ttl_ms, &cid, worker)) != 0)
+        return rc;
+    if (z->session != cid.client_id)
+        return idm_error_fail(IDM_EIO,
+                              "lease: zk %.200s: the server answered with session 0x%llx, not "
+                              "the saved 0x%llx",
+                              z->where, (unsigned long long)z->session,
+                              (unsigned long long)cid.client_id);
+
+    /* 3. Renew, as the claim's holder now. */
+    z->czxid = czxid;
+    z->wversion = wversion;
+    z->hversion = hversion;
+    z->floor = stored;
+    z->stale = false;
+    if ((rc = guarded_write(z, mark, holder)) != 0)
+        return rc;
+    z->held = true;
+    *recorded = mark > z->floor ? mark : z->floor;
+    *granted_ttl_ms = z->granted_ms;
+    return 0;
 }
 
 /* ------------------------------------------------------------------ list */
@@ -1119,6 +1420,8 @@ static int zk_list(void *be, uint32_t max_workers, idm_lease_entry **entries, si
     int rc, nrs = 0;
     *entries = NULL;
     *count = 0;
+    if ((rc = ensure_session(z)) != 0)
+        return rc;
     begin_op(z, z->granted_ms > 2000 ? z->granted_ms : 2000);
     snprintf(path, sizeof path, "%s/workers", z->prefix);
     rc = send_children(z, path, &kids[0]);
@@ -1215,6 +1518,8 @@ static int zk_scope(void *be, char *buf, size_t cap)
     zreq *rs[1] = {NULL};
     int rc;
     buf[0] = '\0';
+    if ((rc = ensure_session(z)) != 0)
+        return rc;
     begin_op(z, z->granted_ms > 2000 ? z->granted_ms : 2000);
     rc = send_get(z, z->spath, &rs[0]);
     if (rc != ZOK)
@@ -1234,5 +1539,6 @@ static int zk_scope(void *be, char *buf, size_t cap)
 }
 
 const idm__lease_backend idm__lease_zk = {
-    zk_open, zk_claim, zk_renew, zk_release, zk_list, zk_scope, zk_close, zk_generation,
+    zk_open, zk_claim, zk_renew, zk_release, zk_list, zk_scope, zk_close, zk_generation, zk_handle,
+    zk_reattach,
 };

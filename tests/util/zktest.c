@@ -142,6 +142,14 @@ bool zktest_exists(zktest_conn *c, const char *path)
     return rc == ZOK;
 }
 
+int32_t zktest_version(zktest_conn *c, const char *path)
+{
+    struct Stat st;
+    int rc = zoo_exists(c->zh, path, 0, &st);
+    CHECK(rc == ZOK || rc == ZNONODE, "exists %s: %s", path, zerror(rc));
+    return rc == ZOK ? st.version : -1;
+}
+
 static void make_parents(zktest_conn *c, const char *path)
 {
     char p[1024];

@@ -45,6 +45,8 @@ void zktest_close(zktest_conn *c);
 int zktest_get(zktest_conn *c, const char *path, char *buf, size_t cap, int64_t *owner,
                int64_t *czxid);
 bool zktest_exists(zktest_conn *c, const char *path);
+/* The node's data version, -1 if there is no such node. */
+int32_t zktest_version(zktest_conn *c, const char *path);
 /* Set data (any version); create it, persistent, with its parents, if it is
  * not there. */
 void zktest_put(zktest_conn *c, const char *path, const char *data);
