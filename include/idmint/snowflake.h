@@ -17,6 +17,9 @@
  *   IDM_BACKWARDS_LOGICAL  (default) keep minting from the last tick, running
  *                          ahead of the wall clock by at most max_drift_ms;
  *                          beyond that IDM_ECLOCKBACK.
+ *   IDM_BACKWARDS_CHANGE_WORKER  leased generators only (see leased.h):
+ *                          logical time as above, and beyond its bound
+ *                          another worker id, whose past ids cannot collide.
  * Minting resumes by itself once the clock passes the last tick.
  *
  * Sequence exhaustion (all 2^seq_bits ids of the current tick are taken):
@@ -107,7 +110,12 @@
 typedef enum idm_backwards_policy {
     IDM_BACKWARDS_LOGICAL = 0,
     IDM_BACKWARDS_REFUSE = 1,
-    IDM_BACKWARDS_WAIT = 2
+    IDM_BACKWARDS_WAIT = 2,
+    /* Leased generators only (<idmint/leased.h>; idm_snowflake_open refuses
+     * it with IDM_EINVAL): logical time up to max_drift_ms, and a step back
+     * beyond that makes the process claim another worker id whose recorded
+     * mark is below the clock and mint under it; refuse when there is none. */
+    IDM_BACKWARDS_CHANGE_WORKER = 3
 } idm_backwards_policy;
 
 typedef enum idm_exhaust_policy {

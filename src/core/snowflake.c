@@ -710,6 +710,10 @@ static int check_opts(const idm_snowflake_opts *opts)
             return idm__fail(IDM_ERANGE, "snowflake: %s=%llu exceeds %llu", l->f[i].name,
                              (unsigned long long)opts->node[i], (unsigned long long)l->f[i].max);
     }
+    if (opts->backwards == IDM_BACKWARDS_CHANGE_WORKER)
+        return idm__fail(IDM_EINVAL, "snowflake: the change-worker policy needs a leased "
+                                     "generator (idm_leased_open): a plain one has no other "
+                                     "worker id to change to");
     if (opts->backwards != IDM_BACKWARDS_LOGICAL && opts->backwards != IDM_BACKWARDS_REFUSE &&
         opts->backwards != IDM_BACKWARDS_WAIT)
         return idm__fail(IDM_EINVAL, "snowflake: unknown backwards policy %d", (int)opts->backwards);

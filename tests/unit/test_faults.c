@@ -143,6 +143,7 @@ static const char *bp_name(idm_backwards_policy p)
     case IDM_BACKWARDS_LOGICAL: return "logical";
     case IDM_BACKWARDS_REFUSE: return "refuse";
     case IDM_BACKWARDS_WAIT: return "wait";
+    case IDM_BACKWARDS_CHANGE_WORKER: return "change-worker"; /* leased only: test_leased */
     }
     return "?";
 }

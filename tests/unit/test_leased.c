@@ -1,0 +1,326 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Leased generators (leased.h) on the file:// coordinator: a restart that
+ * resumes its claim (E12 for file://), a loss and the re-claim after it
+ * (E4 for file://: the lock file removed), a clock step back under the
+ * change-worker policy (C15), the claim files two processes share, and bad
+ * options. The same behaviours on etcd, ZooKeeper and PostgreSQL are shown
+ * by the CLI tests (tests/cli/test_fleet_*.sh).
+ */
+#include <errno.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <idmint/leased.h>
+
+#include "testutil.h"
+#include "leasetest.h"
+
+typedef struct fixture {
+    leasetest_dir t;
+    char *state;
+    idm_layout *layout;
+} fixture;
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof *f);
+    f->t = leasetest_begin();
+    f->state = idm_test_path(f->t.dir, "state");
+    IDM_ASSERT_OK(idm_layout_preset(&f->layout, "twitter"));
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    idm_layout_free(f->layout);
+    free(f->state);
+    leasetest_end(&f->t);
+    free(f);
+    return 0;
+}
+
+static void opts_for(idm_leased_opts *o, fixture *f, const idm_clock *clock)
+{
+    char *leases = idm_test_path(f->t.dir, "leases");
+    static char url[1024];
+    snprintf(url, sizeof url, "file://%s", leases);
+    free(leases);
+    idm_leased_opts_init(o);
+    o->lease.url = url;
+    o->lease.ttl_ms = 1500;
+    o->gen.layout = f->layout;
+    o->gen.clock = clock;
+    IDM_ASSERT_OK(idm_snowflake_opts_node(&o->gen, "datacenter", 1));
+    o->field = "worker";
+    o->state_dir = f->state;
+    o->reclaim = true;
+}
+
+static uint32_t worker_of(uint64_t id)
+{
+    return (uint32_t)((id >> 12) & 31);
+}
+
+/* No id twice, and the ids of each worker id strictly increasing in the
+ * order they were minted. */
+static void check_fleet_ids(const idm_test_idvec *iv)
+{
+    uint64_t last[32] = {0};
+    leasetest_no_duplicates(iv);
+    for (size_t i = 0; i < iv->n; i++) {
+        uint32_t w = worker_of(iv->v[i]);
+        assert_true(iv->v[i] > last[w]);
+        last[w] = iv->v[i];
+    }
+}
+
+/* A clean run: claimed, minted, released, and its claim file gone, so the
+ * next run claims anew (no wait: the mark released is the exact last
+ * tick). */
+static void test_clean_runs(void **state)
+{
+    fixture *f = *state;
+    idm_leased_opts o;
+    idm_leased *lg;
+    idm_leased_status st;
+    uint64_t a, b;
+    opts_for(&o, f, NULL);
+    IDM_ASSERT_OK(idm_leased_open(&lg, &o));
+    idm_leased_status_get(lg, &st);
+    assert_int_equal(st.origin, IDM_LEASED_CLAIMED);
+    assert_true(st.minting);
+    IDM_ASSERT_OK(idm_leased_next(lg, &a));
+    IDM_ASSERT_OK(idm_leased_close(lg));
+    IDM_ASSERT_OK(idm_leased_open(&lg, &o));
+    idm_leased_status_get(lg, &st);
+    assert_int_equal(st.origin, IDM_LEASED_CLAIMED);
+    IDM_ASSERT_OK(idm_leased_next(lg, &b));
+    assert_true(b > a);
+    assert_int_equal(worker_of(a), worker_of(b));
+    IDM_ASSERT_OK(idm_leased_close(lg));
+}
+
+/* Two at once from one state directory: two claim files, two worker ids. */
+static void test_two_at_once(void **state)
+{
+    fixture *f = *state;
+    idm_leased_opts o;
+    idm_leased *a, *b;
+    uint64_t x, y;
+    opts_for(&o, f, NULL);
+    IDM_ASSERT_OK(idm_leased_open(&a, &o));
+    IDM_ASSERT_OK(idm_leased_open(&b, &o));
+    IDM_ASSERT_OK(idm_leased_next(a, &x));
+    IDM_ASSERT_OK(idm_leased_next(b, &y));
+    assert_int_not_equal(worker_of(x), worker_of(y));
+    IDM_ASSERT_OK(idm_leased_close(a));
+    IDM_ASSERT_OK(idm_leased_close(b));
+}
+
+/* E12 (file://): a holder killed with SIGKILL, restarted at once: the same
+ * worker id, resumed (no new claim, no wait for the coordinator's mark),
+ * every id above the dead holder's. */
+static void test_restart_resumes(void **state)
+{
+    fixture *f = *state;
+    idm_leased_opts o;
+    idm_leased *lg;
+    idm_leased_status st;
+    int p[2], status;
+    uint64_t last = 0, id;
+    pid_t pid;
+    opts_for(&o, f, NULL);
+    assert_int_equal(pipe(p), 0);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        uint64_t v = 0;
+        close(p[0]);
+        if (idm_leased_open(&lg, &o) != 0)
+            _exit(3);
+        for (int i = 0; i < 20000; i++)
+            if (idm_leased_next(lg, &v) != 0)
+                _exit(4);
+        if (write(p[1], &v, sizeof v) != (ssize_t)sizeof v)
+            _exit(5);
+        raise(SIGKILL);
+        _exit(6);
+    }
+    close(p[1]);
+    assert_int_equal(read(p[0], &last, sizeof last), (ssize_t)sizeof last);
+    close(p[0]);
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+
+    IDM_ASSERT_OK(idm_leased_open(&lg, &o));
+    idm_leased_status_get(lg, &st);
+    assert_int_equal(st.origin, IDM_LEASED_REATTACHED);
+    assert_int_equal(st.worker, worker_of(last));
+    IDM_ASSERT_OK(idm_leased_next(lg, &id));
+    assert_true(id > last);
+    assert_int_equal(worker_of(id), worker_of(last));
+    IDM_ASSERT_OK(idm_leased_close(lg));
+}
+
+/* E4 (file://): the lock file removed under a live holder: the renewal
+ * finds the claim lost, the supervisor re-claims another worker id (never
+ * the lost one again in this process), and minting goes on under it; every
+ * id unique and increasing per worker id. */
+static void test_loss_reclaims(void **state)
+{
+    fixture *f = *state;
+    idm_leased_opts o;
+    idm_leased *lg;
+    idm_leased_status st;
+    idm_test_idvec iv = {0};
+    uint64_t id, last_old = 0, first_new = 0;
+    uint32_t w0;
+    char *rec;
+    int64_t start;
+    opts_for(&o, f, NULL);
+    IDM_ASSERT_OK(idm_leased_open(&lg, &o));
+    idm_leased_status_get(lg, &st);
+    w0 = st.worker;
+    for (int i = 0; i < 1000; i++) {
+        IDM_ASSERT_OK(idm_leased_next(lg, &id));
+        idm_test_idvec_push(&iv, id);
+        last_old = id;
+    }
+    rec = idm_test_path(f->t.dir, "leases/worker-0000.lease");
+    assert_int_equal(w0, 0);
+    assert_int_equal(unlink(rec), 0);
+    free(rec);
+    start = leasetest_mono_ms();
+    for (;;) {
+        int rc = idm_leased_next(lg, &id);
+        if (rc == 0) {
+            idm_test_idvec_push(&iv, id);
+            if (worker_of(id) != w0) {
+                first_new = id;
+                break;
+            }
+            assert_true(id > last_old);
+            last_old = id;
+        } else {
+            assert_int_equal(rc, IDM_ELEASE);
+        }
+        assert_true(leasetest_mono_ms() - start < 20000);
+    }
+    idm_leased_status_get(lg, &st);
+    assert_int_equal(st.losses, 1);
+    assert_int_equal(st.reclaims, 1);
+    assert_int_not_equal(st.worker, w0);
+    assert_int_equal(worker_of(first_new), st.worker);
+    /* Nothing more under the lost id once the new one mints. */
+    for (int i = 0; i < 1000; i++) {
+        IDM_ASSERT_OK(idm_leased_next(lg, &id));
+        assert_int_equal(worker_of(id), st.worker);
+        idm_test_idvec_push(&iv, id);
+    }
+    check_fleet_ids(&iv);
+    idm_test_idvec_free(&iv);
+    IDM_ASSERT_OK(idm_leased_close(lg));
+}
+
+/* C15: the clock stepped back 10 s under the change-worker policy: minting
+ * goes on at once under another worker id (its mark behind the clock), no
+ * duplicate, and the old id's mark still covers every id minted under it. */
+static void test_change_worker(void **state)
+{
+    fixture *f = *state;
+    idm_manual_clock *mc;
+    idm_leased_opts o;
+    idm_leased *lg;
+    idm_leased_status st;
+    idm_test_idvec iv = {0};
+    idm_lease_entry *e = NULL;
+    size_t n = 0;
+    uint64_t id;
+    idm_unix_ms last_old_ms = 0;
+    uint32_t w0;
+    IDM_ASSERT_OK(idm_manual_clock_new(&mc, leasetest_wall_ms(), true));
+    opts_for(&o, f, idm_manual_clock_clock(mc));
+    o.gen.backwards = IDM_BACKWARDS_CHANGE_WORKER;
+    IDM_ASSERT_OK(idm_leased_open(&lg, &o));
+    idm_leased_status_get(lg, &st);
+    w0 = st.worker;
+    for (int i = 0; i < 100; i++) {
+        IDM_ASSERT_OK(idm_leased_next(lg, &id));
+        idm_test_idvec_push(&iv, id);
+        idm_manual_clock_advance(mc, 1);
+    }
+    last_old_ms = leasetest_time_of(f->layout, id);
+    idm_manual_clock_advance(mc, -10000);
+    IDM_ASSERT_OK(idm_leased_next(lg, &id));
+    assert_int_not_equal(worker_of(id), w0);
+    idm_test_idvec_push(&iv, id);
+    for (int i = 0; i < 100; i++) {
+        IDM_ASSERT_OK(idm_leased_next(lg, &id));
+        assert_int_not_equal(worker_of(id), w0);
+        idm_test_idvec_push(&iv, id);
+    }
+    idm_leased_status_get(lg, &st);
+    assert_int_equal(st.changes, 1);
+    assert_int_equal(st.reclaims, 1);
+    check_fleet_ids(&iv);
+    idm_test_idvec_free(&iv);
+    /* The old id was released with its mark: at or past its last id. */
+    IDM_ASSERT_OK(idm_lease_list(o.lease.url, 32, &e, &n));
+    {
+        bool seen = false;
+        for (size_t i = 0; i < n; i++)
+            if (e[i].worker == w0) {
+                seen = true;
+                assert_false(e[i].held);
+                assert_true(e[i].mark_ms >= last_old_ms);
+            }
+        assert_true(seen);
+    }
+    free(e);
+    IDM_ASSERT_OK(idm_leased_close(lg));
+    idm_manual_clock_free(mc);
+}
+
+/* The change-worker policy needs a leased generator; bad options are named
+ * and hold nothing. */
+static void test_bad_options(void **state)
+{
+    fixture *f = *state;
+    idm_leased_opts o;
+    idm_leased *lg = NULL;
+    idm_snowflake *g = NULL;
+    idm_snowflake_opts so;
+    idm_snowflake_opts_init(&so);
+    so.layout = f->layout;
+    so.backwards = IDM_BACKWARDS_CHANGE_WORKER;
+    IDM_ASSERT_OK(idm_snowflake_opts_node(&so, "datacenter", 0));
+    IDM_ASSERT_OK(idm_snowflake_opts_node(&so, "worker", 0));
+    assert_int_equal(idm_snowflake_open(&g, &so), IDM_EINVAL);
+    assert_non_null(strstr(idm_error_detail(), "change-worker"));
+
+    opts_for(&o, f, NULL);
+    o.field = "sequence";
+    assert_int_equal(idm_leased_open(&lg, &o), IDM_EINVAL);
+    assert_null(lg);
+    opts_for(&o, f, NULL);
+    o.state_dir = "relative/dir";
+    assert_int_equal(idm_leased_open(&lg, &o), IDM_EINVAL);
+    assert_non_null(strstr(idm_error_detail(), "absolute"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_clean_runs, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_two_at_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_restart_resumes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_loss_reclaims, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_change_worker, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bad_options, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
