@@ -16,6 +16,8 @@ want=(cmake make gcc libc6-dev pkg-config libcmocka-dev python3
       libcurl4-openssl-dev libjson-c-dev   # the etcd lease backend
       libsqlite3-dev libpq-dev         # the segment ticket stores
       libmicrohttpd-dev curl           # idmintd, and its black-box tests
+      libsystemd-dev                   # idmintd's sd_notify (Type=notify)
+      systemd                          # systemd-analyze verify of the unit
       etcd-server etcd-client          # etcd servers the lease tests start
       libzookeeper-mt-dev              # the zk:// lease backend
       zookeeper libslf4j-java          # ZooKeeper servers the lease tests start

@@ -51,7 +51,9 @@ enum {
     CLI_ID_HELP,   /* -h, --help: print the usage, do nothing else */
     CLI_ID_LAYOUT, /* the layout group: --layout NAME|TEXT, --epoch T */
     CLI_ID_EPOCH,
-    CLI_ID_NODE,   /* --node NAME=VALUE, repeated (the command's list) */
+    CLI_ID_NODE,   /* --node NAME=VALUE, repeated (the command's list); VALUE
+                      ordinal or ordinal:VAR is resolved by the parser, which
+                      takes the ordinal's lock (opts.c) */
     CLI_ID_JSON,   /* --json */
     CLI_ID_FORMAT, /* --format NAME (each command names its own formats) */
     CLI_ID_COUNT,  /* -n, --count N */
@@ -229,6 +231,18 @@ void cli_free_paths(char **paths);
 /* Open a generator, retrying for up to two seconds while another process
  * holds its state file. Sets opts->state_fresh when the file is missing. */
 int cli_open_generator(idm_snowflake **out, idm_snowflake_opts *opts);
+
+/* The default state directory ($IDMINT_STATE_DIR, else
+ * $XDG_STATE_HOME/idmint, else ~/.local/state/idmint), made (mode 0700) if
+ * missing: a malloc'd path, or NULL after printing why. */
+char *cli_state_dir(const char *cmd);
+
+/* The embedded default's coordinator for node fields `fields` of layout l
+ * ("datacenter+worker"): file://DIR/leases/<hash>, one directory per layout,
+ * epoch and fields (a coordinator hands out ids of one scope). Malloc'd, or
+ * NULL after printing why. */
+char *cli_embedded_lease_url(const char *cmd, const char *dir, const idm_layout *l,
+                             const char *fields);
 
 /* ---- worker-id leases (cmd_lease.c) ---- */
 

@@ -4,9 +4,14 @@
  * in decimal, hex or JSON. By default the generator keeps a state file so
  * that two runs never repeat an id (see state.c). With --lease, the worker
  * field comes from a worker-id lease instead, and the lease record carries
- * the high-water mark from one holder to the next (no state file).
+ * the high-water mark from one holder to the next; node fields not given
+ * are leased from a file coordinator under the state directory (the
+ * embedded default). Leased runs keep claim files in the state directory,
+ * so a run killed and started again resumes its claim (leased.h).
  */
 #include "cli.h"
+
+#include <idmint/leased.h>
 
 #include <errno.h>
 #include <signal.h>
@@ -21,27 +26,33 @@ static const char usage_text[] =
     "                   [--node NAME=VALUE]... [--format dec|hex|json]\n"
     "                   [--state FILE | --no-state]\n"
     "                   [--lease URL [--lease-field NAME] [--lease-ttl MS] [-v]]\n"
-    "                   [--policy logical|refuse|wait] [--exhaust wait|borrow]\n"
+    "                   [--policy logical|refuse|wait|change-worker]\n"
+    "                   [--exhaust wait|borrow]\n"
     "\n"
     "Mint N new ids (default 1) and print one per line.\n"
     "\n"
     "  -n, --count N          how many ids, 1 to 10000000\n"
     CLI_HELP_LAYOUT
-    "      --node NAME=VALUE  value of a node field; every node field of the\n"
-    "                         layout must be given (twitter: datacenter, worker)\n"
+    "      --node NAME=VALUE  value of a node field (twitter: datacenter,\n"
+    "                         worker); those not given are leased together\n"
+    "                         from a file coordinator in the state directory,\n"
+    "                         so two runs at once never share them\n"
     "      --format FMT       dec (default), hex (0x + 16 digits) or json\n"
     "      --state FILE       keep the high-water mark in FILE\n"
     "      --no-state         keep none: two runs within one tick with the\n"
     "                         same node values can repeat ids\n"
     "      --policy P         when the clock moves back: logical (default),\n"
-    "                         refuse or wait\n"
+    "                         refuse, wait, or change-worker (leased only:\n"
+    "                         claim another worker id past a large step)\n"
     "      --exhaust P        when a tick's ids run out: wait (default) or\n"
     "                         borrow\n"
     "      --lease URL        claim the worker field's value from a lease\n"
     "                         (file:///DIR, etcd://, etcds://, zk:// or\n"
     "                         postgres://: see idmint lease --help)\n"
-    "                         instead of --node, and keep it\n"
-    "                         renewed while minting; no state file is used\n"
+    "                         instead of --node, and keep it renewed while\n"
+    "                         minting; a run killed and started again\n"
+    "                         resumes its claim (claim files in the state\n"
+    "                         directory; none with --no-state)\n"
     "      --lease-field NAME the node field the lease fills (default: the\n"
     "                         layout's worker, shard or machine field)\n"
     "      --lease-ttl MS     the lease's TTL, 1000 to 3600000 (default 10000)\n"
@@ -90,9 +101,12 @@ static const cli_spec spec = {
 typedef enum out_format { FMT_DEC, FMT_HEX, FMT_JSON } out_format;
 
 static const char *const format_names[] = {"dec", "hex", "json", NULL};
-static const char *const policy_names[] = {"logical", "refuse", "wait", NULL};
+static const char *const policy_names[] = {"logical", "refuse", "wait", "change-worker", NULL};
 static const idm_backwards_policy policies[] = {
-    IDM_BACKWARDS_LOGICAL, IDM_BACKWARDS_REFUSE, IDM_BACKWARDS_WAIT,
+    IDM_BACKWARDS_LOGICAL,
+    IDM_BACKWARDS_REFUSE,
+    IDM_BACKWARDS_WAIT,
+    IDM_BACKWARDS_CHANGE_WORKER,
 };
 static const char *const exhaust_names[] = {"wait", "borrow", NULL};
 static const idm_exhaust_policy exhausts[] = {IDM_EXHAUST_WAIT, IDM_EXHAUST_BORROW};
@@ -103,6 +117,11 @@ typedef struct next_args {
     const char *lease_url;
     int64_t lease_ttl_ms;
     bool verbose;
+    /* The embedded default: node fields not given, leased together from
+     * file://<state dir>/leases ("datacenter+worker"); "" if none. */
+    char embedded[256];
+    char *state_dir;   /* the claim files of a lease; NULL: none */
+    char *embedded_url;
 } next_args;
 
 /* Check the options that need no layout; fill count, format, policies and
@@ -308,9 +327,32 @@ static int set_nodes(const next_args *a, const idm_layout *l, int lease_index,
         if (w > 0 && (size_t)w < sizeof missing - len)
             len += (size_t)w;
     }
-    if (len > 0) {
-        cli_error("next", "layout %s needs%s", label, missing);
+    if (len > 0 && (lease_index >= 0 || a->state_path != NULL ||
+                    cli_given(&a->in, OPT_NO_STATE))) {
+        cli_error("next", "layout %s needs%s%s", label, missing,
+                  lease_index >= 0 ? ""
+                                   : " (or neither --state nor --no-state, to lease the "
+                                     "missing ones)");
         return CLI_USAGE;
+    }
+    if (len > 0) {
+        /* The embedded default: the missing node fields are leased
+         * together from the file coordinator under the state directory. */
+        next_args *w = (next_args *)a;
+        size_t k = 0;
+        for (size_t i = 0; i < count; i++) {
+            idm_field_info f;
+            if (idm_layout_field(l, i, &f) != 0 || f.kind != IDM_FIELD_NODE ||
+                (opts->node_set & (UINT32_C(1) << i)))
+                continue;
+            int n = snprintf(w->embedded + k, sizeof w->embedded - k, "%s%s", k > 0 ? "+" : "",
+                             f.name);
+            if (n < 0 || (size_t)n >= sizeof w->embedded - k) {
+                cli_error("next", "layout %s has too many node fields to lease", label);
+                return CLI_USAGE;
+            }
+            k += (size_t)n;
+        }
     }
     return CLI_OK;
 }
@@ -378,7 +420,7 @@ static void on_stop_signal(int sig)
 
 /* Mint count ids with g and print them; stops early on a failure or, under
  * a lease, a signal. Returns the exit status. */
-static int mint_loop(idm_snowflake *g, const idm_layout *l, uint64_t count,
+static int mint_loop(idm_snowflake *g, idm_leased *lg, const idm_layout *l, uint64_t count,
                      out_format fmt)
 {
     uint64_t per_tick = UINT64_C(1) << idm_layout_seq_bits(l);
@@ -400,7 +442,8 @@ static int mint_loop(idm_snowflake *g, const idm_layout *l, uint64_t count,
     uint64_t done = 0;
     while (done < count && stop_signal == 0) {
         size_t n = count - done < chunk_max ? (size_t)(count - done) : chunk_max;
-        int rc = idm_snowflake_next_batch(g, ids, n);
+        int rc = g != NULL ? idm_snowflake_next_batch(g, ids, n)
+                           : idm_leased_next_batch(lg, ids, n);
         if (rc != 0) {
             char d[CLI_U64_TEXT_MAX];
             cli_u64_dec(done, d);
@@ -504,7 +547,7 @@ static int mint(const next_args *a, idm_snowflake_opts *opts,
         return status;
     }
 
-    int status = mint_loop(g, l, count, fmt);
+    int status = mint_loop(g, NULL, l, count, fmt);
     rc = idm_snowflake_close(g);
     if (rc != 0) {
         cli_lib_error("next", rc, "closing state file '%s'",
@@ -527,6 +570,8 @@ static int mint(const next_args *a, idm_snowflake_opts *opts,
 static int start_error(const next_args *a, const idm_snowflake_opts *opts, int rc)
 {
     const char *d = idm_error_detail();
+    if (strncmp(d, "leased: ", 8) == 0)
+        return cli_lease_error("next", rc, "cannot claim a worker id");
     if (strncmp(d, "lease: ", 7) != 0)
         return open_error(a, opts, rc);
     if (rc == IDM_ECLOCKBACK) {
@@ -541,6 +586,12 @@ typedef struct claim_note {
     const char *field;
 } claim_note;
 
+static void note_event(void *ctx, const char *line)
+{
+    (void)ctx;
+    cli_note("next", "%s", line);
+}
+
 static void note_claim(void *ctx, uint32_t worker, idm_unix_ms mark, int64_t wait_ms)
 {
     const claim_note *n = ctx;
@@ -551,33 +602,46 @@ static void note_claim(void *ctx, uint32_t worker, idm_unix_ms mark, int64_t wai
 }
 
 /*
- * Mint under a lease: idm_lease_start checks the layout, the other nodes
- * and the clock, claims a worker id for field lease_index, waits out the
- * previous holder's mark (up to the TTL and IDM_LEASE_MARK_SLACK_MS: a
- * damaged record's mark further ahead fails, naming it), and starts a
- * generator above it that the lease guards; the lease is released
- * (recording the last tick minted) before the generator is closed.
+ * Mint under a lease (--lease URL, or the embedded default): a leased
+ * generator (leased.h) checks the layout, the other nodes and the clock,
+ * resumes the claim a killed run left in the state directory or claims a
+ * worker id for the field(s), waits out the previous holder's mark, and
+ * mints under a lease it keeps renewed, re-claiming after a loss; closing
+ * releases the lease (recording the last tick minted).
  */
-static int mint_leased(const next_args *a, idm_snowflake_opts *opts,
-                       const idm_layout *l, int lease_index, uint64_t count,
+static int mint_leased(const next_args *a, idm_snowflake_opts *opts, const idm_layout *l,
+                       const char *fields, const char *url, int64_t ttl_ms, uint64_t count,
                        out_format fmt)
 {
-    idm_field_info f;
-    idm_layout_field(l, (size_t)lease_index, &f);
-    idm_lease_opts lo;
-    idm_lease_opts_init(&lo);
-    lo.url = a->lease_url;
-    lo.ttl_ms = a->lease_ttl_ms;
-    claim_note note = {f.name};
+    idm_leased_opts lo;
+    idm_leased *lg = NULL;
+    claim_note note = {fields};
+    idm_leased_opts_init(&lo);
+    lo.lease.url = url;
+    lo.lease.ttl_ms = ttl_ms;
+    lo.gen = *opts;
+    lo.field = fields;
+    lo.state_dir = a->state_dir;
+    lo.reclaim = true;
+    /* Tests inject a reboot (a saved claim from another boot is never
+     * minted under without the coordinator's word). */
+    lo.lease.boot_id_file = getenv("IDMINT_BOOT_ID_FILE");
+    if (lo.lease.boot_id_file != NULL && lo.lease.boot_id_file[0] == '\0')
+        lo.lease.boot_id_file = NULL;
     if (a->verbose) {
-        lo.on_claim = note_claim;
-        lo.on_claim_ctx = &note;
+        lo.lease.on_claim = note_claim;
+        lo.lease.on_claim_ctx = &note;
+        lo.on_event = note_event;
     }
-    idm_lease *lease = NULL;
-    idm_snowflake *g = NULL;
-    int rc = idm_lease_start(&lease, &g, &lo, opts, f.name);
+    int rc = idm_leased_open(&lg, &lo);
     if (rc != 0)
         return start_error(a, opts, rc);
+    if (a->verbose) {
+        idm_leased_status st;
+        idm_leased_status_get(lg, &st);
+        if (st.origin != IDM_LEASED_CLAIMED)
+            cli_note("next", "lease: %s=%u resumed", fields, (unsigned)st.worker);
+    }
 
     /* SIGINT and SIGTERM stop minting and release the lease with the exact
      * mark, so the next holder need not wait out the TTL. */
@@ -588,9 +652,9 @@ static int mint_leased(const next_args *a, idm_snowflake_opts *opts,
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
 
-    int status = mint_loop(g, l, count, fmt);
+    int status = mint_loop(NULL, lg, l, count, fmt);
 
-    rc = idm_lease_close(lease);
+    rc = idm_leased_close(lg);
     /* When minting already failed (a lease past its deadline, a coordinator
      * out of reach), the release usually fails for the same reason; one
      * line of error is the CLI's rule, and the first says what went wrong. */
@@ -598,7 +662,6 @@ static int mint_leased(const next_args *a, idm_snowflake_opts *opts,
         cli_lease_error("next", rc, "releasing the lease");
         status = CLI_FAIL;
     }
-    idm_snowflake_close(g);
 
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
@@ -637,12 +700,37 @@ int cli_cmd_next(int argc, char **argv)
         opts.layout = l;
         status = set_nodes(&a, l, lease_index, &opts);
     }
-    if (status == CLI_OK) {
-        if (a.lease_url != NULL)
-            status = mint_leased(&a, &opts, l, lease_index, count, fmt);
-        else
-            status = mint(&a, &opts, l, count, fmt);
+    if (status == CLI_OK && opts.backwards == IDM_BACKWARDS_CHANGE_WORKER &&
+        a.lease_url == NULL && a.embedded[0] == '\0') {
+        cli_error("next", "--policy change-worker needs a leased worker id (--lease URL, or "
+                  "node fields left for the embedded lease)");
+        status = CLI_USAGE;
     }
+    if (status == CLI_OK && (a.lease_url != NULL || a.embedded[0] != '\0') &&
+        !cli_given(&a.in, OPT_NO_STATE)) {
+        a.state_dir = cli_state_dir("next");
+        if (a.state_dir == NULL)
+            status = CLI_FAIL;
+    }
+    if (status == CLI_OK && a.lease_url == NULL && a.embedded[0] != '\0') {
+        a.embedded_url = cli_embedded_lease_url("next", a.state_dir, l, a.embedded);
+        if (a.embedded_url == NULL)
+            status = CLI_FAIL;
+    }
+    if (status == CLI_OK) {
+        if (a.lease_url != NULL) {
+            idm_field_info f;
+            idm_layout_field(l, (size_t)lease_index, &f);
+            status = mint_leased(&a, &opts, l, f.name, a.lease_url, a.lease_ttl_ms, count, fmt);
+        } else if (a.embedded[0] != '\0') {
+            status = mint_leased(&a, &opts, l, a.embedded, a.embedded_url,
+                                 IDM_LEASE_TTL_DEFAULT_MS, count, fmt);
+        } else {
+            status = mint(&a, &opts, l, count, fmt);
+        }
+    }
+    free(a.state_dir);
+    free(a.embedded_url);
     idm_layout_free(l);
     return status;
 }

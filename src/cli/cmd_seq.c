@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * `idmint seq`: named counters in ticket stores (see <idmint/segment.h>).
- *   seq create NAME --store URL... [--start N]
- *   seq next NAME --store URL... [-n N]
- *   seq list --store URL [--json]
+ *   seq create NAME --store URL... [--start N] [--store-timeout MS]
+ *   seq next NAME --store URL... [-n N] [--store-timeout MS]
+ *   seq list --store URL [--json] [--store-timeout MS]
  * With several --store options, store k of n hands out the ids that are k
  * mod n (Flickr's odd/even ticket servers): list them in the same order
  * every time. `seq next` takes exactly one block of N ids with one atomic
@@ -15,6 +15,12 @@
  * be store k and store j of n at once; the stores themselves say which
  * database they reach), and, with several stores, the sequence in none of
  * them yet. Only a store failing midway can still leave it in some.
+ *
+ * Every store call, the connection made at open included, ends within
+ * --store-timeout (the library's IDM_STORE_TIMEOUT_MS unless given): a
+ * PostgreSQL server that stopped answering (frozen, a silent network) makes
+ * the command fail with "no answer within N ms", never hang. A store passed
+ * over that way in `seq next` costs at most that much before the next.
  */
 #include "cli.h"
 
@@ -25,12 +31,15 @@
 
 #include <idmint/segment.h>
 
+#include "store_within.h"
+
 #define MAX_STORES 16
 
 static const char usage_text[] =
     "usage: idmint seq create NAME --store URL [--store URL...] [--start N]\n"
     "       idmint seq next NAME --store URL [--store URL...] [-n N]\n"
     "       idmint seq list --store URL [--json]\n"
+    "       (each also takes --store-timeout MS)\n"
     "\n"
     "Named sequences of small, dense ids, kept as counters in a ticket store\n"
     "and handed out in blocks: a crash leaves gaps, never repeats.\n"
@@ -47,13 +56,16 @@ static const char usage_text[] =
     "      --start N          create: the first id (0 to 2^62-1, default 1)\n"
     "  -n, --count N          next: how many ids (1 to 10000000, default 1)\n"
     "      --json             list: one JSON object per line\n"
+    "      --store-timeout MS the longest one store call may take, connecting\n"
+    "                         included (1 to 3600000, default 5000): a store\n"
+    "                         that does not answer in time fails the call\n"
     "  -h, --help             show this help\n";
 
-enum { OPT_STORE = CLI_ID_OWN, OPT_START };
+enum { OPT_STORE = CLI_ID_OWN, OPT_START, OPT_STORE_TIMEOUT };
 
 static const cli_opt options[] = {
     CLI_ROW_HELP, {"store", 0, true, OPT_STORE}, {"start", 0, true, OPT_START},
-    CLI_ROW_COUNT, CLI_ROW_JSON, CLI_ROW_END,
+    {"store-timeout", 0, true, OPT_STORE_TIMEOUT}, CLI_ROW_COUNT, CLI_ROW_JSON, CLI_ROW_END,
 };
 
 typedef struct seq_args {
@@ -64,7 +76,11 @@ typedef struct seq_args {
     bool json;
     int64_t start;
     uint64_t count;
+    int64_t timeout_ms; /* --store-timeout */
 } seq_args;
+
+/* The help text spells out the library's bounds. */
+_Static_assert(IDM_STORE_TIMEOUT_MS == 5000, "seq --help names 5000 as --store-timeout's default");
 
 /* Report a failed store call as one line; the exit status. */
 static int store_error(const char *cmd, int rc, const char *what)
@@ -100,6 +116,14 @@ static int check_opt(void *ctx, const char *cmd, int id, const char *v)
     }
     if (id == CLI_ID_COUNT)
         return cli_parse_count(cmd, v, &a->count);
+    if (id == OPT_STORE_TIMEOUT) {
+        uint64_t ms;
+        if (cli_parse_u64(cmd, "--store-timeout", v, 1, 3600000, "1 to 3600000 (ms)", &ms) !=
+            CLI_OK)
+            return CLI_USAGE;
+        a->timeout_ms = (int64_t)ms;
+        return CLI_OK;
+    }
     if (id != OPT_START)
         return CLI_OK;
     uint64_t start;
@@ -122,6 +146,7 @@ static int parse_args(const char *cmd, unsigned takes, int argc, char **argv, cl
     a->takes = takes;
     a->start = 1;
     a->count = 1;
+    a->timeout_ms = IDM_STORE_TIMEOUT_MS;
     int status = cli_parse_args(&spec, argc, argv, args, a);
     *done = args->help;
     if (status != CLI_OK || *done)
@@ -151,7 +176,7 @@ static void close_all(idm_store **s, size_t n)
 static int open_all(const char *cmd, const seq_args *a, idm_store **s)
 {
     for (size_t i = 0; i < a->nstores; i++) {
-        int rc = idm_store_open(&s[i], a->stores[i]);
+        int rc = idm__store_open_within(&s[i], a->stores[i], a->timeout_ms);
         if (rc != 0) {
             close_all(s, i);
             return store_error(cmd, rc, "cannot open the store");
@@ -266,7 +291,7 @@ static int cmd_next(int argc, char **argv)
      * once. */
     for (size_t k = 0; k < a.nstores; k++) {
         idm_store *s = NULL;
-        rc = idm_store_open(&s, a.stores[k]);
+        rc = idm__store_open_within(&s, a.stores[k], a.timeout_ms);
         if (rc == 0) {
             rc = idm_store_take(s, a.name, (int64_t)a.count, (uint32_t)k, (uint32_t)a.nstores,
                                 &first);

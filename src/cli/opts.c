@@ -6,12 +6,25 @@
  * commands share (cli.h: the layout group, --node, --json, --format,
  * --count); one-line error messages; the layout the layout group names; and
  * the formatting of ids, times and decoded ids.
+ *
+ * A --node value may be the platform's ordinal, StatefulSet style:
+ * --node FIELD=ordinal (the trailing number of the host name, web-3 -> 3)
+ * or --node FIELD=ordinal:VAR (the number in environment variable VAR). The
+ * parser resolves it into FIELD=N for the command (which checks N against
+ * the layout as any value) and takes the ordinal's lock,
+ * STATE-DIR/ordinal-FIELD-N.lock, for the rest of the process: a second
+ * idmint on this host with the same ordinal refuses, naming the file and the
+ * holder (see src/common/ordinal.h). This trusts the platform to give each
+ * host its own ordinal; no coordinator is asked.
  */
 #include "cli.h"
+#include "ordinal.h"
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* ---- option parsing ---- */
 
@@ -113,6 +126,103 @@ static int cli_next_opt(cli_parser *p, const char **value)
     return o->id;
 }
 
+/* mkdir -p with mode 0700, as the state files' directory is made
+ * (state.c): 0, or -1 with errno. */
+static int make_dirs(char *path)
+{
+    for (char *p = path + 1;; p++) {
+        if (*p != '/' && *p != '\0')
+            continue;
+        char saved = *p;
+        *p = '\0';
+        int bad = mkdir(path, 0700) != 0 && errno != EEXIST;
+        *p = saved;
+        if (bad)
+            return -1;
+        if (saved == '\0')
+            return 0;
+    }
+}
+
+/* The state directory (as state.c finds it: $IDMINT_STATE_DIR, else
+ * $XDG_STATE_HOME/idmint, else $HOME/.local/state/idmint), made if missing,
+ * into dir; false after printing why. */
+static bool ordinal_dir(const char *cmd, char *dir, size_t size)
+{
+    const char *v;
+    int n;
+    if ((v = getenv("IDMINT_STATE_DIR")) != NULL && v[0] != '\0')
+        n = snprintf(dir, size, "%s", v);
+    else if ((v = getenv("XDG_STATE_HOME")) != NULL && v[0] == '/')
+        n = snprintf(dir, size, "%s/idmint", v);
+    else if ((v = getenv("HOME")) != NULL && v[0] != '\0')
+        n = snprintf(dir, size, "%s/.local/state/idmint", v);
+    else {
+        cli_error(cmd, "--node ...=ordinal: no state directory for its lock: set "
+                  "IDMINT_STATE_DIR, XDG_STATE_HOME or HOME");
+        return false;
+    }
+    if (n < 0 || (size_t)n >= size) {
+        cli_error(cmd, "state directory path is too long");
+        return false;
+    }
+    if (make_dirs(dir) != 0) {
+        cli_error(cmd, "cannot create state directory '%s': %s", dir, strerror(errno));
+        return false;
+    }
+    return true;
+}
+
+/*
+ * A --node value FIELD=ordinal[:VAR]: resolved into FIELD=N (*value points
+ * at it from then on) and its lock taken, held until the process ends.
+ * Other values are left alone. CLI_OK, or the exit status after printing
+ * why.
+ */
+static int node_ordinal(const char *cmd, const char **value)
+{
+    static char resolved[IDM_FIELD_NAME_MAX + CLI_U64_TEXT_MAX + 2];
+    static bool taken;
+    const char *eq = strchr(*value, '=');
+    char field[IDM_FIELD_NAME_MAX + 1], from[160], why[700], dir[4096], who[64];
+    uint64_t n;
+    if (eq == NULL || !idm__ordinal_is(eq + 1))
+        return CLI_OK;
+    if ((size_t)(eq - *value) > IDM_FIELD_NAME_MAX || eq == *value) {
+        cli_error(cmd, "bad --node '%s': no field name of 1 to %d bytes before '='", *value,
+                  IDM_FIELD_NAME_MAX);
+        return CLI_USAGE;
+    }
+    if (taken) {
+        cli_error(cmd, "--node %s: only one field may take the ordinal", *value);
+        return CLI_USAGE;
+    }
+    memcpy(field, *value, (size_t)(eq - *value));
+    field[eq - *value] = '\0';
+    for (const char *p = field; *p != '\0'; p++) {
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_')) {
+            cli_error(cmd, "bad --node '%s': a field name is [a-z0-9_]+", *value);
+            return CLI_USAGE;
+        }
+    }
+    if (idm__ordinal_resolve(eq + 1, &n, from, sizeof from, why, sizeof why) != 0) {
+        cli_error(cmd, "--node %s: %s", *value, why);
+        return CLI_USAGE;
+    }
+    if (!ordinal_dir(cmd, dir, sizeof dir))
+        return CLI_FAIL;
+    snprintf(who, sizeof who, "idmint %s", cmd);
+    if (idm__ordinal_lock(dir, field, n, who, why, sizeof why) < 0) {
+        cli_error(cmd, "--node %s (%s=%llu from %s): %s", *value, field, (unsigned long long)n,
+                  from, why);
+        return CLI_FAIL;
+    }
+    snprintf(resolved, sizeof resolved, "%s=%llu", field, (unsigned long long)n);
+    *value = resolved;
+    taken = true;
+    return CLI_OK;
+}
+
 int cli_parse_args(const cli_spec *s, int argc, char **argv, cli_args *a, void *ctx)
 {
     cli_parser p = {s->cmd, s->opts, argc, argv, 1, false};
@@ -141,6 +251,11 @@ int cli_parse_args(const cli_spec *s, int argc, char **argv, cli_args *a, void *
             fputs(s->usage, stdout);
             a->help = true;
             return CLI_OK;
+        }
+        if (id == CLI_ID_NODE) {
+            int status = node_ordinal(s->cmd, &v);
+            if (status != CLI_OK)
+                return status;
         }
         if (id == s->list_id && id != 0) {
             size_t max = s->list_max < CLI_LIST_MAX ? s->list_max : CLI_LIST_MAX;

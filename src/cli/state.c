@@ -113,6 +113,44 @@ static bool state_dir(const char *cmd, char *dir, size_t size)
     return true;
 }
 
+char *cli_state_dir(const char *cmd)
+{
+    char dir[4096];
+    char *out;
+    if (!state_dir(cmd, dir, sizeof dir) || make_dirs(cmd, dir) != 0)
+        return NULL;
+    /* Absolute: leases name their directory by it. */
+    out = realpath(dir, NULL);
+    if (out == NULL)
+        cli_error(cmd, "state directory '%s': %s", dir, strerror(errno));
+    return out;
+}
+
+char *cli_embedded_lease_url(const char *cmd, const char *dir, const idm_layout *l,
+                             const char *fields)
+{
+    char text[IDM_LAYOUT_TEXT_MAX], key[IDM_LAYOUT_TEXT_MAX + 320];
+    char *url;
+    if (idm_layout_format(l, text, sizeof text) != 0)
+        text[0] = '\0';
+    snprintf(key, sizeof key, "lease 1;%s;epoch=%lld;%s", text, (long long)idm_layout_epoch(l),
+             fields);
+    url = malloc(strlen(dir) + 64);
+    if (url != NULL) {
+        sprintf(url, "%s/leases", dir);
+        if (make_dirs(cmd, url) != 0) {
+            free(url);
+            return NULL;
+        }
+    }
+    if (url == NULL) {
+        cli_error(cmd, "out of memory");
+        return NULL;
+    }
+    sprintf(url, "file://%s/leases/%016llx", dir, (unsigned long long)fnv1a64(key));
+    return url;
+}
+
 /* The key text of the file name (see the top of this file). */
 static void ids_key(const idm_layout *l, const uint64_t *node, char *key,
                     size_t size)

@@ -654,7 +654,7 @@ static int ensure_tables(pg_store *p)
 
 /* Open a store for url: the URL checked (libpq parses it; connect_timeout
  * added) and masked for messages, then connected. */
-static int pg_open(void **ctx, const char *url)
+static int pg_open(void **ctx, const char *url, int64_t timeout_ms)
 {
     char masked[256], full[MAX_URL], msg[512];
     PQconninfoOption *info;
@@ -676,7 +676,7 @@ static int pg_open(void **ctx, const char *url)
     if (p == NULL)
         return idm__seg_fail(IDM_ENOMEM, "store %s: out of memory", masked);
     snprintf(p->url, sizeof p->url, "%s", masked);
-    p->timeout_ms = IDM_STORE_TIMEOUT_MS;
+    p->timeout_ms = timeout_ms;
     p->pq.connect = pg_connect;
     p->pq.setup = session_setup;
     p->pq.owner = p;

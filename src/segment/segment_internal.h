@@ -7,17 +7,18 @@
 #include <idmint/segment.h>
 
 #include "common.h"
+#include "store_within.h"
 
 /* A backend reached by URL (store.c's table of schemes names it): open
  * fills the operations' context from the whole URL. Each backend is one
  * file linking only its client library, built when IDM_WITH_<NAME> is
- * defined. A backend bounds each call by its timeout (IDM_STORE_TIMEOUT_MS
- * from open, open included, until set_timeout changes it); store.c calls
+ * defined. A backend bounds each call by its timeout (open's timeout_ms,
+ * open included, until set_timeout changes it); store.c calls
  * set_timeout and identity under the store's mutex, so never during another
  * call on ctx. identity is the backend's part of idm_store_identity. */
 typedef struct idm__store_backend {
     const idm_store_ops *ops;
-    int (*open)(void **ctx, const char *url);
+    int (*open)(void **ctx, const char *url, int64_t timeout_ms);
     void (*set_timeout)(void *ctx, int64_t ms); /* 1 to IDM__STORE_TIMEOUT_MAX_MS */
     int (*identity)(void *ctx, char *out, size_t cap);
 } idm__store_backend;

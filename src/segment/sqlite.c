@@ -723,7 +723,7 @@ static int prepare_all(sq_store *s)
                    &s->floor_raise);
 }
 
-static int sq_open(void **ctx, const char *url)
+static int sq_open(void **ctx, const char *url, int64_t timeout_ms)
 {
     const char *path = NULL;
     char answer[16] = ""; /* a PRAGMA's or a count's one value */
@@ -741,7 +741,7 @@ static int sq_open(void **ctx, const char *url)
         return idm__seg_fail(IDM_ENOMEM, "store %s: out of memory", url);
     snprintf(s->url, sizeof s->url, "%s", url);
     /* Opening is one call. */
-    s->timeout_ms = IDM_STORE_TIMEOUT_MS;
+    s->timeout_ms = timeout_ms;
     begin_call(s);
     rc = sqlite3_open_v2(path, &s->db,
                          SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);

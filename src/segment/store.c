@@ -19,8 +19,15 @@
  * Each call is bounded by the store's timeout (idm_store_set_timeout): the
  * backends keep it and enforce it, since only they know where a call can
  * wait (a socket, a lock); a custom store bounds its own calls.
+ *
+ * For idmint's own programs (store_within.h): a store may be opened late,
+ * by its first call (a server that starts while one of its stores is down
+ * serves from the others, and takes that one in when it answers), and every
+ * store keeps how its calls went (idm__store_health), read without its
+ * mutex, so a health check never waits behind a call in progress.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,7 +61,67 @@ struct idm_store {
     pthread_mutex_t mu;
     int64_t timeout_ms; /* under mu; what the backend was given */
     char url[256]; /* for messages; password masked */
+    /* A late open (idm__store_open_late): the whole URL, password and
+     * all, until the backend is opened by the first call that gets it
+     * open (ctx NULL until then); wiped and freed then. Under mu. */
+    char *late_url;
+    /* How the calls went (idm__store_health): atomics, and the detail of
+     * the last failure under hmu (never held across a call). */
+    _Atomic int64_t call_since; /* CLOCK_MONOTONIC ns a call began; 0: none */
+    _Atomic int64_t down_since; /* ns the first failure in a row ended; 0: up */
+    _Atomic uint64_t calls, failures;
+    _Atomic int last_rc;
+    pthread_mutex_t hmu;
+    char last_detail[256];
 };
+
+/* Clear a buffer that held a secret (a plain memset may be optimised away). */
+static void wipe(char *p)
+{
+    volatile char *v = p;
+    while (*v != '\0')
+        *v++ = '\0';
+}
+
+/* A call starts, under mu: a store opened late gets its backend first (its
+ * failure is the call's). 0, or the error. */
+static int call_begin(idm_store *s)
+{
+    int rc;
+    atomic_store(&s->call_since, idm__mono_ns());
+    if (s->ctx != NULL || s->late_url == NULL)
+        return 0;
+    if ((rc = s->be->open(&s->ctx, s->late_url, s->timeout_ms)) != 0) {
+        s->ctx = NULL;
+        return rc;
+    }
+    wipe(s->late_url);
+    free(s->late_url);
+    s->late_url = NULL;
+    return 0;
+}
+
+/* A call ended with rc, under mu: what idm__store_health says. Only a store
+ * that did not answer is down: a refusal (no such sequence, another k of
+ * n, a counter at its end) is an answer. */
+static int call_end(idm_store *s, int rc)
+{
+    bool failed = rc == IDM_EUNAVAIL || rc == IDM_EIO || rc == IDM_ENOMEM;
+    atomic_fetch_add(&s->calls, 1);
+    if (failed) {
+        atomic_fetch_add(&s->failures, 1);
+        pthread_mutex_lock(&s->hmu);
+        snprintf(s->last_detail, sizeof s->last_detail, "%s", idm_error_detail());
+        pthread_mutex_unlock(&s->hmu);
+        if (atomic_load(&s->down_since) == 0)
+            atomic_store(&s->down_since, idm__mono_ns());
+    } else {
+        atomic_store(&s->down_since, 0);
+    }
+    atomic_store(&s->last_rc, failed ? rc : 0);
+    atomic_store(&s->call_since, 0);
+    return rc;
+}
 
 /* A store over ops and ctx; shown as url, its password masked. */
 static int wrap(idm_store **out, const idm__store_backend *be, const idm_store_ops *ops,
@@ -70,6 +137,7 @@ static int wrap(idm_store **out, const idm__store_backend *be, const idm_store_o
     s->ctx = ctx;
     s->timeout_ms = IDM_STORE_TIMEOUT_MS;
     pthread_mutex_init(&s->mu, NULL);
+    pthread_mutex_init(&s->hmu, NULL);
     idm__url_mask(url, s->url, sizeof s->url);
     *out = s;
     return 0;
@@ -84,7 +152,7 @@ int idm_store_url_check(const char *url)
     return idm__scheme_pick(schemes, NSCHEMES, "store", STORE_URL_FORMS, url, &row);
 }
 
-int idm_store_open(idm_store **out, const char *url)
+int idm__store_open_within(idm_store **out, const char *url, int64_t timeout_ms)
 {
     const idm__scheme *row;
     const idm__store_backend *be;
@@ -93,12 +161,69 @@ int idm_store_open(idm_store **out, const char *url)
     if (out == NULL)
         return idm__seg_fail(IDM_EINVAL, "store: no output");
     *out = NULL;
+    if (timeout_ms < 1 || timeout_ms > IDM__STORE_TIMEOUT_MAX_MS)
+        return idm__seg_fail(IDM_EINVAL, "store: timeout %lld ms is outside 1 to %lld ms (an hour)",
+                             (long long)timeout_ms, (long long)IDM__STORE_TIMEOUT_MAX_MS);
     if ((rc = idm__scheme_pick(schemes, NSCHEMES, "store", STORE_URL_FORMS, url, &row)) != 0)
         return rc;
     be = row->backend;
-    if ((rc = be->open(&ctx, url)) != 0)
+    if ((rc = be->open(&ctx, url, timeout_ms)) != 0)
         return rc;
-    return wrap(out, be, be->ops, ctx, url);
+    if ((rc = wrap(out, be, be->ops, ctx, url)) != 0)
+        return rc;
+    (*out)->timeout_ms = timeout_ms; /* what the backend was given at open */
+    return 0;
+}
+
+int idm__store_open_late(idm_store **out, const char *url, int64_t timeout_ms)
+{
+    const idm__scheme *row;
+    const idm_store_ops *ops;
+    idm_store *s;
+    int rc;
+    if (out == NULL)
+        return idm__seg_fail(IDM_EINVAL, "store: no output");
+    *out = NULL;
+    if (timeout_ms < 1 || timeout_ms > IDM__STORE_TIMEOUT_MAX_MS)
+        return idm__seg_fail(IDM_EINVAL, "store: timeout %lld ms is outside 1 to %lld ms (an hour)",
+                             (long long)timeout_ms, (long long)IDM__STORE_TIMEOUT_MAX_MS);
+    if ((rc = idm__scheme_pick(schemes, NSCHEMES, "store", STORE_URL_FORMS, url, &row)) != 0)
+        return rc;
+    ops = ((const idm__store_backend *)row->backend)->ops;
+    s = calloc(1, sizeof *s);
+    if (s == NULL || (s->late_url = strdup(url)) == NULL) {
+        free(s);
+        return idm__seg_fail(IDM_ENOMEM, "store: out of memory");
+    }
+    s->ops = ops;
+    s->be = row->backend;
+    s->timeout_ms = timeout_ms;
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_mutex_init(&s->hmu, NULL);
+    idm__url_mask(url, s->url, sizeof s->url);
+    *out = s;
+    return 0;
+}
+
+void idm__store_health(idm_store *s, idm__store_health_info *out)
+{
+    int64_t since = atomic_load(&s->call_since), down = atomic_load(&s->down_since);
+    int64_t now = idm__mono_ns();
+    memset(out, 0, sizeof *out);
+    out->calls = atomic_load(&s->calls);
+    out->failures = atomic_load(&s->failures);
+    out->last_rc = atomic_load(&s->last_rc);
+    out->call_ms = since != 0 && now > since ? (now - since) / 1000000 : 0;
+    out->down_ms = down != 0 && now > down ? (now - down) / 1000000 : 0;
+    out->down = down != 0;
+    pthread_mutex_lock(&s->hmu);
+    snprintf(out->last_detail, sizeof out->last_detail, "%s", s->last_detail);
+    pthread_mutex_unlock(&s->hmu);
+}
+
+int idm_store_open(idm_store **out, const char *url)
+{
+    return idm__store_open_within(out, url, IDM_STORE_TIMEOUT_MS);
 }
 
 int idm_store_custom(idm_store **out, const idm_store_ops *ops, void *ctx)
@@ -178,7 +303,9 @@ int idm_store_create(idm_store *s, const char *name, int64_t start, uint32_t k, 
     /* The first local value whose id (v*n + k) is at least start. */
     local = start <= (int64_t)k ? 0 : (start - (int64_t)k + (int64_t)n - 1) / (int64_t)n;
     pthread_mutex_lock(&s->mu);
-    rc = s->ops->create(s->ctx, name, local, k, n);
+    if ((rc = call_begin(s)) == 0)
+        rc = s->ops->create(s->ctx, name, local, k, n);
+    call_end(s, rc);
     pthread_mutex_unlock(&s->mu);
     return rc;
 }
@@ -201,7 +328,9 @@ int idm_store_take(idm_store *s, const char *name, int64_t size, uint32_t k, uin
      * than at creation). */
     limit = (IDM_SEQ_MAX - 1 - (int64_t)k) / (int64_t)n + 1;
     pthread_mutex_lock(&s->mu);
-    rc = s->ops->take(s->ctx, name, size, k, n, limit, &start);
+    if ((rc = call_begin(s)) == 0)
+        rc = s->ops->take(s->ctx, name, size, k, n, limit, &start);
+    call_end(s, rc);
     pthread_mutex_unlock(&s->mu);
     if (rc != 0)
         return rc;
@@ -220,7 +349,9 @@ int idm_store_list(idm_store *s, idm_seq_info **out, size_t *count)
     *out = NULL;
     *count = 0;
     pthread_mutex_lock(&s->mu);
-    rc = s->ops->list(s->ctx, out, count);
+    if ((rc = call_begin(s)) == 0)
+        rc = s->ops->list(s->ctx, out, count);
+    call_end(s, rc);
     pthread_mutex_unlock(&s->mu);
     return rc;
 }
@@ -233,7 +364,9 @@ int idm__store_floor_get(idm_store *s, const char *name, uint32_t k, int64_t *fl
         return s == NULL || floor == NULL ? idm__seg_fail(IDM_EINVAL, "store: no store or output")
                                           : rc;
     pthread_mutex_lock(&s->mu);
-    rc = s->ops->floor_get(s->ctx, name, k, floor);
+    if ((rc = call_begin(s)) == 0)
+        rc = s->ops->floor_get(s->ctx, name, k, floor);
+    call_end(s, rc);
     pthread_mutex_unlock(&s->mu);
     return rc;
 }
@@ -247,7 +380,9 @@ int idm__store_floor_raise(idm_store *s, const char *name, uint32_t k, int64_t f
         return idm__seg_fail(IDM_EINVAL, "sequence %s: floor %lld is outside 0 to 2^62", name,
                              (long long)floor);
     pthread_mutex_lock(&s->mu);
-    rc = s->ops->floor_raise(s->ctx, name, k, floor);
+    if ((rc = call_begin(s)) == 0)
+        rc = s->ops->floor_raise(s->ctx, name, k, floor);
+    call_end(s, rc);
     pthread_mutex_unlock(&s->mu);
     return rc;
 }
@@ -260,8 +395,10 @@ int idm_store_identity(idm_store *s, char *out, size_t cap)
         return idm__seg_fail(IDM_EINVAL, "store: no store or output");
     out[0] = '\0';
     pthread_mutex_lock(&s->mu);
-    if (s->be != NULL)
-        rc = s->be->identity(s->ctx, out, cap);
+    if (s->be != NULL && (rc = call_begin(s)) != 0)
+        call_end(s, rc);
+    else if (s->be != NULL)
+        rc = call_end(s, s->be->identity(s->ctx, out, cap));
     else if (snprintf(out, cap, "custom:%p", (void *)s) < (int)cap)
         rc = 0;
     else
@@ -282,7 +419,7 @@ int idm_store_set_timeout(idm_store *s, int64_t ms)
                              (long long)ms, (long long)IDM__STORE_TIMEOUT_MAX_MS);
     pthread_mutex_lock(&s->mu);
     s->timeout_ms = ms;
-    if (s->be != NULL && s->be->set_timeout != NULL)
+    if (s->be != NULL && s->be->set_timeout != NULL && s->ctx != NULL)
         s->be->set_timeout(s->ctx, ms);
     pthread_mutex_unlock(&s->mu);
     return 0;
@@ -292,7 +429,13 @@ void idm_store_close(idm_store *s)
 {
     if (s == NULL)
         return;
-    s->ops->close(s->ctx);
+    if (s->ctx != NULL || s->late_url == NULL)
+        s->ops->close(s->ctx);
+    if (s->late_url != NULL) {
+        wipe(s->late_url);
+        free(s->late_url);
+    }
     pthread_mutex_destroy(&s->mu);
+    pthread_mutex_destroy(&s->hmu);
     free(s);
 }

@@ -18,6 +18,7 @@
 
 #include <idmint/idmint.h>
 #include <idmint/lease.h>
+#include <idmint/leased.h>
 #include <idmint/segment.h>
 
 #include "config.h"
@@ -97,8 +98,11 @@ typedef struct idmd_app {
     const idmd_config *cfg;
     const idm_clock *clock;    /* the generator's */
     idm_layout *layout;
-    idm_snowflake *gen;
-    idm_lease *lease;          /* NULL: none (tests) */
+    idm_snowflake *gen;        /* a generator without a lease (the platform's
+                                  ordinal; tests); NULL under leased */
+    idm_leased *leased;        /* the leased generator (leased.h): resumes,
+                                  re-claims, changes worker id; NULL: gen */
+    idm_lease *lease;          /* a plain lease on gen (tests); NULL: none */
     int64_t lease_ttl_ms, lease_margin_ms;
     idm_uuid7_gen *uuid7;
     idm_ulid_gen *ulid;

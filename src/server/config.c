@@ -31,6 +31,7 @@
 #include <idmint/segment.h>
 
 #include "common.h"
+#include "ordinal.h"
 
 /* The manual page says so. */
 _Static_assert(IDM_STORE_TIMEOUT_MS == 5000, "store-timeout's default is documented as 5000");
@@ -66,8 +67,9 @@ __attribute__((format(printf, 6, 7))) static int cfg_bad(char *err, size_t errle
     va_start(ap, fmt);
     vsnprintf(why, sizeof why, fmt, ap);
     va_end(ap);
-    /* A URL's password never reaches a message. */
-    idm__url_mask(value, shown, sizeof shown);
+    /* A URL's password never reaches a message (every URL's, for a value
+     * that holds several). */
+    idmd_mask_urls(value, shown, sizeof shown);
     size_t n = strlen(shown);
     return cfg_fail(err, errlen, "%s: %s '%.*s%s': %s", source, key,
                 (int)(n > CFG_SHOW_MAX ? CFG_SHOW_MAX : n), shown,
@@ -215,6 +217,7 @@ static int valid_node(const cfg_key *k, const char *value, const char *source, c
                       size_t errlen)
 {
     const char *key = k->name;
+    int ordinals = 0;
     if (strlen(value) >= k->size)
         return cfg_bad(err, errlen, source, key, value, "longer than %zu bytes", k->size - 1);
     const char *p = value;
@@ -229,14 +232,20 @@ static int valid_node(const cfg_key *k, const char *value, const char *source, c
         if (!is_name(p, nlen))
             return cfg_bad(err, errlen, source, key, value,
                        "a field name is [a-z0-9_]+");
-        char num[32] = "";
+        char num[96] = "";
         size_t vlen = len - nlen - 1;
         uint64_t v = 0;
         if (vlen < sizeof num)
             memcpy(num, eq + 1, vlen);
-        if (vlen >= sizeof num || !dec_u64(num, &v))
-            return cfg_bad(err, errlen, source, key, value, "'%.*s' needs a decimal value",
-                       (int)nlen, p);
+        if (vlen < sizeof num && idm__ordinal_is(num)) {
+            /* the platform's ordinal: resolved by idmd_config_check */
+            if (++ordinals > 1)
+                return cfg_bad(err, errlen, source, key, value,
+                               "only one field may take the ordinal");
+        } else if (vlen >= sizeof num || !dec_u64(num, &v)) {
+            return cfg_bad(err, errlen, source, key, value,
+                           "'%.*s' needs a decimal value, ordinal or ordinal:VAR", (int)nlen, p);
+        }
         /* the same field twice */
         for (const char *q = value; q < p;) {
             const char *qe = strchr(q, '=');
@@ -290,6 +299,80 @@ static int valid_url(const cfg_key *k, const char *value, const char *source, ch
     return 0;
 }
 
+/* Calls fn(ctx, url, len) on each white-space separated word of text, in
+ * order, until it returns non-zero (returned); 0 when all were seen. */
+static int each_word(const char *text, int (*fn)(void *ctx, const char *w, size_t len),
+                     void *ctx)
+{
+    const char *p = text;
+    for (;;) {
+        while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' || *p == '\f' || *p == '\v')
+            p++;
+        if (*p == '\0')
+            return 0;
+        size_t n = strcspn(p, " \t\n\r\f\v");
+        int rc = fn(ctx, p, n);
+        if (rc != 0)
+            return rc;
+        p += n;
+    }
+}
+
+typedef struct store_scan {
+    const char *words[IDMD_STORES_MAX + 1];
+    size_t lens[IDMD_STORES_MAX + 1];
+    size_t n;
+} store_scan;
+
+static int scan_word(void *ctx, const char *w, size_t len)
+{
+    store_scan *sc = ctx;
+    if (sc->n == IDMD_STORES_MAX + 1)
+        return 1;
+    sc->words[sc->n] = w;
+    sc->lens[sc->n++] = len;
+    return 0;
+}
+
+/* store: 1 to IDMD_STORES_MAX URLs separated by white space, each a URL
+ * (scheme://...) below IDMD_URL_MAX bytes, none given twice (store k and
+ * store j of n at once). Their schemes are checked by check_url. */
+static int valid_store(const cfg_key *k, const char *value, const char *source, char *err,
+                       size_t errlen)
+{
+    store_scan sc = {.n = 0};
+    if (strlen(value) >= k->size)
+        return cfg_bad(err, errlen, source, k->name, value, "longer than %zu bytes", k->size - 1);
+    each_word(value, scan_word, &sc);
+    if (sc.n == 0)
+        return cfg_bad(err, errlen, source, k->name, value, "empty");
+    if (sc.n > IDMD_STORES_MAX)
+        return cfg_bad(err, errlen, source, k->name, value,
+                       "more than %d stores (URLs separated by white space)", IDMD_STORES_MAX);
+    for (size_t i = 0; i < sc.n; i++) {
+        char url[IDMD_URL_MAX];
+        if (sc.lens[i] >= sizeof url)
+            return cfg_bad(err, errlen, source, k->name, value,
+                           "store %zu of %zu is longer than %zu bytes", i + 1, sc.n,
+                           sizeof url - 1);
+        memcpy(url, sc.words[i], sc.lens[i]);
+        url[sc.lens[i]] = '\0';
+        const char *sep = strstr(url, "://");
+        if (sep == NULL || sep == url)
+            return cfg_bad(err, errlen, source, k->name, value,
+                           "store %zu of %zu is not a URL (scheme://...; several stores are "
+                           "separated by white space)",
+                           i + 1, sc.n);
+        for (size_t j = 0; j < i; j++)
+            if (sc.lens[j] == sc.lens[i] && memcmp(sc.words[j], sc.words[i], sc.lens[i]) == 0)
+                return cfg_bad(err, errlen, source, k->name, value,
+                               "stores %zu and %zu of %zu are the same URL: give each store "
+                               "once",
+                               j + 1, i + 1, sc.n);
+    }
+    return 0;
+}
+
 static int valid_field(const cfg_key *k, const char *value, const char *source, char *err,
                        size_t errlen)
 {
@@ -318,7 +401,7 @@ static int valid_clock(const cfg_key *k, const char *value, const char *source, 
 #define STR(f) .kind = CFG_STR, AT(f)
 #define PAIR(k, f, f2) .kind = k, AT(f), .off2 = offsetof(idmd_config, f2)
 
-static const char *const policies[] = {"logical", "refuse", "wait", NULL};
+static const char *const policies[] = {"logical", "refuse", "wait", "change-worker", NULL};
 static const char *const exhausts[] = {"wait", "borrow", NULL};
 
 /* Every key, in print order (idmd_config.source's). */
@@ -332,18 +415,19 @@ static const cfg_key cfg_keys[] = {
      .help = "lease backend: file://, etcd://, etcds://, zk:// or postgres://"},
     {"lease-ttl", NUM(lease_ttl_ms, IDM_LEASE_TTL_MIN_MS, IDM_LEASE_TTL_MAX_MS,
                       IDM_LEASE_TTL_DEFAULT_MS), .arg = "MS", .help = "lease time to live"},
-    {"store", STR(store), .valid = valid_url, .arg = "URL", .help = "segment store",
+    {"store", STR(store), .valid = valid_store, .arg = "URL...",
+     .help = "ticket store, or up to 16 separated by spaces",
      .def_help = "sqlite://DATA-DIR/segments.db"},
     {"layout", STR(layout), .valid = valid_layout, .def = "twitter", .arg = "LAYOUT",
      .help = "preset name or text form time:41@1ms,...,seq:12"},
     {"epoch", PAIR(CFG_EPOCH, epoch, epoch_set), .arg = "TIME", .def_help = "the preset's",
      .help = "Unix ms or ISO-8601; needed by a text layout"},
     {"policy", .kind = CFG_CHOICE, AT(policy), .choices = policies, .def = "logical",
-     .arg = "POLICY", .help = "clock step back"},
+     .arg = "POLICY", .help = "clock step back: logical, refuse, wait, change-worker"},
     {"exhaust", .kind = CFG_CHOICE, AT(exhaust), .choices = exhausts, .def = "wait",
      .arg = "MODE", .help = "sequence exhausted"},
     {"node", STR(node), .valid = valid_node, .empty_ok = true, .arg = "NAME=N,...",
-     .help = "extra node fields, e.g. datacenter=1"},
+     .help = "extra node fields, e.g. datacenter=1, worker=ordinal"},
     {"lease-field", STR(lease_field), .valid = valid_field, .def = "worker", .arg = "NAME",
      .help = "the node field the lease fills",
      .def_help = "worker, shard or machine,\nwhichever the layout has, else its only node field"},
@@ -839,8 +923,8 @@ int idmd_config_build(idmd_config *c, int argc, char **argv, char **envp, bool *
 static void cfg_out_str(outbuf *o, const char *key, const char *text)
 {
     /* A URL's password is never printed (as the token never is). */
-    char value[2 * IDMD_PATH_MAX];
-    idm__url_mask(text, value, sizeof value);
+    char value[2 * IDMD_STORE_TEXT_MAX];
+    idmd_mask_urls(text, value, sizeof value);
     size_t n = strlen(value);
     bool quote = n == 0 || is_space(value[0]) || is_space(value[n - 1]) || value[0] == '"';
     cfg_out(o, quote ? "%s = \"%s\"\n" : "%s = %s\n", key, value);
@@ -886,6 +970,20 @@ void idmd_config_print(const idmd_config *c, char *buf, size_t len)
         buf[0] = '\0';
     for (const cfg_key *k = cfg_keys; k < cfg_keys + NKEYS; k++)
         print_value(c, k, &o);
+    /* Several stores: which is k of n (the order decides which ids each
+     * hands out), as comment lines (the output stays a config file). */
+    char(*urls)[IDMD_URL_MAX] = malloc(IDMD_STORES_MAX * sizeof *urls);
+    size_t nst = urls != NULL ? idmd_config_stores(c, urls) : 0;
+    for (size_t i = 0; nst > 1 && i < nst; i++) {
+        char shown[2 * IDMD_URL_MAX];
+        idm__url_mask(urls[i], shown, sizeof shown);
+        cfg_out(&o, "# store %zu of %zu (ids = %zu mod %zu): %s\n", i, nst, i, nst, shown);
+    }
+    free(urls);
+    if (c->ordinal_field[0] != '\0')
+        cfg_out(&o, "# node: %s=%llu, the ordinal from %s%s\n", c->ordinal_field,
+                (unsigned long long)c->ordinal, c->ordinal_from,
+                c->lease_off ? " (no lease: the platform's ordinal stands in for it)" : "");
     /* What idmd_config_check changed, as comment lines (the output stays a
      * config file). */
     for (const char *p = c->note; *p != '\0';) {
@@ -895,6 +993,57 @@ void idmd_config_print(const idmd_config *c, char *buf, size_t len)
         if (*p == '\n')
             p++;
     }
+}
+
+/* ---- several stores in one value ---- */
+
+size_t idmd_config_stores(const idmd_config *c, char (*urls)[IDMD_URL_MAX])
+{
+    store_scan sc = {.n = 0};
+    if (c->store[0] == '\0') {
+        snprintf(urls[0], IDMD_URL_MAX, "sqlite://%s/segments.db", c->data_dir);
+        return 1;
+    }
+    each_word(c->store, scan_word, &sc);
+    if (sc.n > IDMD_STORES_MAX)
+        sc.n = IDMD_STORES_MAX; /* refused when set: not reached */
+    for (size_t i = 0; i < sc.n; i++) {
+        size_t len = sc.lens[i] < IDMD_URL_MAX ? sc.lens[i] : IDMD_URL_MAX - 1;
+        memcpy(urls[i], sc.words[i], len);
+        urls[i][len] = '\0';
+    }
+    return sc.n;
+}
+
+void idmd_mask_urls(const char *text, char *out, size_t cap)
+{
+    size_t used = 0;
+    if (cap == 0)
+        return;
+    out[0] = '\0';
+    for (const char *p = text; *p != '\0' && used + 1 < cap;) {
+        size_t sp = strspn(p, " \t\n\r\f\v"), n;
+        if (sp > 0) {
+            n = sp < cap - 1 - used ? sp : cap - 1 - used;
+            memcpy(out + used, p, n);
+            used += n;
+            p += sp;
+            continue;
+        }
+        n = strcspn(p, " \t\n\r\f\v");
+        char *word = malloc(n + 1);
+        if (word == NULL) { /* shown as nothing rather than unmasked */
+            p += n;
+            continue;
+        }
+        memcpy(word, p, n);
+        word[n] = '\0';
+        idm__url_mask(word, out + used, cap - used);
+        used += strlen(out + used);
+        free(word);
+        p += n;
+    }
+    out[used] = '\0';
 }
 
 /* ---- --help ---- */
@@ -1059,23 +1208,27 @@ static int check_offset_file(const idmd_config *c, int64_t *offset_ms, char *err
     return 0;
 }
 
-/* The lease or the store URL (key given), or the one made from data-dir
- * when it is not set (then data-dir is blamed, what says which URL): a
- * scheme of this build (the libraries say which); file:// and sqlite://
- * take an absolute path (as the backends do at start). */
-static int check_url(const idmd_config *c, const cfg_key *given, bool is_lease, char *err,
-                     size_t errlen)
+/* The lease URL or one store URL (key given; index/count: which store of
+ * how many, 0/1 for the lease), or the one made from data-dir when the key
+ * is not set (then data-dir is blamed, what says which URL): a scheme of
+ * this build (the libraries say which); file:// and sqlite:// take an
+ * absolute path (as the backends do at start). */
+static int check_one_url(const idmd_config *c, const cfg_key *given, bool is_lease,
+                         const char *url, size_t index, size_t count, char *err, size_t errlen)
 {
-    char made[IDMD_PATH_MAX + 32];
-    const char *url = (const char *)c + given->off, *value = url, *what = "";
+    const char *value = (const char *)c + given->off, *what = "";
     const cfg_key *k = given;
-    if (url[0] == '\0') {
-        snprintf(made, sizeof made, is_lease ? "file://%s/leases" : "sqlite://%s/segments.db",
-                 c->data_dir);
+    char which[160] = "";
+    if (value[0] == '\0') {
         k = KEY(data_dir);
-        url = made;
         value = c->data_dir;
         what = is_lease ? "the lease URL made from it: " : "the store URL made from it: ";
+    } else if (count > 1) {
+        char shown[64];
+        idm__url_mask(url, shown, sizeof shown);
+        snprintf(which, sizeof which, "store %zu of %zu (%s%s): ", index + 1, count, shown,
+                 strlen(url) >= sizeof shown - 1 ? "..." : "");
+        what = which;
     }
     if ((is_lease ? idm_lease_url_check(url) : idm_store_url_check(url)) != 0) {
         const char *d = idm_error_detail(), *colon = strstr(d, ": ");
@@ -1101,6 +1254,28 @@ static int check_url(const idmd_config *c, const cfg_key *given, bool is_lease, 
         }
     }
     return 0;
+}
+
+static int check_url(const idmd_config *c, const cfg_key *given, bool is_lease, char *err,
+                     size_t errlen)
+{
+    char made[IDMD_URL_MAX];
+    if (is_lease) {
+        if (c->lease[0] != '\0')
+            return check_one_url(c, given, true, c->lease, 0, 1, err, errlen);
+        snprintf(made, sizeof made, "file://%s/leases", c->data_dir);
+        return check_one_url(c, given, true, made, 0, 1, err, errlen);
+    }
+    /* 16 URLs of 1 KiB: on the heap, not the stack. */
+    char(*urls)[IDMD_URL_MAX] = malloc(IDMD_STORES_MAX * sizeof *urls);
+    int rc = 0;
+    if (urls == NULL)
+        return cfg_fail(err, errlen, "store: out of memory checking the URLs");
+    size_t n = idmd_config_stores(c, urls);
+    for (size_t i = 0; i < n && rc == 0; i++)
+        rc = check_one_url(c, given, false, urls[i], i, n, err, errlen);
+    free(urls);
+    return rc;
 }
 
 /* data-dir made absolute (the URLs made from it must be), and a directory if
@@ -1204,28 +1379,81 @@ static int check_lease_field(idmd_config *c, const idm_layout *l, int *index, ch
                c->layout, nodes);
 }
 
-/* node: each name=value against the layout; none may be the lease's field. */
-static int check_node(const idmd_config *c, const idm_layout *l, int lease_index, char *err,
+/*
+ * node: each name=value against the layout, the ordinal resolved (into
+ * node_values, ordinal_field, ordinal, ordinal_from); none may be the
+ * lease's field, but the ordinal's: with the lease field left to its
+ * default and no lease URL given, the ordinal fills it and there is no
+ * lease (lease_off).
+ */
+static int check_node(idmd_config *c, const idm_layout *l, int lease_index, char *err,
                       size_t errlen)
 {
     char buf[sizeof c->node];
     char *save = NULL;
     uint64_t node[IDM_LAYOUT_MAX_FIELDS] = {0};
     uint32_t set = 0;
+    int ordinal_index = -1;
+    outbuf vals = {c->node_values, sizeof c->node_values, 0};
+    c->node_values[0] = '\0';
+    c->ordinal_field[0] = '\0';
+    c->ordinal_from[0] = '\0';
+    c->ordinal = 0;
+    c->lease_off = false;
     memcpy(buf, c->node, sizeof buf);
     for (char *tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
-        if (idm_layout_parse_node(l, tok, node, &set) != 0) {
+        char one[sizeof c->node + 32];
+        char *eq = strchr(tok, '=');
+        uint32_t before = set;
+        snprintf(one, sizeof one, "%s", tok);
+        if (eq != NULL && idm__ordinal_is(eq + 1)) {
+            char why[300];
+            uint64_t v;
+            if (idm__ordinal_resolve(eq + 1, &v, c->ordinal_from, sizeof c->ordinal_from, why,
+                                     sizeof why) != 0)
+                return BAD(KEY(node), c->node, "%.*s: %s", (int)(eq - tok), tok, why);
+            snprintf(one, sizeof one, "%.*s=%llu", (int)(eq - tok), tok, (unsigned long long)v);
+            snprintf(c->ordinal_field, sizeof c->ordinal_field, "%.*s", (int)(eq - tok), tok);
+            c->ordinal = v;
+        }
+        if (idm_layout_parse_node(l, one, node, &set) != 0) {
             char nodes[256];
             node_names(l, nodes, sizeof nodes);
+            if (c->ordinal_field[0] != '\0' && eq != NULL &&
+                strncmp(tok, c->ordinal_field, (size_t)(eq - tok)) == 0 &&
+                c->ordinal_field[eq - tok] == '\0')
+                return BAD(KEY(node), c->node, "%s, the ordinal from %s: %s (layout %s)", one,
+                           c->ordinal_from, idm_error_detail(), c->layout);
             return BAD(KEY(node), c->node, "%s (layout %s; node fields: %s)", idm_error_detail(),
                        c->layout, nodes[0] != '\0' ? nodes : "none");
         }
+        if (eq != NULL && idm__ordinal_is(eq + 1))
+            for (int b = 0; b < IDM_LAYOUT_MAX_FIELDS; b++)
+                if ((set & ~before) & (UINT32_C(1) << b))
+                    ordinal_index = b;
+        cfg_out(&vals, "%s%s", vals.used > 0 ? "," : "", one);
     }
-    if (set & (UINT32_C(1) << lease_index))
+    if (!(set & (UINT32_C(1) << lease_index)))
+        return 0;
+    if (lease_index != ordinal_index)
         return BAD(KEY(node), c->node,
                    "gives %s, the node field the lease fills (lease-field %s, from %s): leave it "
                    "out, or name another lease-field",
                    c->lease_field, c->lease_field, src_of(c, KEY(lease_field)));
+    /* The ordinal fills the field the lease would: no lease, unless one is
+     * asked for by name (then the two sources contradict each other). */
+    if (c->source[KEY(lease_field) - cfg_keys][0] != '\0')
+        return BAD(KEY(node), c->node,
+                   "gives %s from the ordinal, and lease-field (from %s) names it for the lease: "
+                   "one source for a field (leave lease-field out for no lease, or name another)",
+                   c->lease_field, src_of(c, KEY(lease_field)));
+    if (c->lease[0] != '\0')
+        return BAD(KEY(node), c->node,
+                   "gives %s from the ordinal, the field the lease would fill, and lease (from "
+                   "%s) names a coordinator: with an ordinal there is no lease (leave lease out, "
+                   "or name another lease-field)",
+                   c->lease_field, src_of(c, KEY(lease)));
+    c->lease_off = true;
     return 0;
 }
 
@@ -1339,6 +1567,11 @@ int idmd_config_check(idmd_config *c, char *err, size_t errlen)
         (c->opaque_key_file[0] != '\0' && check_opaque_key_file(c, err, errlen) != 0) ||
         check_admin_listen(c, err, errlen) != 0)
         rc = -1;
+    /* Another worker id comes from the lease: none without one. */
+    else if (strcmp(c->policy, "change-worker") == 0 && c->lease_off)
+        rc = BAD(KEY(policy), c->policy, "needs a leased worker id, and node %s=ordinal leaves "
+                                         "none to lease",
+                 c->ordinal_field);
     idm_layout_free(l);
     return rc;
 }

@@ -21,6 +21,12 @@
  * kept: a longer one (a config file's long path) keeps its last bytes. */
 #define IDMD_KEYS_MAX 32
 #define IDMD_SOURCE_MAX 80
+/* The store key: up to IDMD_STORES_MAX URLs separated by white space (a URL
+ * holds no raw space; a PostgreSQL multi-host URL holds commas), each below
+ * IDMD_URL_MAX bytes, the whole below IDMD_STORE_TEXT_MAX. */
+#define IDMD_STORES_MAX 16
+#define IDMD_URL_MAX (IDMD_PATH_MAX + 32)
+#define IDMD_STORE_TEXT_MAX 4096
 
 /* Each field holds the key its comment names; the bounds, defaults and
  * syntax of every key are in one table, config.c's cfg_keys (idmintd
@@ -36,13 +42,22 @@ typedef struct idmd_config {
     char data_dir[IDMD_PATH_MAX]; /* data-dir */
     char lease[IDMD_PATH_MAX];  /* lease: URL; "" = file://<data-dir>/leases */
     int64_t lease_ttl_ms;       /* lease-ttl */
-    char store[IDMD_PATH_MAX];  /* store: URL; "" = sqlite://<data-dir>/segments.db */
+    char store[IDMD_STORE_TEXT_MAX]; /* store: 1 to IDMD_STORES_MAX URLs separated by
+                                   white space, store k of n in the order given
+                                   (Flickr's odd/even ticket servers: store k
+                                   hands out ids = k mod n); "" =
+                                   sqlite://<data-dir>/segments.db
+                                   (idmd_config_stores splits it) */
     char layout[256];           /* layout: preset or text form */
     int64_t epoch;              /* epoch: Unix ms; needed for a text layout */
     bool epoch_set;
     char policy[16];            /* policy: logical | refuse | wait */
     char exhaust[16];           /* exhaust: wait | borrow */
-    char node[256];             /* node: extra node fields, "datacenter=1,..." */
+    char node[256];             /* node: extra node fields, "datacenter=1,...";
+                                   a value may be "ordinal" (the trailing number
+                                   of the host name) or "ordinal:VAR" (the
+                                   number in environment variable VAR), for at
+                                   most one field: see ordinal.h */
     char lease_field[64];       /* lease-field: the node field the lease fills */
     uint32_t count_max;         /* count-max: at most count_max_layout after
                                    idmd_config_check */
@@ -74,6 +89,17 @@ typedef struct idmd_config {
     char opaque_key_file[IDMD_PATH_MAX]; /* opaque-key-file: a file holding the
                                            key (32 hex digits) of ?format=opaque;
                                            unset = that format is refused */
+    /* Set by idmd_config_check from node: */
+    char node_values[256];      /* node with the ordinal resolved ("worker=3"):
+                                   what the generator gets */
+    char ordinal_field[64];     /* the field given as ordinal; "" if none */
+    uint64_t ordinal;           /* its value */
+    char ordinal_from[160];     /* where it came from: "host name web-3",
+                                   "POD_ORDINAL=3" */
+    bool lease_off;             /* the ordinal's field is the one the lease
+                                   would fill: no lease (the platform's
+                                   ordinal stands in for it; restarts are
+                                   covered by a state file under data-dir) */
     char note[512];             /* set by idmd_config_check: what it changed
                                    (see there), "" if nothing; printed as a
                                    comment by idmd_config_print */
@@ -112,17 +138,22 @@ int idmd_config_set(idmd_config *c, const char *key, const char *value, const ch
  *
  * What it checks: the layout and epoch (an epoch in the future, a time field
  * already run out); node against the layout (unknown fields, values that do
- * not fit, the field the lease fills); lease-field (a node field of the
- * layout); count-max against what the layout can mint in one request; the
- * lease and store URLs (known schemes; file:// and sqlite:// take absolute
- * paths); data-dir (a directory if it exists); token-file (a readable
+ * not fit, the field the lease fills; an ordinal resolved from the host name
+ * or its variable, and held against the field's range too); lease-field (a
+ * node field of the layout); count-max against what the layout can mint in
+ * one request; the lease URL and every store URL (known schemes; file:// and
+ * sqlite:// take absolute paths); data-dir (a directory if it exists); token-file (a readable
  * regular file holding one token of 16 to IDMD_TOKEN_MAX printable bytes,
  * without spaces, then only line ends); opaque-key-file (a
  * readable regular file holding a key); clock's offset file; admin-listen
  * apart from listen. Files are opened without blocking (a FIFO is refused,
  * not waited on).
  *
- * What it fills in, for settings left to their defaults: data-dir made
+ * What it fills in: node_values, ordinal_field, ordinal, ordinal_from and
+ * lease_off from node (an ordinal for the field the lease would fill, with
+ * neither lease nor lease-field set, turns the lease off; with either set
+ * it is refused as two sources for one field). For settings left to their
+ * defaults: data-dir made
  * absolute (the lease and store URLs derived from it must be); lease-field
  * resolved as the CLI does (worker, shard or machine, whichever the layout
  * has first, else its only node field); count-max lowered to
@@ -141,5 +172,32 @@ void idmd_config_print(const idmd_config *c, char *out, size_t len);
 /* The usage text (--help): every key's flag, variable, meaning, bounds and
  * default, made from the key table the first time it is asked for. */
 const char *idmd_config_usage(void);
+
+/* The store URLs, store k at urls[k]: the store key split at white space,
+ * or the one made from data-dir when it is empty. Their count (at least 1
+ * once idmd_config_check passed). */
+size_t idmd_config_stores(const idmd_config *c, char (*urls)[IDMD_URL_MAX]);
+
+/* text (a value that may hold several URLs separated by white space) with
+ * every URL's password masked (idm__url_mask, one URL at a time), into out
+ * (always terminated, cut to cap). */
+void idmd_mask_urls(const char *text, char *out, size_t cap);
+
+/* ---- the ticket stores (handler.c) ---- */
+
+struct idmd_app;
+struct idm_store;
+
+/*
+ * The stores the store key names, for app's sequences: stores[0..n-1],
+ * store k of n (1 to IDMD_STORES_MAX, copied; the caller keeps and closes
+ * the stores after idmd_seqs_close). stores[0] is also app->store. Each
+ * sequence is opened over all of them (idm_seq_opts.stores), with its floor
+ * file FLOORS/NAME.floor (one store) or FLOORS/NAME@N.floor (N stores: a
+ * record belongs to one number of stores); /healthz and /metrics report
+ * each store's calls (idm__store_health). Without it (the unit tests),
+ * app->store alone serves. 0, or -1 for n out of range.
+ */
+int idmd_stores_set(struct idmd_app *app, struct idm_store *const *stores, size_t n);
 
 #endif /* IDMD_CONFIG_H */

@@ -32,7 +32,10 @@
  * store holds, which only `idmint seq create` makes; an unknown name is 404
  * and takes no room), each opened on first use (seq_for; the table's rules
  * are in app.h) and kept until shutdown; all share the store's one prefetch
- * thread.
+ * thread. With several stores (the store key's list, idmd_stores_set),
+ * each sequence is opened over all of them, store k of n handing out the
+ * ids that are k mod n (Flickr's ticket servers): one store down, the
+ * others serve; /healthz warns of it and /metrics reports each store.
  *
  * /healthz answers 503 naming the first reason minting would fail now
  * (h_health), or 200 with a "warnings" array for store trouble that leaves
@@ -48,6 +51,7 @@
 
 #include "app.h"
 #include "common.h"
+#include "store_within.h"
 
 /* ---------------------------------------------------------------- output */
 
@@ -387,6 +391,38 @@ static size_t seq_find(const idmd_app *app, const char *name, bool *found)
 }
 
 /* A failed open whose error requests still get (IDMD_SEQ_RETRY_MS). */
+/* The stores of the store key (idmd_stores_set): one server, one app, one
+ * list, set before the first request and fixed until the app is gone. An
+ * app that was given none (the unit tests) has app->store alone. */
+static struct {
+    const idmd_app *app;
+    idm_store *stores[IDMD_STORES_MAX];
+    size_t n;
+} g_stores;
+
+int idmd_stores_set(idmd_app *app, idm_store *const *stores, size_t n)
+{
+    if (n == 0 || n > IDMD_STORES_MAX)
+        return -1;
+    memcpy(g_stores.stores, stores, n * sizeof *stores);
+    g_stores.n = n;
+    g_stores.app = app;
+    app->store = stores[0];
+    return 0;
+}
+
+/* app's stores: their list and count (app->store alone if it was given no
+ * list). */
+static idm_store *const *stores_of(const idmd_app *app, idm_store *const *one, size_t *n)
+{
+    if (g_stores.app == app && g_stores.n > 0) {
+        *n = g_stores.n;
+        return g_stores.stores;
+    }
+    *n = 1;
+    return one;
+}
+
 static bool seq_remembered(const idmd_seq_slot *s, int64_t now_ns)
 {
     return s->state == IDMD_SEQ_FAILED && s->rc != IDM_ENOSEQ &&
@@ -443,8 +479,7 @@ static void *seq_opener(void *arg)
     int rc;
     idm_seq_opts_init(&o);
     o.name = s->name;
-    o.stores = &s->store;
-    o.nstores = 1;
+    o.stores = (idm_store **)stores_of(app, &s->store, &o.nstores);
     o.wait_ms = s->wait_ms;
     o.clock = app->clock;
     o.floor_file = s->floor_file[0] != '\0' ? s->floor_file : NULL;
@@ -527,9 +562,16 @@ static int seq_add_locked(idmd_app *app, const char *name, int64_t now, idmd_seq
     s->app = app;
     s->store = app->store;
     /* NAME.floor: no name's file is another's (the library adds .lock
-     * to a floor file's path), and "." and ".." stay plain files. */
-    if (app->floors_dir[0] != '\0')
+     * to a floor file's path), and "." and ".." stay plain files. With N
+     * stores NAME@N.floor ('@' is in no name): a floor file belongs to one
+     * number of stores, and a list of stores changed leaves the old one. */
+    size_t nstores;
+    (void)stores_of(app, &s->store, &nstores);
+    if (app->floors_dir[0] != '\0' && nstores == 1)
         snprintf(s->floor_file, sizeof s->floor_file, "%s/%s.floor", app->floors_dir, name);
+    else if (app->floors_dir[0] != '\0')
+        snprintf(s->floor_file, sizeof s->floor_file, "%s/%s@%zu.floor", app->floors_dir, name,
+                 nstores);
     if ((rc = seq_start_locked(app, s, now)) != 0) {
         free(s);
         return rc;
@@ -662,7 +704,8 @@ static void h_numbers(idmd_app *app, const params *p, idmd_response *rs)
         return;
     }
     if (q == NULL) /* all or nothing, under the lease guard (N6) */
-        rc = idm_snowflake_next_batch(app->gen, ids, p->count);
+        rc = app->leased != NULL ? idm_leased_next_batch(app->leased, ids, p->count)
+                                 : idm_snowflake_next_batch(app->gen, ids, p->count);
     /* Each id is handed out once; ids drawn before a failure are gaps. */
     for (uint32_t i = 0; q != NULL && i < p->count && rc == 0; i++) {
         int64_t v = 0;
@@ -850,17 +893,54 @@ static void health_seqs_locked(idmd_app *app, health *h)
     }
 }
 
+/*
+ * Each store's part of /healthz, with several stores: a warning for each
+ * store down (its last call not answered) or stuck (a call past
+ * store-timeout), naming it as store k of n; the others serve, so it is no
+ * reason for a 503 by itself (a sequence with no ids left is, above). One
+ * store says what it says per sequence, as before.
+ */
+static void health_stores(const idmd_app *app, health *h)
+{
+    size_t n;
+    idm_store *const *st = stores_of(app, &app->store, &n);
+    if (n < 2)
+        return;
+    for (size_t k = 0; k < n; k++) {
+        idm__store_health_info hi;
+        idm__store_health(st[k], &hi);
+        if (hi.call_ms > app->cfg->store_timeout_ms)
+            health_add(h, false,
+                       "store %zu of %zu (%s): a call has run %lld ms, past store-timeout (%lld "
+                       "ms); the other stores serve",
+                       k, n, idm_store_url(st[k]), (long long)hi.call_ms,
+                       (long long)app->cfg->store_timeout_ms);
+        else if (hi.down)
+            health_add(h, false,
+                       "store %zu of %zu (%s): down for %lld ms (%s): %s; the other stores serve",
+                       k, n, idm_store_url(st[k]), (long long)hi.down_ms, idm_err_name(hi.last_rc),
+                       hi.last_detail[0] != '\0' ? hi.last_detail : "no detail");
+    }
+}
+
 static void h_health(idmd_app *app, const params *p, idmd_response *rs)
 {
     health h = {.why = ""};
     idm_lease_status ls = {0};
+    idm_leased_status lst;
     /* The lease's deadline is on the generator's (and lease's) monotonic
      * clock, app->clock, which need not be the system's: read that one. */
     idm_mono_ns now = app->clock->mono_ns(app->clock->ctx);
     int rc;
     (void)p;
-    if (app->lease != NULL)
+    memset(&lst, 0, sizeof lst);
+    if (app->leased != NULL) {
+        idm_leased_status_get(app->leased, &lst);
+        ls = lst.lease;
+    } else if (app->lease != NULL) {
         idm_lease_status_get(app->lease, &ls);
+    }
+    bool leased = app->leased != NULL || app->lease != NULL;
     /* The first reason found. idm_snowflake_check gives every reason a mint
      * would fail with now, as the generator sees it: among them a wall
      * clock stepped past the lease's wall deadline, which the lease's own
@@ -868,18 +948,31 @@ static void h_health(idmd_app *app, const params *p, idmd_response *rs)
      * load, gone within the wait bound: not a reason. */
     if (atomic_load(&app->draining))
         health_add(&h, true, "shutting down");
-    else if (app->lease != NULL && ls.lost)
-        health_add(&h, true, "the worker-id lease for worker %u is lost", (unsigned)ls.worker);
-    else if ((rc = idm_snowflake_check(app->gen)) != 0 && rc != IDM_EEXHAUSTED)
+    else if (leased && ls.lost)
+        health_add(&h, true, "the worker-id lease for worker %u is lost%s", (unsigned)ls.worker,
+                   app->leased != NULL && app->cfg != NULL ? "; re-claiming" : "");
+    else if (app->leased != NULL && !lst.minting)
+        health_add(&h, true, "changing worker id (from %u) after a clock step back",
+                   (unsigned)lst.worker);
+    else if ((rc = app->leased != NULL ? idm_leased_check(app->leased)
+                                       : idm_snowflake_check(app->gen)) != 0 &&
+             rc != IDM_EEXHAUSTED)
         health_add(&h, true, "Snowflake ids cannot be minted now (%s): %s", idm_err_name(rc),
                    idm_error_detail());
-    else if (app->lease != NULL && (ls.deadline - now) / 1000000 < app->lease_ttl_ms / 4)
+    else if (leased && (ls.deadline - now) / 1000000 < app->lease_ttl_ms / 4)
         health_add(&h, true,
                    "the worker-id lease for worker %u is about to expire (renewals failing: %s)",
                    (unsigned)ls.worker, ls.last_error != 0 ? idm_err_name(ls.last_error) : "no");
+    if (h.why[0] == '\0' && app->leased != NULL && ls.offline)
+        health_add(&h, false,
+                   "worker %u mints on the claim saved before a restart: the coordinator cannot "
+                   "be reached (%s); it stops at that claim's deadline unless it answers",
+                   (unsigned)ls.worker, idm_err_name(ls.last_error));
     pthread_mutex_lock(&app->seq_mu);
     health_seqs_locked(app, &h);
     pthread_mutex_unlock(&app->seq_mu);
+    if (app->cfg != NULL)
+        health_stores(app, &h);
     rs->content_type = "application/json";
     if (h.why[0] != '\0') {
         rs->status = 503;
@@ -891,8 +984,21 @@ static void h_health(idmd_app *app, const params *p, idmd_response *rs)
         puts_(rs, "{\"status\":\"ok\",\"layout\":\"");
         put_json_text(rs, idm_layout_name(app->layout));
         puts_(rs, "\"");
-        if (app->lease != NULL)
+        if (app->leased != NULL) {
+            static const char *const origins[] = {"claimed", "reattached", "offline"};
+            putf(rs,
+                 ",\"worker\":%u,\"claim\":\"%s\",\"reclaims\":%" PRIu64 ",\"losses\":%" PRIu64
+                 ",\"worker_changes\":%" PRIu64,
+                 (unsigned)lst.worker, origins[lst.origin], lst.reclaims, lst.losses,
+                 lst.changes);
+            if (lst.reclaims > 0)
+                putf(rs, ",\"last_switch_ms\":%lld",
+                     (long long)(lst.last_switch_ns / 1000000));
+        } else if (app->lease != NULL)
             putf(rs, ",\"worker\":%u", (unsigned)ls.worker);
+        else if (app->cfg != NULL && app->cfg->lease_off) /* the platform's ordinal */
+            putf(rs, ",\"worker\":%llu,\"worker_from\":\"ordinal\"",
+                 (unsigned long long)app->cfg->ordinal);
     }
     if (h.nwarn > 0) {
         puts_(rs, ",\"warnings\":[");
@@ -977,7 +1083,11 @@ static void metrics_generator(idmd_app *app, idmd_response *rs)
 {
     idm_snowflake_stats st;
     idm_lease_status ls;
-    idm_snowflake_stats_get(app->gen, &st);
+    idm_leased_status lst;
+    if (app->leased != NULL)
+        idm_leased_stats_get(app->leased, &st);
+    else
+        idm_snowflake_stats_get(app->gen, &st);
     metric1(rs, "idmint_sequence_exhaustions_total", "counter",
             "Mints refused because the layout's sequence ran out within a tick.", "%" PRIu64,
             st.refused_exhausted);
@@ -995,9 +1105,32 @@ static void metrics_generator(idmd_app *app, idmd_response *rs)
     metric1(rs, "idmint_ahead_mints_total", "counter",
             "Ids minted ahead of the wall clock (logical time, borrowed ticks).", "%" PRIu64,
             st.ahead_mints);
-    if (app->lease == NULL)
+    if (app->lease == NULL && app->leased == NULL)
         return;
-    idm_lease_status_get(app->lease, &ls);
+    if (app->leased != NULL) {
+        idm_leased_status_get(app->leased, &lst);
+        ls = lst.lease;
+        ls.worker = lst.worker;
+        metric1(rs, "idmint_lease_reclaims_total", "counter",
+                "Worker ids claimed after the first: after losses and clock steps.", "%" PRIu64,
+                lst.reclaims);
+        metric1(rs, "idmint_lease_losses_total", "counter",
+                "Claims the coordinator said were gone.", "%" PRIu64, lst.losses);
+        metric1(rs, "idmint_worker_changes_total", "counter",
+                "Worker ids changed for a clock step back (policy change-worker).", "%" PRIu64,
+                lst.changes);
+        metric1(rs, "idmint_lease_switch_failures_total", "counter",
+                "Re-claims or worker changes that found no usable worker id.", "%" PRIu64,
+                lst.switch_failures);
+        metric1(rs, "idmint_lease_last_switch_seconds", "gauge",
+                "From the last loss (or clock refusal) to the new worker id's first possible id.",
+                "%.6f", (double)lst.last_switch_ns / 1e9);
+        metric1(rs, "idmint_lease_offline", "gauge",
+                "1 while minting on a claim saved before a restart, the coordinator unreachable.",
+                "%d", ls.offline != 0);
+    } else {
+        idm_lease_status_get(app->lease, &ls);
+    }
     metric1(rs, "idmint_lease_renewals_total", "counter", "Worker-id lease renewals that worked.",
             "%" PRIu64, ls.renewals);
     metric1(rs, "idmint_lease_failures_total", "counter", "Worker-id lease renewals that failed.",
@@ -1058,6 +1191,69 @@ static void metrics_segments(idmd_app *app, idmd_response *rs)
             "%" PRIu64, open_failures);
 }
 
+/* A label value: backslash, quote and newline escaped, as Prometheus's text
+ * format wants. */
+static void put_label(idmd_response *rs, const char *v)
+{
+    for (; *v != '\0'; v++) {
+        if (*v == '\\' || *v == '"')
+            putf(rs, "\\%c", *v);
+        else if (*v == '\n')
+            puts_(rs, "\\n");
+        else
+            put(rs, v, 1);
+    }
+}
+
+/* Each store of the store key: up or down, its calls and failures, the
+ * call in progress (store k of n, its URL with the password masked). */
+static void metrics_stores(const idmd_app *app, idmd_response *rs)
+{
+    static const struct {
+        const char *name, *type, *help;
+    } m[] = {
+        {"idmint_store_up", "gauge",
+         "1 if the ticket store answered its last call (store k of n; url, password masked)."},
+        {"idmint_store_calls_total", "counter", "Calls made to the ticket store."},
+        {"idmint_store_failures_total", "counter",
+         "Calls the ticket store did not answer (down, or past store-timeout)."},
+        {"idmint_store_call_seconds", "gauge",
+         "How long the ticket store's call in progress has run; 0 if none."},
+    };
+    size_t n;
+    idm_store *const *st = stores_of(app, &app->store, &n);
+    idm__store_health_info hi[IDMD_STORES_MAX];
+    if (g_stores.app != app)
+        return;
+    for (size_t k = 0; k < n; k++)
+        idm__store_health(st[k], &hi[k]);
+    for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
+        metric(rs, m[i].name, m[i].type, m[i].help);
+        for (size_t k = 0; k < n; k++) {
+            putf(rs, "%s{store=\"%zu\",stores=\"%zu\"", m[i].name, k, n);
+            if (i == 0) {
+                puts_(rs, ",url=\"");
+                put_label(rs, idm_store_url(st[k]));
+                puts_(rs, "\"");
+            }
+            switch (i) {
+            case 0:
+                putf(rs, "} %d\n", !hi[k].down);
+                break;
+            case 1:
+                putf(rs, "} %" PRIu64 "\n", hi[k].calls);
+                break;
+            case 2:
+                putf(rs, "} %" PRIu64 "\n", hi[k].failures);
+                break;
+            default:
+                putf(rs, "} %.3f\n", (double)hi[k].call_ms / 1e3);
+                break;
+            }
+        }
+    }
+}
+
 static void metrics_duration(idmd_app *app, idmd_response *rs)
 {
     uint64_t cum = 0;
@@ -1084,6 +1280,7 @@ static void h_metrics(idmd_app *app, const params *p, idmd_response *rs)
     metrics_counts(app, rs);
     metrics_generator(app, rs);
     metrics_segments(app, rs);
+    metrics_stores(app, rs);
     metrics_duration(app, rs);
 }
 

@@ -24,6 +24,9 @@
 #include "common.h"
 #include "config.h"
 #include "http.h"
+#include "ordinal.h"
+#include "sdnotify.h"
+#include "store_within.h"
 
 extern char **environ;
 
@@ -228,11 +231,12 @@ out:
     return rc;
 }
 
-/* The node values of cfg->node ("a=1,b=2") into opts. */
+/* The node values of cfg->node ("a=1,b=2"; an ordinal resolved by
+ * idmd_config_check: node_values) into opts. */
 static int set_nodes(const idmd_config *cfg, idm_snowflake_opts *o)
 {
     char buf[256], *save = NULL;
-    snprintf(buf, sizeof buf, "%s", cfg->node);
+    snprintf(buf, sizeof buf, "%s", cfg->node_values);
     for (char *tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
         char *eq = strchr(tok, '=');
         uint64_t v;
@@ -256,9 +260,10 @@ static int generator_opts(idmd_app *app, const idmd_config *cfg, idm_snowflake_o
     idm_snowflake_opts_init(o);
     o->layout = app->layout;
     o->clock = app->clock;
-    o->backwards = strcmp(cfg->policy, "refuse") == 0  ? IDM_BACKWARDS_REFUSE
-                   : strcmp(cfg->policy, "wait") == 0 ? IDM_BACKWARDS_WAIT
-                                                      : IDM_BACKWARDS_LOGICAL;
+    o->backwards = strcmp(cfg->policy, "refuse") == 0          ? IDM_BACKWARDS_REFUSE
+                   : strcmp(cfg->policy, "wait") == 0          ? IDM_BACKWARDS_WAIT
+                   : strcmp(cfg->policy, "change-worker") == 0 ? IDM_BACKWARDS_CHANGE_WORKER
+                                                               : IDM_BACKWARDS_LOGICAL;
     o->exhaust = strcmp(cfg->exhaust, "borrow") == 0 ? IDM_EXHAUST_BORROW : IDM_EXHAUST_WAIT;
     if (set_nodes(cfg, o) != 0)
         return -1;
@@ -284,30 +289,60 @@ static void log_claim(void *ctx, uint32_t worker, idm_unix_ms mark, int64_t wait
             (long long)wait_ms);
 }
 
-/* Claim a worker id and open the generator above the previous holder's
- * mark (waiting for the clock to pass it: a holder that died leaves a mark
- * up to a TTL ahead), the keeper started: idm_lease_start. */
+/* The leased generator's events (resumed, lost, re-claimed, worker
+ * changed), one log line each; a new worker id goes to systemd's status. */
+static void log_event(void *ctx, const char *line)
+{
+    const idmd_app *app = ctx;
+    say("lease: %s", line);
+    if (app->leased != NULL &&
+        (strncmp(line, "re-claimed", 10) == 0 || strncmp(line, "clock stepped", 13) == 0)) {
+        idm_leased_status st;
+        idm_leased_status_get(app->leased, &st);
+        idmd_notify_status("minting as worker %u (lease, layout %s; %llu re-claims)",
+                           (unsigned)st.worker, idm_layout_name(app->layout),
+                           (unsigned long long)st.reclaims);
+    }
+}
+
+/*
+ * Resume the claim a killed idmintd left in DATA-DIR/claims, or claim a
+ * worker id and wait out the previous holder's mark; open the generator and
+ * keep the lease (leased.h): re-claims after a loss, and with policy
+ * change-worker another worker id after a large clock step back.
+ */
 static int lease_and_generator(idmd_app *app, const idmd_config *cfg)
 {
-    idm_lease_opts lo;
+    idm_leased_opts lo;
     idm_snowflake_opts o;
-    char url[IDMD_PATH_MAX + 32], shown[IDMD_PATH_MAX + 32];
+    char url[IDMD_PATH_MAX + 32], shown[IDMD_PATH_MAX + 32], dir[IDMD_PATH_MAX + 16];
+    const char *boot;
     if (generator_opts(app, cfg, &o) != 0)
         return -1;
     if (cfg->lease[0] != '\0')
         snprintf(url, sizeof url, "%s", cfg->lease);
     else
         snprintf(url, sizeof url, "file://%s/leases", cfg->data_dir);
+    snprintf(dir, sizeof dir, "%s/claims", cfg->data_dir);
     idm__url_mask(url, shown, sizeof shown);
-    idm_lease_opts_init(&lo);
-    lo.url = url;
-    lo.ttl_ms = cfg->lease_ttl_ms;
+    idm_leased_opts_init(&lo);
+    lo.lease.url = url;
+    lo.lease.ttl_ms = cfg->lease_ttl_ms;
     /* The coordinator records what its worker ids are ids of (the lease
      * field of this layout) and refuses a server that would mint another
      * field or layout with them. */
-    lo.on_claim = log_claim;
-    lo.on_claim_ctx = shown;
-    if (idm_lease_start(&app->lease, &app->gen, &lo, &o, cfg->lease_field) != 0) {
+    lo.lease.on_claim = log_claim;
+    lo.lease.on_claim_ctx = shown;
+    /* Tests inject a reboot. */
+    boot = getenv("IDMINT_BOOT_ID_FILE");
+    lo.lease.boot_id_file = boot != NULL && boot[0] != '\0' ? boot : NULL;
+    lo.gen = o;
+    lo.field = cfg->lease_field;
+    lo.state_dir = dir;
+    lo.reclaim = true;
+    lo.on_event = log_event;
+    lo.event_ctx = app;
+    if (idm_leased_open(&app->leased, &lo) != 0) {
         say("lease %s: %s", shown, idm_error_detail());
         return -1;
     }
@@ -315,9 +350,209 @@ static int lease_and_generator(idmd_app *app, const idmd_config *cfg)
     return 0;
 }
 
+/* ---------------------------------------------------- the ordinal */
+
+/*
+ * A node field from the platform's ordinal (node FIELD=ordinal[:VAR],
+ * resolved by idmd_config_check): its lock, DATA-DIR/ordinal-FIELD-N.lock,
+ * held for the life of the process, so that a second idmintd on this data
+ * directory with the same ordinal refuses to start (ordinal.h).
+ */
+static int ordinal_lock(const idmd_config *cfg)
+{
+    char why[700];
+    if (cfg->ordinal_field[0] == '\0')
+        return 0;
+    if (idm__ordinal_lock(cfg->data_dir, cfg->ordinal_field, cfg->ordinal, "idmintd", why,
+                          sizeof why) < 0) {
+        say("node %s=%llu (the ordinal from %s): %s", cfg->ordinal_field,
+            (unsigned long long)cfg->ordinal, cfg->ordinal_from, why);
+        return -1;
+    }
+    say("node: %s=%llu, the ordinal from %s%s", cfg->ordinal_field,
+        (unsigned long long)cfg->ordinal, cfg->ordinal_from,
+        cfg->lease_off ? "; no lease for it (trusting the platform to give each process its own "
+                         "ordinal)"
+                       : "");
+    return 0;
+}
+
+/*
+ * The generator when the ordinal fills the field a lease would (lease_off):
+ * no coordinator, so what keeps a restart above the ids minted before is a
+ * state file, DATA-DIR/ordinal-FIELD-N.state (the generator's high-water
+ * mark, as the CLI's default state files), guarded by the ordinal's lock
+ * and its own.
+ */
+#define ORDINAL_MARK_WAIT_MS 10000
+
+static int ordinal_generator(idmd_app *app, const idmd_config *cfg)
+{
+    idm_snowflake_opts o;
+    char path[IDMD_PATH_MAX + 96];
+    struct stat st;
+    int rc;
+    if (generator_opts(app, cfg, &o) != 0)
+        return -1;
+    snprintf(path, sizeof path, "%s/ordinal-%s-%llu.state", cfg->data_dir, cfg->ordinal_field,
+             (unsigned long long)cfg->ordinal);
+    o.state_path = path;
+    /* Missing: the first start here. A damaged one is refused (its mark
+     * cannot be known), as the CLI refuses it. */
+    o.state_fresh = stat(path, &st) != 0 && errno == ENOENT;
+    /* A process killed while minting leaves a mark up to the generator's
+     * reservation ahead of the clock: a restart waits for the clock to pass
+     * it (as a lease's new holder waits for the previous mark), for at most
+     * ORDINAL_MARK_WAIT_MS; a mark further ahead is refused. */
+    int64_t until = idm__mono_ns() + (int64_t)ORDINAL_MARK_WAIT_MS * 1000000;
+    bool said = false;
+    while ((rc = idm_snowflake_open(&app->gen, &o)) == IDM_ECLOCKBACK && idm__mono_ns() < until) {
+        struct timespec pause = {0, 20 * 1000000L};
+        if (!said)
+            say("generator: waiting for the clock to pass the mark in %s (%s)", path,
+                idm_error_detail());
+        said = true;
+        nanosleep(&pause, NULL);
+    }
+    if (rc != 0) {
+        say("generator (state file %s): %s", path, idm_error_detail());
+        return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------- the stores */
+
+static idm_store *g_stores[IDMD_STORES_MAX];
+static size_t g_nstores;
+
+/*
+ * The stores of the store key, store k of n in the order given, each
+ * opened by its first call (idm__store_open_late) with store-timeout as
+ * its bound: a store that is down at start is passed over by the
+ * sequences (the others serve, Flickr style) and taken in when it answers.
+ * Then the ones that answer now are asked which database they reach: one
+ * database listed twice (under two spellings) would be store k and store j
+ * of n at once, and is refused, as `idmint seq create` refuses it. A URL
+ * this build cannot open (a bad scheme, a bad option) stops the start; so
+ * does a single store that does not answer (as before several were
+ * possible: a server with nothing to serve segments from says so at once).
+ */
+static int stores_setup(idmd_app *app, const idmd_config *cfg)
+{
+    char(*urls)[IDMD_URL_MAX] = calloc(IDMD_STORES_MAX, sizeof *urls);
+    char(*ids)[IDM_STORE_IDENTITY_MAX] = calloc(IDMD_STORES_MAX, sizeof *ids);
+    size_t n;
+    int rc = -1, up = 0;
+    if (urls == NULL || ids == NULL) {
+        say("store: out of memory");
+        goto out;
+    }
+    n = idmd_config_stores(cfg, urls);
+    for (size_t k = 0; k < n; k++) {
+        char shown[2 * IDMD_URL_MAX];
+        idm__url_mask(urls[k], shown, sizeof shown);
+        if (idm__store_open_late(&g_stores[k], urls[k], cfg->store_timeout_ms) != 0) {
+            say("store %s: %s", shown, idm_error_detail());
+            goto out;
+        }
+        g_nstores = k + 1;
+        if (idm_store_identity(g_stores[k], ids[k], sizeof ids[k]) != 0) {
+            if (n == 1) {
+                say("store %s: %s", shown, idm_error_detail());
+                goto out;
+            }
+            say("store %zu of %zu: %s: not answering now (%s); the others serve, and it is "
+                "asked again on use",
+                k, n, shown, idm_error_detail());
+            ids[k][0] = '\0';
+            continue;
+        }
+        up++;
+        for (size_t j = 0; j < k; j++) {
+            if (ids[j][0] != '\0' && strcmp(ids[j], ids[k]) == 0) {
+                say("store: stores %zu and %zu of %zu (%s and %s) are the same database: give "
+                    "each store once",
+                    j, k, n, idm_store_url(g_stores[j]), shown);
+                goto out;
+            }
+        }
+        if (n > 1)
+            say("store %zu of %zu (ids = %zu mod %zu): %s", k, n, k, n, shown);
+        else
+            say("store: %s", shown);
+    }
+    if (up == 0)
+        say("store: none of the %zu stores answers now; segment ids are served once one does",
+            n);
+    if (idmd_stores_set(app, g_stores, g_nstores) != 0) {
+        say("store: %zu stores, more than %d", g_nstores, IDMD_STORES_MAX);
+        goto out;
+    }
+    rc = 0;
+out:
+    free(urls);
+    free(ids);
+    return rc;
+}
+
+static void stores_close(void)
+{
+    for (size_t k = 0; k < g_nstores; k++)
+        idm_store_close(g_stores[k]);
+    g_nstores = 0;
+}
+
+/* ------------------------------------------------------------ secrets */
+
+/*
+ * idm__argv_hide_secrets masks the first URL of an argument; the store key
+ * takes several in one ("--store 'sqlite:///a postgres://u:pw@h/db'"): every
+ * argument holding white space and a URL is masked URL by URL the same way
+ * (copied to the heap, the bytes ps shows overwritten).
+ */
+static void hide_store_secrets(int argc, char **argv)
+{
+    /* The copies stay reachable from here: idm__argv_hide_secrets, next,
+     * may point argv[i] at a copy of its own (a leak checker would report
+     * ours otherwise). */
+    static char **kept;
+    kept = calloc((size_t)argc, sizeof *kept);
+    for (int i = 1; i < argc; i++) {
+        size_t n = strlen(argv[i]);
+        char *masked, *copy;
+        if (strstr(argv[i], "://") == NULL || strcspn(argv[i], " \t\n\r\f\v") == n)
+            continue;
+        masked = malloc(2 * n + 64);
+        if (masked == NULL)
+            return;
+        idmd_mask_urls(argv[i], masked, 2 * n + 64);
+        if (strcmp(masked, argv[i]) == 0 || (copy = strdup(argv[i])) == NULL) {
+            free(masked);
+            continue;
+        }
+        memset(argv[i], '*', n);
+        memcpy(argv[i], masked, strlen(masked) < n ? strlen(masked) : n);
+        argv[i] = copy;
+        if (kept != NULL)
+            kept[i] = copy;
+        free(masked);
+    }
+}
+
+/* The worker id for messages: the lease's, or the ordinal's. */
+static unsigned worker_shown(const idmd_app *app, const idmd_config *cfg)
+{
+    if (app->leased != NULL) {
+        idm_leased_status st;
+        idm_leased_status_get(app->leased, &st);
+        return (unsigned)st.worker;
+    }
+    return (unsigned)cfg->ordinal;
+}
+
 static int setup(idmd_app *app, const idmd_config *cfg)
 {
-    char url[IDMD_PATH_MAX + 32];
     int rc;
     app->cfg = cfg;
     if (idmd_seqs_init(app) != 0) {
@@ -339,29 +574,17 @@ static int setup(idmd_app *app, const idmd_config *cfg)
         say("layout %s: %s", cfg->layout, idm_error_detail());
         return -1;
     }
-    if (lease_and_generator(app, cfg) != 0)
+    if (ordinal_lock(cfg) != 0)
+        return -1;
+    if (cfg->lease_off ? ordinal_generator(app, cfg) != 0 : lease_and_generator(app, cfg) != 0)
         return -1;
     if (idm_uuid7_gen_new(&app->uuid7, app->clock, NULL) != 0 ||
         idm_ulid_gen_new(&app->ulid, app->clock, NULL, true) != 0) {
         say("128-bit generators: %s", idm_error_detail());
         return -1;
     }
-    if (cfg->store[0] != '\0')
-        snprintf(url, sizeof url, "%s", cfg->store);
-    else
-        snprintf(url, sizeof url, "sqlite://%s/segments.db", cfg->data_dir);
-    rc = idm_store_open(&app->store, url);
-    if (rc != 0) {
-        char shown[sizeof url];
-        idm__url_mask(url, shown, sizeof shown);
-        say("store %s: %s", shown, idm_error_detail());
+    if (stores_setup(app, cfg) != 0)
         return -1;
-    }
-    rc = idm_store_set_timeout(app->store, cfg->store_timeout_ms);
-    if (rc != 0) {
-        say("store-timeout %lld: %s", (long long)cfg->store_timeout_ms, idm_error_detail());
-        return -1;
-    }
     if (floors_dir(app, cfg) != 0)
         return -1;
     if (cfg->opaque_key_file[0] != '\0') {
@@ -383,13 +606,15 @@ static int setup(idmd_app *app, const idmd_config *cfg)
  * progress (each within store-timeout), and the worker id need not. */
 static void teardown(idmd_app *app)
 {
-    if (app->lease != NULL) {
-        int rc = idm_lease_close(app->lease);
+    if (app->leased != NULL) {
+        /* Releases the worker id with the exact last tick; the generators
+         * go with it. */
+        int rc = idm_leased_close(app->leased);
         if (rc != 0)
             say("lease: release failed: %s", idm_error_detail());
         else
             say("lease: released");
-        app->lease = NULL;
+        app->leased = NULL;
     }
     if (app->cfg != NULL)
         idmd_seqs_close(app);
@@ -397,7 +622,8 @@ static void teardown(idmd_app *app)
         idm_snowflake_close(app->gen);
     idm_uuid7_gen_free(app->uuid7);
     idm_ulid_gen_free(app->ulid);
-    idm_store_close(app->store);
+    stores_close(); /* app->store is the first of them */
+    app->store = NULL;
     idm_layout_free(app->layout);
     if (g_oc.clock.ctx != NULL) {
         atomic_store(&g_oc.stop, 1);
@@ -406,6 +632,21 @@ static void teardown(idmd_app *app)
 }
 
 /* --------------------------------------------------------------- main */
+
+/* READY=1 for systemd (Type=notify), once the listeners are up, with a
+ * STATUS= line saying what this process mints as. */
+static void notify_ready(const idmd_app *app, const idmd_config *cfg, const idmd_http *http)
+{
+    if (app->leased != NULL)
+        idmd_notify_ready("minting as %s %u (leased, layout %s) on %s:%d", cfg->lease_field,
+                          worker_shown(app, cfg), idm_layout_name(app->layout), cfg->listen_host,
+                          idmd_http_port(http));
+    else
+        idmd_notify_ready("minting as %s %llu (the ordinal from %s, layout %s) on %s:%d",
+                          cfg->ordinal_field, (unsigned long long)cfg->ordinal,
+                          cfg->ordinal_from, idm_layout_name(app->layout), cfg->listen_host,
+                          idmd_http_port(http));
+}
 
 int main(int argc, char **argv)
 {
@@ -417,6 +658,9 @@ int main(int argc, char **argv)
     idmd_http *http = NULL;
     int lost_said = 0;
 
+    /* Every URL of a store list first: idm__argv_hide_secrets masks an
+     * argument's first URL only, and leaves ps a copy it made. */
+    hide_store_secrets(argc, argv);
     idm__argv_hide_secrets(argc, argv);
     if (idmd_config_build(&cfg, argc, argv, environ, &check, &help, err, sizeof err) != 0) {
         fprintf(stderr, "idmintd: %s\n", err);
@@ -460,29 +704,38 @@ int main(int argc, char **argv)
     }
     say("listening on http://%s:%d (worker %u, layout %s); try: curl "
         "'http://%s:%d/v1/snowflake?count=3'",
-        cfg.listen_host, idmd_http_port(http), (unsigned)idm_lease_worker(app.lease),
+        cfg.listen_host, idmd_http_port(http), worker_shown(&app, &cfg),
         idm_layout_name(app.layout), cfg.listen_host, idmd_http_port(http));
     if (idmd_http_admin_port(http) != 0)
         say("admin: /healthz, /metrics and /ping on http://%s:%d", cfg.admin_host,
             idmd_http_admin_port(http));
+    notify_ready(&app, &cfg, http);
 
     for (;;) {
         struct timespec ts = {1, 0};
-        idm_lease_status ls;
+        idm_leased_status st;
         int sig = sigtimedwait(&sigs, NULL, &ts);
         if (sig == SIGTERM || sig == SIGINT) {
             say("%s: stopping (finishing the requests in flight)",
                 sig == SIGTERM ? "SIGTERM" : "SIGINT");
             break;
         }
-        idm_lease_status_get(app.lease, &ls);
-        if (ls.lost && !lost_said) {
-            say("lease: worker id %u is lost (%s); minting stopped, /healthz says 503",
-                (unsigned)ls.worker, idm_err_name(ls.last_error));
+        if (app.leased == NULL) /* an ordinal's worker id: nothing to watch */
+            continue;
+        /* Losses, re-claims and changes are logged as they happen
+         * (log_event); a loss not yet made good is said once more here. */
+        idm_leased_status_get(app.leased, &st);
+        if (st.lease.lost && !lost_said) {
+            say("lease: worker id %u is lost (%s); minting stopped until a re-claim works, "
+                "/healthz says 503",
+                (unsigned)st.worker, idm_err_name(st.lease.last_error));
             lost_said = 1;
+        } else if (!st.lease.lost) {
+            lost_said = 0;
         }
     }
     atomic_store(&app.draining, 1);
+    idmd_notify_stopping();
     idmd_http_stop(http);
     teardown(&app);
     say("stopped");

@@ -379,10 +379,14 @@ done
 
 # ---------------------------------------------------------------- next: errors
 
-usage_exact "idmint: next: layout twitter needs --node datacenter=N --node worker=N" next
-usage_exact "idmint: next: layout twitter needs --node worker=N" next --node datacenter=1
-usage_exact "idmint: next: layout $CUSTOM needs --node worker=N" next --layout "$CUSTOM" --epoch 2020-01-01
-usage_exact "idmint: next: layout discord needs --node worker=N --node process=N" next --layout discord
+# Node fields left out are leased (the embedded default, test_fleet_cli.sh),
+# except with --state or --no-state, which name no place for the lease.
+LEASE_HINT=" (or neither --state nor --no-state, to lease the missing ones)"
+usage_exact "idmint: next: layout twitter needs --node datacenter=N --node worker=N$LEASE_HINT" next --no-state
+usage_exact "idmint: next: layout twitter needs --node worker=N$LEASE_HINT" next --node datacenter=1 --state "$T/x.state"
+usage_exact "idmint: next: layout $CUSTOM needs --node worker=N$LEASE_HINT" next --layout "$CUSTOM" --epoch 2020-01-01 --no-state
+usage_exact "idmint: next: layout discord needs --node worker=N --node process=N$LEASE_HINT" next --layout discord --no-state
+usage_exact "idmint: next: --policy change-worker needs a leased worker id (--lease URL, or node fields left for the embedded lease)" next "${NODES[@]}" --policy change-worker
 usage_exact "idmint: next: --node worker is given twice" next "${NODES[@]}" --node worker=4
 usage_prefix "idmint: next: bad --node 'foo=1' for layout twitter: invalid argument" next "${NODES[@]}" --node foo=1
 usage_prefix "idmint: next: bad --node 'seq=1' for layout twitter: invalid argument" next "${NODES[@]}" --node seq=1
@@ -413,7 +417,7 @@ for o in format state policy exhaust; do
 done
 usage_exact "idmint: next: bad --format 'xml': use dec, hex or json" next "${NODES[@]}" --format xml
 usage_exact "idmint: next: bad --format '': use dec, hex or json" next "${NODES[@]}" --format=
-usage_exact "idmint: next: bad --policy 'never': use logical, refuse or wait" next "${NODES[@]}" --policy never
+usage_exact "idmint: next: bad --policy 'never': use logical, refuse, wait or change-worker" next "${NODES[@]}" --policy never
 usage_exact "idmint: next: bad --exhaust 'wrap': use wait or borrow" next "${NODES[@]}" --exhaust wrap
 usage_exact "idmint: next: --state and --no-state exclude each other" next "${NODES[@]}" --no-state --state "$T/x.state"
 usage_exact "idmint: next: bad --state '': empty path" next "${NODES[@]}" --state ''

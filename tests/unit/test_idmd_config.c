@@ -729,7 +729,7 @@ static void test_values(void **state)
     expect_set_ok("policy", "logical");
     expect_set_ok("policy", "refuse");
     expect_set_ok("policy", "wait");
-    expect_set_fail("policy", "Logical", "logical, refuse or wait");
+    expect_set_fail("policy", "Logical", "logical, refuse, wait or change-worker");
     expect_set_fail("policy", "", NULL);
     expect_set_fail("policy", "borrow", NULL);
     expect_set_fail("policy", "waiting", NULL);
@@ -1553,7 +1553,7 @@ static void test_usage(void **state)
     assert_non_null(strstr(idmd_config_usage(), "--check-config"));
     assert_non_null(strstr(idmd_config_usage(), "--help"));
     assert_non_null(strstr(idmd_config_usage(), "(default 127.0.0.1:7070)"));
-    assert_non_null(strstr(idmd_config_usage(), "logical, refuse or wait (default logical)"));
+    assert_non_null(strstr(idmd_config_usage(), "logical, refuse, wait or change-worker (default logical)"));
     assert_non_null(strstr(idmd_config_usage(), "wait or borrow (default wait)"));
     /* a number's line states its bounds and the default it has: lease-ttl's
      * are the lease library's */
