@@ -100,7 +100,16 @@ typedef struct idm_leased_opts {
      * the opener's thread or the supervisor's; never while a lock of the
      * leased generator is held. NULL: nothing reported. */
     void (*on_event)(void *ctx, const char *line);
-    void *event_ctx;
+    void *event_ctx;       /* the ctx of on_event and state_name */
+    /* The state file of a new claim's generator, given its options (the
+     * node values set): a plain file name (no '/', no space) in state_dir,
+     * into buf, or an IDM_E... error, which fails that claim. For a caller
+     * whose other runs keep a state file for the same node values (the
+     * CLI's ids-<hash>.state): sharing it shares its lock (never two
+     * generators on one set of node values at once) and its mark (each
+     * starts above the other's ids). NULL: a file of the leased
+     * generator's own per claim (removed once the claim is released). */
+    int (*state_name)(void *ctx, const idm_snowflake_opts *gen, char *buf, size_t len);
 } idm_leased_opts;
 
 /* How the current claim was made. */
@@ -113,7 +122,8 @@ typedef enum idm_leased_origin {
 typedef struct idm_leased_status {
     uint32_t worker;        /* the current worker id */
     bool minting;           /* a generator is current (it may still refuse) */
-    idm_leased_origin origin; /* of the first claim of this open */
+    idm_leased_origin origin; /* how the current claim was made (a resumed
+                               claim confirmed since reads REATTACHED) */
     uint64_t reclaims;      /* worker ids claimed after the first: losses
                                plus changes */
     uint64_t losses;        /* claims the coordinator said were gone */

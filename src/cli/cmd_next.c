@@ -586,6 +586,21 @@ typedef struct claim_note {
     const char *field;
 } claim_note;
 
+/* The embedded lease's generators keep the state file a run with these
+ * node values given by --node keeps: one lock and one mark for both. */
+static int shared_state_name(void *ctx, const idm_snowflake_opts *gen, char *buf, size_t len)
+{
+    char *path = cli_default_state_path("next", gen->layout, gen->node);
+    const char *base;
+    (void)ctx;
+    if (path == NULL)
+        return idm_error_fail(IDM_EIO, "no default state file for these node values");
+    base = strrchr(path, '/');
+    snprintf(buf, len, "%s", base != NULL ? base + 1 : path);
+    free(path);
+    return 0;
+}
+
 static void note_event(void *ctx, const char *line)
 {
     (void)ctx;
@@ -623,6 +638,8 @@ static int mint_leased(const next_args *a, idm_snowflake_opts *opts, const idm_l
     lo.field = fields;
     lo.state_dir = a->state_dir;
     lo.reclaim = true;
+    if (a->lease_url == NULL)
+        lo.state_name = shared_state_name;
     /* Tests inject a reboot (a saved claim from another boot is never
      * minted under without the coordinator's word). */
     lo.lease.boot_id_file = getenv("IDMINT_BOOT_ID_FILE");
@@ -713,6 +730,18 @@ int cli_cmd_next(int argc, char **argv)
             status = CLI_FAIL;
     }
     if (status == CLI_OK && a.lease_url == NULL && a.embedded[0] != '\0') {
+        /* The embedded lease's TTL: the default, or twice a longer tick
+         * (check_tick's rule for --lease-ttl). */
+        int64_t tick = idm_layout_tick_ms(l);
+        a.lease_ttl_ms = 2 * tick > IDM_LEASE_TTL_DEFAULT_MS ? 2 * tick : IDM_LEASE_TTL_DEFAULT_MS;
+        if (a.lease_ttl_ms > IDM_LEASE_TTL_MAX_MS) {
+            cli_error("next", "tick %lld ms is too long for the embedded lease (its TTL would "
+                      "pass %lld ms): give every node field with --node",
+                      (long long)tick, (long long)IDM_LEASE_TTL_MAX_MS);
+            status = CLI_USAGE;
+        }
+    }
+    if (status == CLI_OK && a.lease_url == NULL && a.embedded[0] != '\0') {
         a.embedded_url = cli_embedded_lease_url("next", a.state_dir, l, a.embedded);
         if (a.embedded_url == NULL)
             status = CLI_FAIL;
@@ -723,8 +752,8 @@ int cli_cmd_next(int argc, char **argv)
             idm_layout_field(l, (size_t)lease_index, &f);
             status = mint_leased(&a, &opts, l, f.name, a.lease_url, a.lease_ttl_ms, count, fmt);
         } else if (a.embedded[0] != '\0') {
-            status = mint_leased(&a, &opts, l, a.embedded, a.embedded_url,
-                                 IDM_LEASE_TTL_DEFAULT_MS, count, fmt);
+            status = mint_leased(&a, &opts, l, a.embedded, a.embedded_url, a.lease_ttl_ms, count,
+                                 fmt);
         } else {
             status = mint(&a, &opts, l, count, fmt);
         }

@@ -5,11 +5,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -150,6 +153,58 @@ static void holder(int fd, char *out, size_t cap)
         shown(buf, out, cap);
 }
 
+/*
+ * The host-wide half of the lock: a listening socket in the abstract
+ * namespace, "@idmint-ordinal-<field>-<n>", which the kernel frees when
+ * the process dies, whatever directory it runs on (the file lock covers one
+ * directory only). Its holder is named by its credentials (SO_PEERCRED of
+ * a connection to it). The descriptor, or -1 with why.
+ */
+static int host_lock(const char *field, uint64_t n, char *why, size_t whylen)
+{
+    struct sockaddr_un sa;
+    socklen_t len;
+    int fd, w;
+    memset(&sa, 0, sizeof sa);
+    sa.sun_family = AF_UNIX;
+    w = snprintf(sa.sun_path + 1, sizeof sa.sun_path - 1, "idmint-ordinal-%s-%llu", field,
+                 (unsigned long long)n);
+    if (w < 0 || (size_t)w >= sizeof sa.sun_path - 1)
+        return fail(why, whylen, "ordinal lock: the field name %.40s is too long", field);
+    len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)w);
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return fail(why, whylen, "ordinal lock: cannot make a socket: %s", strerror(errno));
+    if (bind(fd, (struct sockaddr *)&sa, len) == 0 && listen(fd, 1) == 0)
+        return fd;
+    if (errno == EADDRINUSE) {
+        struct ucred cr;
+        socklen_t cl = sizeof cr;
+        int c = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        long pid = 0;
+        memset(&cr, 0, sizeof cr);
+        if (c >= 0 && connect(c, (struct sockaddr *)&sa, len) == 0 &&
+            getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &cl) == 0)
+            pid = (long)cr.pid;
+        if (c >= 0)
+            close(c);
+        close(fd);
+        if (pid > 0)
+            return fail(why, whylen,
+                        "%s=%llu is taken on this host by process %ld (socket @%s); two "
+                        "processes must not mint under one ordinal",
+                        field, (unsigned long long)n, pid, sa.sun_path + 1);
+        return fail(why, whylen,
+                    "%s=%llu is taken on this host (socket @%s); two processes must not mint "
+                    "under one ordinal",
+                    field, (unsigned long long)n, sa.sun_path + 1);
+    }
+    w = errno;
+    close(fd);
+    return fail(why, whylen, "ordinal lock: cannot bind socket @%s: %s", sa.sun_path + 1,
+                strerror(w));
+}
+
 int idm__ordinal_lock(const char *dir, const char *field, uint64_t n, const char *who, char *why,
                       size_t whylen)
 {
@@ -184,6 +239,11 @@ int idm__ordinal_lock(const char *dir, const char *field, uint64_t n, const char
         close(fd);
         return fail(why, whylen, "ordinal lock %s: cannot write the holder into it: %s", path,
                     strerror(e));
+    }
+    /* Then the host: two processes on other directories of one host. */
+    if (host_lock(field, n, why, whylen) < 0) {
+        close(fd);
+        return -1;
     }
     return fd;
 }

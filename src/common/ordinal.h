@@ -7,9 +7,11 @@
  * apps.kubernetes.io/pod-index, which a pod spec can pass as POD_ORDINAL).
  * No coordinator is asked: this trusts the platform to give each process a
  * distinct ordinal. What it can check on one host it does: a process holds
- * an OFD lock (F_OFD_SETLK) on DIR/ordinal-<field>-<N>.lock for its whole
- * life, and a second process on the same directory gets a clear error
- * naming the file and the holder. idmintd (DIR: its data-dir) and the CLI
+ * an OFD lock (F_OFD_SETLK) on DIR/ordinal-<field>-<N>.lock and a listening
+ * socket in the abstract namespace, @idmint-ordinal-<field>-<N> (one host:
+ * one network namespace), for its whole life; a second process on the same
+ * directory, or on any directory of the host, gets a clear error naming the
+ * file or the socket and the holder. idmintd (DIR: its data-dir) and the CLI
  * (DIR: its state directory) both go through this file.
  *
  * The host name is gethostname()'s, up to its first '.'; tests set

@@ -404,13 +404,27 @@ static int slot_start(idm_leased *lg, slot *s, idm_unix_ms mark, bool resumed)
     if (mark > o.after_ms)
         o.after_ms = mark;
     if (lg->dir != NULL) {
-        if (!resumed)
+        if (!resumed && lg->o.state_name != NULL) {
+            /* The caller's file for these node values (one another kind of
+             * run also keeps): its lock and its mark are shared. */
+            rc = lg->o.state_name(lg->o.event_ctx, &o, s->state_name, sizeof s->state_name);
+            if (rc == 0 && (s->state_name[0] == '\0' || strchr(s->state_name, '/') != NULL ||
+                            strchr(s->state_name, ' ') != NULL || s->state_name[0] == '.'))
+                rc = idm_error_fail(IDM_EINVAL, "leased: state file name '%.60s' is not a "
+                                                "plain file name",
+                                    s->state_name);
+            if (rc != 0)
+                return rc;
+        } else if (!resumed) {
             snprintf(s->state_name, sizeof s->state_name,
                      "state-%016" PRIx64 "-w%u-%ld-%u.state", lg->key, (unsigned)s->worker,
                      (long)getpid(), lg->state_serial++);
+        }
         snprintf(path, sizeof path, "%s/%s", lg->dir, s->state_name);
         o.state_path = path;
-        o.state_fresh = !resumed;
+        /* A new claim's own file is new; a caller's may hold a mark, and a
+         * damaged one is refused rather than read as none. */
+        o.state_fresh = !resumed && (lg->o.state_name == NULL || access(path, F_OK) != 0);
     }
     if (resumed) {
         /* The state file's mark (what the process before the restart may
@@ -431,7 +445,12 @@ static int slot_start(idm_leased *lg, slot *s, idm_unix_ms mark, bool resumed)
         (void)idm_snowflake_close(s->gen);
         s->gen = NULL;
     }
-    rc = idm_snowflake_open(&s->gen, &o);
+    /* A caller's file may be held a moment by another run of its own. */
+    while ((rc = idm_snowflake_open(&s->gen, &o)) == IDM_EBUSY && lg->o.state_name != NULL &&
+           waited < 2000) {
+        lg->clock->sleep_ns(lg->clock->ctx, 20 * NS_PER_MS);
+        waited += 20;
+    }
     if (rc != 0)
         return rc;
     rc = idm_lease_attach(s->lease, s->gen);
@@ -750,7 +769,11 @@ void idm_leased_status_get(idm_leased *lg, idm_leased_status *out)
     out->last_error = lg->last_error;
     snprintf(out->last_detail, sizeof out->last_detail, "%s", lg->last_detail);
     pthread_mutex_unlock(&lg->mu);
-    out->origin = lg->origin;
+    /* How the current claim was made: a switch makes a new claim; a
+     * resumed claim the coordinator has since confirmed is reattached. */
+    out->origin = atomic_load(&lg->reclaims) > 0 ? IDM_LEASED_CLAIMED : lg->origin;
+    if (out->origin == IDM_LEASED_OFFLINE && s->lease != NULL && !out->lease.offline)
+        out->origin = IDM_LEASED_REATTACHED;
     out->reclaims = atomic_load(&lg->reclaims);
     out->losses = atomic_load(&lg->losses);
     out->changes = atomic_load(&lg->changes);
@@ -777,7 +800,8 @@ static void leased_free_keep(idm_leased *lg, const slot *keep)
         if (s->lease != NULL)
             (void)idm_lease_close(s->lease);
         idm_snowflake_close(s->gen);
-        if (lg->dir != NULL && s != keep && s->state_name[0] != '\0') {
+        /* Only the files named here (state-...): a caller's are its own. */
+        if (lg->dir != NULL && s != keep && strncmp(s->state_name, "state-", 6) == 0) {
             char path[IDM_LEASED_DIR_MAX + 128];
             static const char *const ends[] = {"", ".tmp", ".lock"};
             for (size_t i = 0; i < 3; i++) {
@@ -1008,8 +1032,11 @@ int idm_leased_open(idm_leased **out, const idm_leased_opts *opts)
         sweep_states(lg, state_name);
     }
     lg->switch_start_ns = idm__mono_ns();
+    char why_not[200] = "";
     if (saved == 1) {
         rc = resume(lg, &sv, state_name);
+        if (rc != 0)
+            snprintf(why_not, sizeof why_not, "%s", idm_error_detail());
         if (rc == 0)
             event(lg, "resumed the saved claim of worker id %u (%s)", (unsigned)sv.worker,
                   lg->origin == IDM_LEASED_OFFLINE
@@ -1022,9 +1049,16 @@ int idm_leased_open(idm_leased **out, const idm_leased_opts *opts)
     if (atomic_load(&lg->cur) == NULL) {
         rc = switch_to_new(lg, R_FIRST);
         if (rc != 0) {
+            /* Both ways failed: say why the saved claim was not used too
+             * (another boot, past its deadline), since that is what a
+             * restart with the coordinator down runs into. */
             char detail[256];
             snprintf(detail, sizeof detail, "%s", idm_error_detail());
             leased_free(lg);
+            if (why_not[0] != '\0')
+                return idm_error_fail(rc, "%.120s; the saved claim of worker id %u was not "
+                                          "resumed: %.90s",
+                                      detail, (unsigned)sv.worker, why_not);
             return idm_error_fail(rc, "%s", detail);
         }
         lg->origin = IDM_LEASED_CLAIMED;

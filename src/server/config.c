@@ -423,7 +423,7 @@ static const cfg_key cfg_keys[] = {
     {"epoch", PAIR(CFG_EPOCH, epoch, epoch_set), .arg = "TIME", .def_help = "the preset's",
      .help = "Unix ms or ISO-8601; needed by a text layout"},
     {"policy", .kind = CFG_CHOICE, AT(policy), .choices = policies, .def = "logical",
-     .arg = "POLICY", .help = "clock step back: logical, refuse, wait, change-worker"},
+     .arg = "POLICY", .help = "clock step back"},
     {"exhaust", .kind = CFG_CHOICE, AT(exhaust), .choices = exhausts, .def = "wait",
      .arg = "MODE", .help = "sequence exhausted"},
     {"node", STR(node), .valid = valid_node, .empty_ok = true, .arg = "NAME=N,...",
@@ -799,8 +799,9 @@ static const char *env_get(char **envp, const char *name)
     return NULL;
 }
 
-/* Every IDMINT_ variable but IDMINT_CONFIG and IDMINT_STATE_DIR (which the
- * tests' helpers set) must be a key's. */
+/* Every IDMINT_ variable but IDMINT_CONFIG, IDMINT_STATE_DIR (which the
+ * tests' helpers set) and IDMINT_BOOT_ID_FILE (a boot id injected by tests)
+ * must be a key's. */
 static int apply_env(idmd_config *c, char **envp, char *err, size_t errlen)
 {
     static const char prefix[] = "IDMINT_";
@@ -813,7 +814,8 @@ static int apply_env(idmd_config *c, char **envp, char *err, size_t errlen)
             continue;
         size_t nlen = (size_t)(eq - var);
         if ((nlen == 13 && memcmp(var, "IDMINT_CONFIG", 13) == 0) ||
-            (nlen == 16 && memcmp(var, "IDMINT_STATE_DIR", 16) == 0))
+            (nlen == 16 && memcmp(var, "IDMINT_STATE_DIR", 16) == 0) ||
+            (nlen == 19 && memcmp(var, "IDMINT_BOOT_ID_FILE", 19) == 0))
             continue;
         const cfg_key *k = NULL;
         for (size_t j = 0; j < NKEYS && k == NULL; j++) {

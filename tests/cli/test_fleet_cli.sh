@@ -54,6 +54,17 @@ check "--node pins both (rc=$RC)" test "$RC" -eq 0 -a "$(decode_worker "$(cat "$
 run next --node datacenter=3
 check "--node datacenter=3: the worker leased, dc pinned (rc=$RC, $(show))" \
     test "$RC" -eq 0 -a "$(decode_dc "$(cat "$T/out")")" = 3
+# A run leasing its node values and a run pinning the same ones, at once:
+# they share the state file of those node values (its lock and its mark),
+# so no id is minted twice.
+rm -rf "$IDMINT_STATE_DIR"
+"$BIN" next -n 1000000 >"$T/e1.out" 2>"$T/e1.err" &
+"$BIN" next -n 1000000 --node datacenter=0 --node worker=0 >"$T/e2.out" 2>"$T/e2.err"
+wait
+check "leased and pinned runs at once: 2000000 ids ($(cat "$T/e1.err" "$T/e2.err" | head -c 300))" \
+    test "$(cat "$T/e1.out" "$T/e2.out" | wc -l)" -eq 2000000
+check "leased and pinned runs at once: no id twice" \
+    test -z "$(sort "$T/e1.out" "$T/e2.out" | uniq -d | head -1)"
 # Another layout: its own coordinator (a coordinator hands out one scope).
 run next --layout discord
 check "another layout leases from its own coordinator (rc=$RC, $(show))" test "$RC" -eq 0

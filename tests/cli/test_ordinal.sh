@@ -95,6 +95,11 @@ IDM_TEST_HOSTNAME=web-5 run next --node datacenter=1 --node worker=ordinal
 check "a second run with ordinal 5: exit 1 at once, naming the lock file and the holder's pid; $(show)" \
     eval '[ "$RC" -eq 1 ] && [ ! -s "$T/out" ] && one_line_err &&
         grep -qF "$IDMINT_STATE_DIR/ordinal-worker-5.lock is locked by another process (pid $HOLDER idmint next)" "$T/err"'
+# One host, another state directory: the host-wide lock (an abstract socket).
+IDMINT_STATE_DIR="$T/other-state" IDM_TEST_HOSTNAME=web-5 run next --node datacenter=1 --node worker=ordinal
+check "a run with ordinal 5 from another state directory: exit 1, naming the host lock and the holder's pid; $(show)" \
+    eval '[ "$RC" -eq 1 ] && [ ! -s "$T/out" ] && one_line_err &&
+        grep -qF "worker=5 is taken on this host by process $HOLDER (socket @idmint-ordinal-worker-5)" "$T/err"'
 IDM_TEST_HOSTNAME=web-6 run next --node datacenter=1 --node worker=ordinal
 check "meanwhile ordinal 6 is not held up; $(show)" test "$RC" -eq 0
 kill "$HOLDER" 2>/dev/null

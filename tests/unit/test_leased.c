@@ -307,9 +307,44 @@ static void test_bad_options(void **state)
     assert_int_equal(idm_leased_open(&lg, &o), IDM_EINVAL);
     assert_null(lg);
     opts_for(&o, f, NULL);
+    o.field = "worker+datacenter"; /* not in the layout's order */
+    assert_int_equal(idm_leased_open(&lg, &o), IDM_EINVAL);
+    assert_non_null(strstr(idm_error_detail(), "layout's order"));
+    o.field = "datacenter+datacenter";
+    assert_int_equal(idm_leased_open(&lg, &o), IDM_EINVAL);
+    o.field = "datacenter+";
+    assert_int_equal(idm_leased_open(&lg, &o), IDM_EINVAL);
+    assert_null(lg);
+    opts_for(&o, f, NULL);
     o.state_dir = "relative/dir";
     assert_int_equal(idm_leased_open(&lg, &o), IDM_EINVAL);
     assert_non_null(strstr(idm_error_detail(), "absolute"));
+}
+
+/* Two node fields leased together: one worker id spans both, the last
+ * field taking its low digits; each run at once its own pair. */
+static void test_fields_together(void **state)
+{
+    fixture *f = *state;
+    idm_leased_opts o;
+    idm_leased *a, *b;
+    idm_decoded da, db;
+    uint64_t x, y;
+    opts_for(&o, f, NULL);
+    memset(o.gen.node, 0, sizeof o.gen.node);
+    o.gen.node_set = 0;
+    o.field = "datacenter+worker";
+    IDM_ASSERT_OK(idm_leased_open(&a, &o));
+    IDM_ASSERT_OK(idm_leased_open(&b, &o));
+    IDM_ASSERT_OK(idm_leased_next(a, &x));
+    IDM_ASSERT_OK(idm_leased_next(b, &y));
+    IDM_ASSERT_OK(idm_layout_decode(f->layout, x, &da));
+    IDM_ASSERT_OK(idm_layout_decode(f->layout, y, &db));
+    /* Worker ids 0 and 1: datacenter 0, workers 0 and 1. */
+    assert_int_equal(da.value[1] + db.value[1], 0);
+    assert_int_equal(da.value[2] + db.value[2], 1);
+    IDM_ASSERT_OK(idm_leased_close(a));
+    IDM_ASSERT_OK(idm_leased_close(b));
 }
 
 int main(void)
@@ -321,6 +356,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_loss_reclaims, setup, teardown),
         cmocka_unit_test_setup_teardown(test_change_worker, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_options, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fields_together, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
