@@ -587,6 +587,14 @@ static int switch_to_new(idm_leased *lg, enum reason why)
         return idm_error_fail(rc, "%s", detail);
     }
     slot_add(lg, s);
+    /* Counted before it is current: whoever sees the new worker id sees
+     * the switch counted. */
+    if (why != R_FIRST) {
+        atomic_store(&lg->last_switch_ns, idm__mono_ns() - lg->switch_start_ns);
+        atomic_fetch_add(&lg->reclaims, 1);
+        if (why == R_CHANGE)
+            atomic_fetch_add(&lg->changes, 1);
+    }
     atomic_store(&lg->cur, s);
     if (old != NULL && old->lease != NULL) {
         /* Released with its exact final mark (a lost one is not released:
@@ -623,11 +631,7 @@ static void switch_done(idm_leased *lg, enum reason why, slot *old, int rc)
     pthread_mutex_unlock(&lg->mu);
     if (rc == 0) {
         slot *s = atomic_load(&lg->cur);
-        int64_t took = idm__mono_ns() - lg->switch_start_ns;
-        atomic_store(&lg->last_switch_ns, took);
-        atomic_fetch_add(&lg->reclaims, 1);
-        if (why == R_CHANGE)
-            atomic_fetch_add(&lg->changes, 1);
+        int64_t took = atomic_load(&lg->last_switch_ns);
         event(lg, "%s: worker id %u -> %u in %lld ms (%llu re-claims so far)",
               why == R_CHANGE ? "clock stepped back; changed worker id" : "re-claimed after a loss",
               old != NULL ? (unsigned)old->worker : 0u, (unsigned)s->worker,

@@ -26,7 +26,8 @@ static void one_line(char *s)
 }
 
 /* A STATUS= text from fmt and ap, of one line, into line. */
-static void status_text(char *line, size_t cap, const char *fmt, va_list ap)
+__attribute__((format(printf, 3, 0))) static void status_text(char *line, size_t cap,
+                                                              const char *fmt, va_list ap)
 {
     vsnprintf(line, cap, fmt, ap);
     one_line(line);
