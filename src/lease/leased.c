@@ -764,10 +764,13 @@ const idm_layout *idm_leased_layout(const idm_leased *lg)
 void idm_leased_status_get(idm_leased *lg, idm_leased_status *out)
 {
     slot *s = atomic_load(&lg->cur);
+    bool has_lease;
     memset(out, 0, sizeof *out);
     out->worker = s->worker;
+    /* A switch takes the old slot's lease out under mu. */
     pthread_mutex_lock(&lg->mu);
-    if (s->lease != NULL)
+    has_lease = s->lease != NULL;
+    if (has_lease)
         idm_lease_status_get(s->lease, &out->lease);
     out->minting = !lg->switching && !(lg->want_loss && lg->o.reclaim);
     out->last_error = lg->last_error;
@@ -776,7 +779,7 @@ void idm_leased_status_get(idm_leased *lg, idm_leased_status *out)
     /* How the current claim was made: a switch makes a new claim; a
      * resumed claim the coordinator has since confirmed is reattached. */
     out->origin = atomic_load(&lg->reclaims) > 0 ? IDM_LEASED_CLAIMED : lg->origin;
-    if (out->origin == IDM_LEASED_OFFLINE && s->lease != NULL && !out->lease.offline)
+    if (out->origin == IDM_LEASED_OFFLINE && has_lease && !out->lease.offline)
         out->origin = IDM_LEASED_REATTACHED;
     out->reclaims = atomic_load(&lg->reclaims);
     out->losses = atomic_load(&lg->losses);
@@ -1060,9 +1063,9 @@ int idm_leased_open(idm_leased **out, const idm_leased_opts *opts)
             snprintf(detail, sizeof detail, "%s", idm_error_detail());
             leased_free(lg);
             if (why_not[0] != '\0')
-                return idm_error_fail(rc, "%.120s; the saved claim of worker id %u was not "
-                                          "resumed: %.90s",
-                                      detail, (unsigned)sv.worker, why_not);
+                return idm_error_fail(rc, "the saved claim of worker id %u was not resumed "
+                                          "(%.100s), and a new claim failed: %.90s",
+                                      (unsigned)sv.worker, why_not, detail);
             return idm_error_fail(rc, "%s", detail);
         }
         lg->origin = IDM_LEASED_CLAIMED;
