@@ -1063,8 +1063,8 @@ int idm_leased_open(idm_leased **out, const idm_leased_opts *opts)
             snprintf(detail, sizeof detail, "%s", idm_error_detail());
             leased_free(lg);
             if (why_not[0] != '\0')
-                return idm_error_fail(rc, "the saved claim of worker id %u was not resumed "
-                                          "(%.100s), and a new claim failed: %.90s",
+                return idm_error_fail(rc, "lease: the saved claim of worker id %u was not "
+                                          "resumed (%.100s), and a new claim failed: %.90s",
                                       (unsigned)sv.worker, why_not, detail);
             return idm_error_fail(rc, "%s", detail);
         }
