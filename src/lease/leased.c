@@ -511,6 +511,10 @@ static int claim_usable(idm_leased *lg, slot *s, enum reason why, idm_unix_ms *m
             }
         }
     }
+    /* Ids were free but none usable (their marks ahead of the clock): that,
+     * not the "no free worker id" the last try met, is why. */
+    if (pick == NULL && nheld > 0 && rc == IDM_EBUSY)
+        rc = 0;
     if (pick == NULL && rc == 0)
         rc = why == R_CHANGE
                  ? idm_error_fail(IDM_ECLOCKBACK,

@@ -285,6 +285,97 @@ static void test_change_worker(void **state)
     idm_manual_clock_free(mc);
 }
 
+/* C15 with no usable worker id: with every other id held, the change
+ * fails ("no free worker id"); with the only free one's mark ahead of the
+ * stepped-back clock, it fails for that; each failure is counted, mints
+ * keep being refused for the clock under the old id. Once an id whose mark
+ * is behind the clock is free, the next try (after ttl/3) changes to it. */
+static void test_change_worker_none_free(void **state)
+{
+    fixture *f = *state;
+    idm_manual_clock *mc;
+    idm_layout *four = NULL;
+    idm_leased_opts o;
+    idm_leased *lg;
+    idm_leased_status st;
+    idm_lease_opts lo;
+    idm_lease *held[3] = {NULL, NULL, NULL};
+    idm_snowflake *g1 = NULL;
+    idm_snowflake_opts go;
+    char scope[IDM_LEASE_SCOPE_MAX];
+    uint64_t id;
+    int rc;
+    IDM_ASSERT_OK(idm_layout_parse(&four, "time:41@1ms,worker:2,seq:12", 1288834974657));
+    IDM_ASSERT_OK(idm_manual_clock_new(&mc, leasetest_wall_ms(), true));
+    opts_for(&o, f, idm_manual_clock_clock(mc));
+    o.gen.layout = four;
+    memset(o.gen.node, 0, sizeof o.gen.node);
+    o.gen.node_set = 0;
+    o.gen.backwards = IDM_BACKWARDS_CHANGE_WORKER;
+    o.switch_wait_ms = 200;
+    IDM_ASSERT_OK(idm_leased_open(&lg, &o));
+    IDM_ASSERT_OK(idm_leased_next(lg, &id));
+    /* Ids 1, 2 and 3 held by other claimants; 1 mints (its mark will be
+     * ahead of the clock once it is stepped back). */
+    IDM_ASSERT_OK(idm_lease_scope(four, "worker", scope, sizeof scope));
+    idm_lease_opts_init(&lo);
+    lo.url = o.lease.url;
+    lo.ttl_ms = 1500;
+    lo.scope = scope;
+    idm_snowflake_opts_init(&go);
+    go.layout = four;
+    go.clock = idm_manual_clock_clock(mc);
+    IDM_ASSERT_OK(idm_lease_start(&held[0], &g1, &lo, &go, "worker"));
+    assert_int_equal(idm_lease_worker(held[0]), 1);
+    IDM_ASSERT_OK(idm_snowflake_next(g1, &id));
+    lo.max_workers = 4;
+    lo.clock = idm_manual_clock_clock(mc);
+    IDM_ASSERT_OK(idm_lease_open(&held[1], &lo));
+    IDM_ASSERT_OK(idm_lease_open(&held[2], &lo));
+    idm_manual_clock_advance(mc, 5);
+
+    idm_manual_clock_advance(mc, -10000);
+    assert_int_equal(idm_leased_next(lg, &id), IDM_ECLOCKBACK);
+    idm_leased_status_get(lg, &st);
+    assert_int_equal(st.worker, 0);
+    assert_int_equal(st.changes, 0);
+    assert_int_equal(st.switch_failures, 1);
+    assert_int_equal(st.last_error, IDM_EBUSY); /* "no free worker id" */
+
+    /* Id 1 released with its mark (ahead of the clock now): free, not
+     * usable. */
+    IDM_ASSERT_OK(idm_lease_close(held[0]));
+    idm_snowflake_close(g1);
+    for (int i = 0; i < 100 && st.switch_failures < 2; i++) {
+        assert_int_equal(idm_leased_next(lg, &id), IDM_ECLOCKBACK);
+        idm_leased_status_get(lg, &st);
+        leasetest_sleep_ms(50);
+    }
+    assert_int_equal(st.switch_failures, 2);
+    assert_int_equal(st.last_error, IDM_ECLOCKBACK);
+    assert_non_null(strstr(st.last_detail, "mark behind the clock"));
+    assert_int_equal(st.worker, 0);
+
+    /* Id 2 released with no mark: the next try changes to it. */
+    IDM_ASSERT_OK(idm_lease_close(held[1]));
+    for (int i = 0; i < 100; i++) {
+        rc = idm_leased_next(lg, &id);
+        if (rc == 0)
+            break;
+        assert_int_equal(rc, IDM_ECLOCKBACK);
+        leasetest_sleep_ms(50);
+    }
+    IDM_ASSERT_OK(rc);
+    idm_leased_status_get(lg, &st);
+    assert_int_equal(st.worker, 2);
+    assert_int_equal(st.changes, 1);
+    assert_int_equal((id >> 12) & 3, 2);
+    IDM_ASSERT_OK(idm_lease_close(held[2]));
+    IDM_ASSERT_OK(idm_leased_close(lg));
+    idm_layout_free(four);
+    idm_manual_clock_free(mc);
+}
+
 /* The change-worker policy needs a leased generator; bad options are named
  * and hold nothing. */
 static void test_bad_options(void **state)
@@ -357,6 +448,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_change_worker, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_options, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fields_together, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_change_worker_none_free, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
