@@ -23,7 +23,7 @@
  *               may mean that id.
  *            2. multi{check(scope, its version) or create(scope),
  *               create(workers/N, EPHEMERAL)}, and behind it on the session
- *               exists(workers/N) and get(hwm/N): the claim, its node's
+ *               get(hwm/N) and exists(workers/N): the claim, its node's
  *               owner and czxid (the fencing token), the previous mark and
  *               its version. ZNODEEXISTS: a race lost, the next free id.
  *            3. setData(hwm/N, max(previous, first mark), version), or
@@ -39,22 +39,28 @@
  *   renew    multi{check(workers/N, its version), setData(hwm/N, mark,
  *            the version of our last write)}: one round trip. A version
  *            that moved (someone wrote the mark) or an answer that was lost
- *            makes the next write re-read first: exists(workers/N) and
- *            get(hwm/N); a node gone, or owned by another session, is a lost
- *            claim (IDM_ELEASE), else the mark is raised to at least what is
- *            stored (never lowered) with the version read. Nothing is ever
- *            re-sent blindly.
+ *            makes the next write re-read first: get(hwm/N) and
+ *            exists(workers/N), in that order (MARK_FIRST); a node gone, or
+ *            owned by another session, is a lost claim (IDM_ELEASE), else
+ *            the mark is raised to at least what is stored (never lowered)
+ *            with the version read. Nothing is ever re-sent blindly.
  *   reattach (after a restart: backend.h) with the handle a claim gave, the
- *            session's id and password as hex: first a session of the
- *            handle's own reads workers/N, hwm/N and the scope (one round
- *            trip) and is closed; workers/N gone or not the saved session's
- *            is IDM_ELEASE, another scope refused; then the saved session is
- *            resumed (zookeeper_init2 with its clientid_t; the server says
- *            expired: IDM_ELEASE) and writes as a renewal does, its holder
- *            put into workers/N. The refusals all come before the saved
- *            session is touched, since the C client ends a connected
- *            session whenever its handle closes: see zk_reattach. Five
- *            round trips, two session handshakes among them.
+ *            session's id and password as hex: the claim is moved to a new
+ *            session of its own. On it, get(hwm/N), exists(workers/N) and
+ *            get(scope), pipelined: workers/N gone or not the saved
+ *            session's is IDM_ELEASE, another scope refused; then one multi
+ *            deletes workers/N at the version read, creates it again as
+ *            the new session's ephemeral node (its holder as data) and
+ *            raises the mark at the version read, with exists(workers/N)
+ *            right behind it. The handle and the generation (czxid) are
+ *            then the new session's and node's, so a saved claim resumes
+ *            once: the same handle again finds the node another session's
+ *            (IDM_ELEASE), and a holder still alive on the saved session
+ *            finds its claim lost at its next renewal. The saved session is
+ *            never resumed (zookeeper_init2 with its clientid_t would move
+ *            it to the newest connection: two live processes on it would
+ *            both renew one claim). Three round trips, one a session
+ *            handshake; see zk_reattach.
  *   release  the same guarded write with the exact final mark (lower than
  *            the last renewal's: the generator has stopped; only when the
  *            version shows the mark is still our own write, else never
@@ -94,23 +100,17 @@
  * from the keeper thread, never two at once on one handle.
  *
  * Open checks the URL and sends nothing: the session starts with the first
- * call that needs one (claim, list, scope: a new one; reattach: the saved
- * one), within the connect bound (the TTL, 1 s to 10 s; reattach: TTL/3, 1 s
- * to 10 s, for all of it), so a coordinator that is down fails there with
+ * call that needs one (claim, list, scope, reattach: always a new one),
+ * within the connect bound (the TTL, 1 s to 10 s; reattach: TTL/3, 1 s to
+ * 10 s, for all of it), so a coordinator that is down fails there with
  * IDM_EIO.
  *
  * What it does not do: ZooKeeper authentication (digest, SASL) or TLS,
  * chroot in the connect string, or watches (a deleted worker node is
- * noticed at the next renewal). It cannot tell whether the process that
- * saved a handle still lives: ZooKeeper lets any client that has a
- * session's id and password use it, and a server moves a session to the
- * newest connection (closing the older one, whose client reconnects and
- * takes it back), so two live processes reattached to one session would
- * both renew the same claim. The lease layer never reattaches a claim whose
- * process may live (the claim file's lock is held while it runs). A forked
- * child's close sends nothing: the session, the socket and the client's
- * threads are the parent's (the child's copy of the client's memory is left
- * as it is, since its threads do not exist there).
+ * noticed at the next renewal). A forked child's close sends nothing: the
+ * session, the socket and the client's threads are the parent's (the
+ * child's copy of the client's memory is left as it is, since its threads
+ * do not exist there).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -163,7 +163,7 @@ typedef struct zk_be {
     int64_t granted_ms;
     int64_t session;          /* the session's id */
     clientid_t cid;           /* the session's id and password (handle) */
-    bool resumed;             /* the session is a saved one (reattach) */
+    bool resumed;             /* reattach was tried on this handle */
     /* the claim */
     bool held;
     uint32_t worker;
@@ -510,6 +510,17 @@ static int not_a_mark(zk_be *z, uint32_t id)
                           z->where, z->prefix, (unsigned)id, (unsigned)id);
 }
 
+/*
+ * MARK_FIRST: whoever reads workers/N and hwm/N to write with the versions
+ * read reads hwm/N first. The two reads are two requests, and between them
+ * a reattach may replace workers/N by a node of another session (its
+ * version is 0 again) and raise hwm/N, in one multi. Read in this order,
+ * such a move either comes before the read of workers/N (which then shows
+ * the other session) or after the read of hwm/N (whose version then moved,
+ * so the write fails and reads again); read the other way, an old holder
+ * could see its own node and the new mark's version, and a check of
+ * workers/N's version 0 would let its write through.
+ */
 static void paths_of(zk_be *z, uint32_t id)
 {
     snprintf(z->wpath, sizeof z->wpath, "%s/workers/%u", z->prefix, (unsigned)id);
@@ -671,26 +682,21 @@ static void end_session(zk_be *z)
 }
 
 /*
- * Start the session, asked for with ttl_ms as its timeout: a new one
- * (resume NULL), or the saved one resume names. Connected before
- * z->deadline_ns (begin_op), or an error: a server where nothing listens
- * must not hang the caller. IDM_ELEASE if the server says the saved session
- * is no more (expired, or not that session's password: the C client
- * reports both as ZOO_EXPIRED_SESSION_STATE); IDM_EIO if no server
- * answered in time; IDM_EINVAL if the timeout granted leaves no room for
- * the margin. A session that failed to start is closed at once: one not
- * connected ends nothing (the C client sends closeSession only while
- * connected), so a saved session that did not answer in time lives on.
+ * Start a new session, asked for with ttl_ms as its timeout. Connected
+ * before z->deadline_ns (begin_op), or an error: a server where nothing
+ * listens must not hang the caller. IDM_EIO if no server answered in time;
+ * IDM_EINVAL if the timeout granted leaves no room for the margin. A
+ * session that failed to start is closed at once. Saved sessions are never
+ * resumed (zookeeper_init2 with a clientid_t): reattach moves a saved
+ * claim to a new session instead (see zk_reattach).
  */
-static int start_session(zk_be *z, int64_t ttl_ms, const clientid_t *resume, uint32_t worker)
+static int start_session(zk_be *z, int64_t ttl_ms)
 {
     int64_t wait_ms = (z->deadline_ns - idm__mono_ns()) / NS_PER_MS;
     int state, rc = 0;
-    bool expired;
-    z->resumed = resume != NULL;
     errno = 0;
     z->zh = zookeeper_init2(z->hosts, watcher, (int)(ttl_ms > INT32_MAX ? INT32_MAX : ttl_ms),
-                            resume, z, ZOO_NO_LOG_CLIENTENV, silent_log);
+                            NULL, z, ZOO_NO_LOG_CLIENTENV, silent_log);
     if (z->zh == NULL) {
         int e = errno;
         return idm_error_fail(IDM_EIO, "lease: zk %.200s: cannot start a ZooKeeper client (%s)",
@@ -704,17 +710,9 @@ static int start_session(zk_be *z, int64_t ttl_ms, const clientid_t *resume, uin
                pthread_cond_timedwait(&z->cv, &z->mu, &ts) != ETIMEDOUT)
             ;
         state = z->state;
-        expired = z->expired;
     }
     pthread_mutex_unlock(&z->mu);
-    if (expired && resume != NULL) {
-        /* The id only: the password is the session's secret. */
-        rc = idm_error_fail(IDM_ELEASE,
-                            "lease: zk %.200s: the server refuses the saved ZooKeeper session "
-                            "0x%llx (it expired, or that is not its password): the claim on "
-                            "worker id %u is lost",
-                            z->where, (unsigned long long)resume->client_id, (unsigned)worker);
-    } else if (state != ZOO_CONNECTED_STATE) {
+    if (state != ZOO_CONNECTED_STATE) {
         rc = idm_error_fail(IDM_EIO,
                             "lease: zk %.200s: no ZooKeeper server answered within %lld ms",
                             z->where, (long long)(wait_ms > 0 ? wait_ms : 0));
@@ -722,9 +720,7 @@ static int start_session(zk_be *z, int64_t ttl_ms, const clientid_t *resume, uin
         z->granted_ms = zoo_recv_timeout(z->zh);
         z->cid = *zoo_client_id(z->zh);
         z->session = z->cid.client_id;
-        /* A saved session was checked by reattach's first, on the same
-         * server: a refusal now would end it (connected). */
-        if (resume == NULL && (z->granted_ms <= 0 || z->margin_ms >= z->granted_ms * 2 / 3))
+        if (z->granted_ms <= 0 || z->margin_ms >= z->granted_ms * 2 / 3)
             rc = idm_error_fail(IDM_EINVAL,
                                 "lease: zk %.200s: the server grants a session timeout of %lld "
                                 "ms for a TTL of %lld ms, too short for a margin of %lld ms",
@@ -743,7 +739,7 @@ static int ensure_session(zk_be *z)
         return 0;
     /* The connect bound a claim has always had: the TTL, 1 s to 10 s. */
     begin_op(z, z->ttl_ms < 1000 ? 1000 : z->ttl_ms > 10000 ? 10000 : z->ttl_ms);
-    return start_session(z, z->ttl_ms, NULL, 0);
+    return start_session(z, z->ttl_ms);
 }
 
 /* ----------------------------------------------------------------- claim */
@@ -859,7 +855,7 @@ static int failed_op(const zreq *r)
 
 enum { WON, RACE_LOST, SCOPE_MOVED, PARENT_GONE };
 
-/* Step 2 on id: the claiming multi, with exists(workers/N) and get(hwm/N)
+/* Step 2 on id: the claiming multi, with get(hwm/N) and exists(workers/N)
  * right behind it. On WON, *prev and its version (-1: no hwm/N). */
 static int try_claim(zk_be *z, uint32_t id, const char *holder, const char *scope, const view *v,
                      int *outcome, idm_unix_ms *prev, int32_t *prev_version)
@@ -878,10 +874,10 @@ static int try_claim(zk_be *z, uint32_t id, const char *holder, const char *scop
     zoo_create_op_init(&ops[n++], z->wpath, holder, (int)strlen(holder), &ZOO_OPEN_ACL_UNSAFE,
                        ZOO_EPHEMERAL, NULL, 0);
     rc = send_multi(z, ops, n, &rs[0]);
+    if (rc == ZOK) /* the mark first (see MARK_FIRST) */
+        rc = send_get(z, z->hpath, &rs[2]);
     if (rc == ZOK)
         rc = send_exists(z, z->wpath, &rs[1]);
-    if (rc == ZOK)
-        rc = send_get(z, z->hpath, &rs[2]);
     if ((rc = answers(z, rs, 3, rc, "claiming a worker id")) != 0)
         return rc;
     if (rs[0]->rc != ZOK) {
@@ -922,15 +918,16 @@ static int try_claim(zk_be *z, uint32_t id, const char *holder, const char *scop
     return rc;
 }
 
-/* Re-read our claim: exists(workers/N) and get(hwm/N), pipelined. IDM_ELEASE
+/* Re-read our claim: get(hwm/N) and exists(workers/N), pipelined. IDM_ELEASE
  * if workers/N is gone or another session's; else the stored mark (0 if
  * none) and the versions to write with. */
 static int reread(zk_be *z, idm_unix_ms *stored)
 {
     zreq *rs[2] = {NULL, NULL};
-    int rc = send_exists(z, z->wpath, &rs[0]);
+    /* The mark first (see MARK_FIRST). */
+    int rc = send_get(z, z->hpath, &rs[1]);
     if (rc == ZOK)
-        rc = send_get(z, z->hpath, &rs[1]);
+        rc = send_exists(z, z->wpath, &rs[0]);
     if ((rc = answers(z, rs, 2, rc, "re-reading the claim")) != 0)
         return rc;
     if (rs[0]->rc == ZNONODE || (rs[0]->rc == ZOK && (rs[0]->stat.ephemeralOwner != z->session ||
@@ -1270,35 +1267,156 @@ static int record_scope(zk_be *z, const char *scope)
     return rc;
 }
 
+/* What reattach's read found on the worker node and the mark. */
+typedef struct saved_view {
+    int32_t wversion, hversion; /* hversion -1: no hwm/N */
+    idm_unix_ms stored;         /* the mark stored, 0 if none */
+    bool need_scope;            /* no scope recorded: record ours */
+} saved_view;
+
+/* Reattach's read: get(hwm/N), exists(workers/N) and, with a scope,
+ * get(scope), pipelined (one round trip). 0 if workers/N is still the
+ * saved session's (cid) with our scope (or none recorded: *v says so), and
+ * the mark readable; IDM_ELEASE if workers/N is gone or another session's;
+ * the scope refused; IDM_EIO otherwise. */
+static int read_saved(zk_be *z, const clientid_t *cid, const char *scope, saved_view *v)
+{
+    zreq *rs[3] = {NULL, NULL, NULL};
+    /* The mark first (see MARK_FIRST). */
+    int rc = send_get(z, z->hpath, &rs[1]);
+    if (rc == ZOK)
+        rc = send_exists(z, z->wpath, &rs[0]);
+    if (rc == ZOK && scope != NULL)
+        rc = send_get(z, z->spath, &rs[2]);
+    if ((rc = answers(z, rs, 3, rc, "reading the saved claim")) != 0)
+        return rc;
+    v->need_scope = false;
+    v->stored = 0;
+    v->hversion = -1;
+    if (rs[0]->rc == ZNONODE) {
+        rc = idm_error_fail(IDM_ELEASE,
+                            "lease: zk %.200s: %s is gone (the saved session 0x%llx expired, or "
+                            "the node was deleted): the claim on worker id %u is lost",
+                            z->where, z->wpath, (unsigned long long)cid->client_id,
+                            (unsigned)z->worker);
+    } else if (rs[0]->rc != ZOK) {
+        rc = zk_error(z, "reading the saved claim", rs[0]->rc);
+    } else if (rs[0]->stat.ephemeralOwner != cid->client_id) {
+        rc = idm_error_fail(IDM_ELEASE,
+                            "lease: zk %.200s: %s is another session's (0x%llx, not the saved "
+                            "0x%llx): worker id %u was claimed or resumed again since; the saved "
+                            "claim is lost",
+                            z->where, z->wpath, (unsigned long long)rs[0]->stat.ephemeralOwner,
+                            (unsigned long long)cid->client_id, (unsigned)z->worker);
+    } else if (rs[2] != NULL && rs[2]->rc == ZOK) {
+        if (rs[2]->datalen != (int)strlen(scope) ||
+            memcmp(rs[2]->data, scope, strlen(scope)) != 0)
+            rc = idm__lease_scope_refuse(z->where, rs[2]->data,
+                                         rs[2]->datalen > MAX_DATA ? MAX_DATA
+                                                                   : (size_t)rs[2]->datalen,
+                                         scope);
+    } else if (rs[2] != NULL && rs[2]->rc == ZNONODE) {
+        v->need_scope = true;
+    } else if (rs[2] != NULL) {
+        rc = zk_error(z, "reading the scope", rs[2]->rc);
+    }
+    if (rc == 0) {
+        v->wversion = rs[0]->stat.version;
+        if (rs[1]->rc == ZOK && parse_mark(rs[1]->data, rs[1]->datalen, &v->stored) != 0)
+            rc = not_a_mark(z, z->worker);
+        else if (rs[1]->rc == ZOK)
+            v->hversion = rs[1]->stat.version;
+        else if (rs[1]->rc != ZNONODE)
+            rc = zk_error(z, "reading the mark", rs[1]->rc);
+    }
+    free_all(rs, 3);
+    return rc;
+}
+
+/* Reattach's write, on the new session, as read in v: multi{delete(
+ * workers/N, its version), create(workers/N, holder, EPHEMERAL),
+ * setData(hwm/N, max(stored, mark), its version) or create(hwm/N)}, and
+ * right behind it exists(workers/N) for the new node's czxid and version
+ * (one round trip). *moved if a version moved or a node came or went
+ * between the read and the write: nothing was applied, read again. */
+static int move_claim(zk_be *z, const saved_view *v, const char *holder, idm_unix_ms mark,
+                      bool *moved)
+{
+    char val[MARK_LEN];
+    zoo_op_t ops[3];
+    zreq *rs[2] = {NULL, NULL};
+    int rc;
+    *moved = false;
+    snprintf(val, sizeof val, "%lld", (long long)(mark < 0 ? 0 : mark));
+    zoo_delete_op_init(&ops[0], z->wpath, v->wversion);
+    zoo_create_op_init(&ops[1], z->wpath, holder, (int)strlen(holder), &ZOO_OPEN_ACL_UNSAFE,
+                       ZOO_EPHEMERAL, NULL, 0);
+    if (v->hversion >= 0)
+        zoo_set_op_init(&ops[2], z->hpath, val, (int)strlen(val), v->hversion, NULL);
+    else
+        zoo_create_op_init(&ops[2], z->hpath, val, (int)strlen(val), &ZOO_OPEN_ACL_UNSAFE,
+                           ZOO_PERSISTENT, NULL, 0);
+    rc = send_multi(z, ops, 3, &rs[0]);
+    if (rc == ZOK)
+        rc = send_exists(z, z->wpath, &rs[1]);
+    if ((rc = answers(z, rs, 2, rc, "moving the saved claim to a new session")) != 0)
+        return rc;
+    if (rs[0]->rc != ZOK) {
+        int f = failed_op(rs[0]);
+        int err = f >= 0 ? rs[0]->res[f].err : rs[0]->rc;
+        if (f == 2 && err == ZNONODE && v->hversion < 0)
+            rc = ensure_parents(z); /* <prefix>/hwm was removed by hand */
+        if (rc == 0 && f >= 0 && (err == ZBADVERSION || err == ZNONODE || err == ZNODEEXISTS))
+            *moved = true;
+        else if (rc == 0)
+            rc = zk_error(z, "moving the saved claim to a new session", err);
+    } else if (rs[1]->rc != ZOK || rs[1]->stat.ephemeralOwner != z->session) {
+        rc = idm_error_fail(IDM_EIO,
+                            "lease: zk %.200s: %s was made this session's but is not right "
+                            "after (deleted by hand?)",
+                            z->where, z->wpath);
+    } else {
+        z->czxid = rs[1]->stat.czxid;
+        z->wversion = rs[1]->stat.version;
+        z->hversion = v->hversion >= 0 ? rs[0]->stats[2].version : 0;
+    }
+    free_all(rs, 2);
+    return rc;
+}
+
 /*
- * Confirm the saved claim, then resume its session:
- *   1. a session of this handle's own to look with (never the saved one:
- *      see below), and on it exists(workers/N), get(hwm/N) and get(scope),
- *      pipelined: workers/N gone (the saved session expired, or the node
- *      was deleted) or another session's: IDM_ELEASE; another scope
- *      recorded: refused; no scope recorded: created (one more round
- *      trip); a mark that is not a number: IDM_EIO. Then that session is
- *      closed;
- *   2. the saved session resumed (zookeeper_init2 with its id and
- *      password): the server says it expired (or the password is not its
- *      own): IDM_ELEASE;
- *   3. on it, multi{setData(workers/N, holder, its version), setData(hwm/N,
- *      max(stored, mark), its version)}, as a renewal writes: a version
- *      that moved (the node claimed again since step 1) is re-read first,
- *      and a node no longer the session's is IDM_ELEASE. The worker node's
- *      data is the holder that list shows.
- * Why not look through the saved session itself: the C client ends a
- * connected session when its handle is closed (closeSession), and has no
- * way to let a connection go without that; a reattach refused after the
- * saved session was resumed (another scope, another worker id) would end
- * the claim it was refused, and one that failed (no answer) would make the
- * next try find the claim gone. Here every refusal comes before the saved
- * session is touched: it is left as it was. Only a failure of step 3 (no
- * answer in time) ends it, when the caller closes the handle: the claim is
- * then lost, which the mark recorded before covers.
- * Round trips: two sessions' handshakes, step 1's read, the first
- * session's close, step 3's write: five, two of them requests counted by
- * idm__zk_counters.
+ * Resume a saved claim by moving it to a new session of this handle's own:
+ *   1. the new session (its handshake), and on it read_saved: workers/N
+ *      gone (the saved session expired, or the node was deleted) or
+ *      another session's (claimed by another, or resumed already by a
+ *      copy of the saved claim): IDM_ELEASE; another scope recorded:
+ *      refused; no scope recorded: created (one more round trip); a mark
+ *      that is not a number: IDM_EIO;
+ *   2. move_claim: the saved session's node replaced by one of the new
+ *      session, the mark raised, in one multi. A version that moved since
+ *      1 (the saved session's holder, alive, renewed; another reattach of
+ *      the same handle won) applies nothing: 1 and 2 again, where the node
+ *      is then another session's (IDM_ELEASE) or still the saved one's.
+ * The handle (handle()) is then the new session's, and the generation the
+ * new node's czxid: a later restart needs them, the saved handle resumes
+ * nothing any more. A saved claim so resumes once: two copies of it racing
+ * both read the saved session's node, but every multi that moves it also
+ * writes hwm/N at the version read, so one applies and the other finds the
+ * node another session's; and since every claim and every reattach writes
+ * hwm/N before its node is relied on, a delete that matched a node made
+ * again since (the version of a new node is 0 again) is undone by that
+ * same multi. A holder still alive on the saved session finds its claim
+ * lost at its next renewal: its write of hwm/N at its version fails, and
+ * the re-read finds the node another session's. The saved session itself
+ * is left to expire (if its process is dead) or to its process: ending it
+ * would cost its handshake and its close, and it holds nothing.
+ * Nothing is changed before 2, and 2 changes all or nothing, so every
+ * refusal leaves the claim as it was. A failure of 2 with no answer in time
+ * is IDM_EIO: the caller closes this handle, which ends the new session,
+ * and with it the node if the multi was applied (the next try then finds
+ * it gone: IDM_ELEASE; the mark written covers it).
+ * Round trips: the new session's handshake, 1's read, 2's write: three,
+ * two of them requests counted by idm__zk_counters.
  */
 static int zk_reattach(void *be, uint32_t worker, const char *handle, int64_t ttl_ms,
                        const char *holder, const char *scope, idm_unix_ms mark,
@@ -1306,14 +1424,11 @@ static int zk_reattach(void *be, uint32_t worker, const char *handle, int64_t tt
 {
     zk_be *z = be;
     clientid_t cid;
-    zreq *rs[3] = {NULL, NULL, NULL};
-    idm_unix_ms stored = 0;
-    int64_t czxid = 0;
-    int32_t wversion = 0, hversion = -1;
-    bool need_scope = false;
+    saved_view v = {0, -1, 0, false};
+    bool scope_made = false;
     int rc;
 
-    if (z->zh != NULL || z->held)
+    if (z->zh != NULL || z->held || z->resumed)
         return idm_error_fail(IDM_EINVAL, "lease: reattach needs a zk handle with no session yet");
     /* Never the handle itself in a detail: it holds the session's password. */
     memset(&cid, 0, sizeof cid);
@@ -1323,88 +1438,37 @@ static int zk_reattach(void *be, uint32_t worker, const char *handle, int64_t tt
                               "(want 16 hex digits of its id, '-', 32 of its password)",
                               z->where);
     /* One budget for the whole step: a renewal's, TTL/3, but at least 1 s
-     * for the sessions' handshakes and at most the usual connect bound. */
+     * for the session's handshake and at most the usual connect bound. */
     begin_op(z, ttl_ms / 3 < 1000 ? 1000 : ttl_ms / 3 > 10000 ? 10000 : ttl_ms / 3);
+    z->resumed = true;
     z->worker = worker;
     paths_of(z, worker);
-
-    /* 1. Look. */
-    if ((rc = start_session(z, ttl_ms, NULL, worker)) != 0)
+    if ((rc = start_session(z, ttl_ms)) != 0)
         return rc;
-    rc = send_exists(z, z->wpath, &rs[0]);
-    if (rc == ZOK)
-        rc = send_get(z, z->hpath, &rs[1]);
-    if (rc == ZOK && scope != NULL)
-        rc = send_get(z, z->spath, &rs[2]);
-    if ((rc = answers(z, rs, 3, rc, "reading the saved claim")) != 0) {
-        end_session(z);
-        return rc;
+    for (int i = 0; i < WRITE_TRIES; i++) {
+        bool moved;
+        idm_unix_ms want;
+        if ((rc = read_saved(z, &cid, scope, &v)) != 0)
+            return rc;
+        if (v.need_scope && !scope_made) {
+            if ((rc = record_scope(z, scope)) != 0)
+                return rc;
+            scope_made = true;
+        }
+        want = mark > v.stored ? mark : v.stored;
+        if ((rc = move_claim(z, &v, holder, want, &moved)) != 0)
+            return rc;
+        if (moved)
+            continue;
+        z->floor = v.stored;
+        z->stale = false;
+        z->held = true;
+        *recorded = want;
+        *granted_ttl_ms = z->granted_ms;
+        return 0;
     }
-    if (rs[0]->rc == ZNONODE) {
-        rc = idm_error_fail(IDM_ELEASE,
-                            "lease: zk %.200s: %s is gone (the saved session 0x%llx expired, or "
-                            "the node was deleted): the claim on worker id %u is lost",
-                            z->where, z->wpath, (unsigned long long)cid.client_id,
-                            (unsigned)worker);
-    } else if (rs[0]->rc != ZOK) {
-        rc = zk_error(z, "reading the saved claim", rs[0]->rc);
-    } else if (rs[0]->stat.ephemeralOwner != cid.client_id) {
-        rc = idm_error_fail(IDM_ELEASE,
-                            "lease: zk %.200s: %s is another session's (0x%llx, not the saved "
-                            "0x%llx): the claim on worker id %u is lost",
-                            z->where, z->wpath, (unsigned long long)rs[0]->stat.ephemeralOwner,
-                            (unsigned long long)cid.client_id, (unsigned)worker);
-    } else if (rs[2] != NULL && rs[2]->rc == ZOK) {
-        if (rs[2]->datalen != (int)strlen(scope) ||
-            memcmp(rs[2]->data, scope, strlen(scope)) != 0)
-            rc = idm__lease_scope_refuse(z->where, rs[2]->data,
-                                         rs[2]->datalen > MAX_DATA ? MAX_DATA
-                                                                   : (size_t)rs[2]->datalen,
-                                         scope);
-    } else if (rs[2] != NULL && rs[2]->rc == ZNONODE) {
-        need_scope = true;
-    } else if (rs[2] != NULL) {
-        rc = zk_error(z, "reading the scope", rs[2]->rc);
-    }
-    if (rc == 0) {
-        czxid = rs[0]->stat.czxid;
-        wversion = rs[0]->stat.version;
-        if (rs[1]->rc == ZOK && parse_mark(rs[1]->data, rs[1]->datalen, &stored) != 0)
-            rc = not_a_mark(z, worker);
-        else if (rs[1]->rc == ZOK)
-            hversion = rs[1]->stat.version;
-        else if (rs[1]->rc != ZNONODE)
-            rc = zk_error(z, "reading the mark", rs[1]->rc);
-    }
-    free_all(rs, 3);
-    if (rc == 0 && need_scope)
-        rc = record_scope(z, scope);
-    end_session(z);
-    if (rc != 0)
-        return rc;
-
-    /* 2. Resume. */
-    if ((rc = start_session(z, ttl_ms, &cid, worker)) != 0)
-        return rc;
-    if (z->session != cid.client_id)
-        return idm_error_fail(IDM_EIO,
-                              "lease: zk %.200s: the server answered with session 0x%llx, not "
-                              "the saved 0x%llx",
-                              z->where, (unsigned long long)z->session,
-                              (unsigned long long)cid.client_id);
-
-    /* 3. Renew, as the claim's holder now. */
-    z->czxid = czxid;
-    z->wversion = wversion;
-    z->hversion = hversion;
-    z->floor = stored;
-    z->stale = false;
-    if ((rc = guarded_write(z, mark, holder)) != 0)
-        return rc;
-    z->held = true;
-    *recorded = mark > z->floor ? mark : z->floor;
-    *granted_ttl_ms = z->granted_ms;
-    return 0;
+    return idm_error_fail(IDM_EIO, "lease: zk %.200s: %s kept changing during the reattach",
+                          z->where, z->hpath);
 }
 
 /* ------------------------------------------------------------------ list */

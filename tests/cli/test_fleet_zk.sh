@@ -8,7 +8,11 @@
 #
 #   - Z3r: a holder killed with kill -9 and started again at once resumes
 #     its claim through its saved session (the same worker id, no wait for
-#     the dead session to expire, none for the mark);
+#     the dead session to expire, none for the mark); and a claim resumes
+#     once: a dead holder's state directory copied and both copies started
+#     at once, the saved claim is confirmed to one (its reattach moves the
+#     worker node to a session of its own), the other claims another worker
+#     id;
 #   - E2r: the server frozen (SIGSTOP) when the holder restarts: it mints
 #     under the saved claim up to the saved deadline and stops there; past
 #     the deadline, or on another boot, it refuses; with the server back
@@ -139,6 +143,9 @@ killer() {
 
 # Z3r: kill -9 and restart at once.
 fleet_resume "zk://$EP/fleet-resume"
+
+# Z3r: one saved claim, two restarts (a copied state directory).
+fleet_twice "zk://$EP/fleet-twice"
 
 # E2r (Z2r): the server frozen at the restart.
 fleet_offline "zk://$EP/fleet-offline"
