@@ -33,9 +33,12 @@
  *                 taken as lost. A restarted holder resumes its claim
  *                 (idm_lease_resume) from its handle, "etcd:lease=HEX,
  *                 rev=N,cluster=N", in 2 round trips (3 with
- *                 authentication): a transaction proving the worker key is
- *                 bound to that lease and was created at that revision,
- *                 then a keepalive.
+ *                 authentication): a new lease granted, then a
+ *                 transaction proving the worker key is still bound to the
+ *                 saved lease and unwritten since that revision, which moves
+ *                 it to the new lease: a saved claim resumes once, and a
+ *                 holder still alive finds its claim lost at its next
+ *                 renewal.
  *   etcds://host:port[,host:port...]/prefix[?option=value&...]
  *                 etcd as above over HTTPS, the server's certificate
  *                 verified (its CA and the host name; never a fallback to
@@ -335,10 +338,11 @@ IDM_EXTERN int idm_lease_resume(idm_lease **out, const idm_lease_opts *opts,
 IDM_EXTERN int idm_lease_boot_id(const char *file, char *buf, size_t len);
 IDM_EXTERN uint32_t idm_lease_worker(const idm_lease *l);
 /* The claim's fencing token: a number that rises at every claim of this
- * worker id by any holder (on postgres:// at every resume too), for a store
+ * worker id by any holder (and at every resume: idm_lease_resume), for a store
  * that must refuse writes of an older holder. postgres://: the row's
  * generation; zk://: the worker node's czxid;
- * etcd:// and etcds://: the worker key's create revision; file://: 0 (the
+ * etcd:// and etcds://: the worker key's revision as of the claim or the
+ * last resume (its create revision for a claim); file://: 0 (the
  * coordinator has none). */
 IDM_EXTERN uint64_t idm_lease_generation(const idm_lease *l);
 /* The previous holder's high-water mark (0 if none): start above it. */

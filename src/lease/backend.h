@@ -42,9 +42,10 @@ typedef struct idm__lease_backend {
     void (*close)(void *be);
     /* The fencing token of the claim this handle made (after claim): a
      * number that rises at every claim of its worker id, by any holder,
-     * and on postgres at every resume (reattach) too (postgres: the row's
+     * and at every resume (postgres, etcd; zk: a new node) (postgres: the row's
      * generation; zk: the worker node's czxid; etcd:
-     * the worker key's create revision). NULL: the backend has none
+     * the worker key's mod revision as of the claim or the last resume,
+     * its create revision for a claim). NULL: the backend has none
      * (file://), idm_lease_generation reports 0. */
     uint64_t (*generation)(void *be);
     /* The claim's handle as text, after claim or reattach: what reattach
@@ -52,7 +53,8 @@ typedef struct idm__lease_backend {
      * 1 to IDM_LEASE_HANDLE_MAX - 1 bytes of ' '..'~' other than ' '
      * (it goes into a claim file line), into buf (len >= 1); IDM_EINVAL if
      * it does not fit. What each backend puts there: etcd: the lease id,
-     * the worker key's create revision and the cluster id; zk: the session
+     * the worker key's mod revision as of the claim or resume, and the
+     * cluster id; zk: the session
      * id and its password (never shown in a message); postgres:
      * "<worker>:<generation>";
      * file: the claim's token (a random number written into the lock
@@ -61,10 +63,10 @@ typedef struct idm__lease_backend {
     /* Resume, on a handle just opened, the claim of worker id `worker` a
      * process made before (handle from handle() of that claim, perhaps in
      * another process that has since died): 0 if the coordinator confirms
-     * the claim is still that one (etcd: the lease has TTL left and
-     * <prefix>/workers/N is bound to it; zk: the saved session is still
-     * live and owns the worker node; postgres: the row's generation is the
-     * saved one and it has not expired; file: the lock is free or ours to
+     * the claim is still that one (etcd: <prefix>/workers/N is still bound
+     * to the saved lease and unwritten since, and it moves to a new lease; zk: the worker node is still the
+     * saved session's; postgres: the row's generation is the saved one and
+     * it has not expired; file: the lock is free or ours to
      * take and the lock record still holds the claim's token). Then, in
      * the same step where the coordinator allows, it is renewed for
      * ttl_ms, the scope compared (as claim does; a different recorded
@@ -76,9 +78,11 @@ typedef struct idm__lease_backend {
      * claim any more (expired, revoked, deleted, taken by another): nothing
      * changed, and the caller closes this handle. Any other error: unknown
      * (unreachable, an answer not understood), try again later with a new
-     * handle. On zk the checks run on a session of their own before the
-     * saved session is resumed, so a refusal leaves that session alone; on
-     * postgres the generation rises, so a saved claim resumes once.
+     * handle. On zk the claim moves to a new session (a new node: the handle
+     * and the generation change), on postgres the generation rises, on etcd
+     * the worker key is written again (its revision changes): a saved claim
+     * resumes once, and a holder still alive finds its claim lost at its
+     * next renewal.
      * NULL: the backend cannot reattach (a restart claims anew). */
     int (*reattach)(void *be, uint32_t worker, const char *handle, int64_t ttl_ms,
                     const char *holder, const char *scope, idm_unix_ms mark,

@@ -30,18 +30,25 @@
  *            (each further 2,048 add a kv/range page).
  *   renew    lease/keepalive (no TTL in the answer: the lease is gone), then
  *            a kv/txn that raises the mark only if the worker key is still
- *            bound to our lease (deleted or re-bound: the claim is gone).
+ *            bound to our lease and was last written by our claim or resume
+ *            (its mod revision: the generation). Deleted, re-bound or written
+ *            since (a copy of our handle resumed elsewhere): the claim is
+ *            gone. Two round trips.
  *   release  the same guarded txn setting the exact final mark (it may be
  *            lower: the generator has stopped), then lease/revoke: the id is
  *            free at once.
  *   reattach (a restarted holder resuming its claim, from its handle
- *            "etcd:lease=HEX,rev=N,cluster=N") one kv/txn that compares the
- *            worker key's lease and create revision with the saved ones
- *            (and the scope with ours, recording it if none is) and raises
- *            the mark, reading it back; then lease/keepalive: a TTL left
- *            renews it. Two round trips, no new lease, no wait for the old
- *            mark. The key deleted or bound to another lease, the lease with
- *            no TTL left, or another cluster answering: IDM_ELEASE.
+ *            "etcd:lease=HEX,rev=N,cluster=N") lease/grant of a new lease,
+ *            then one kv/txn that compares the worker key's lease and mod
+ *            revision with the saved ones (and the scope with ours,
+ *            recording it if none is), puts the key again bound to the new
+ *            lease and raises the mark, reading it back. Two round trips,
+ *            no wait for the old mark. A saved claim resumes once: the key
+ *            now has another lease and revision, so the same handle again,
+ *            or a holder still renewing under the saved lease, is told the
+ *            claim is gone. The key deleted, bound to another lease or
+ *            written since, or another cluster answering: IDM_ELEASE, the
+ *            new lease revoked (a third round trip).
  *
  * Marks are stored as 16 zero-padded decimal digits of Unix ms, so that
  * etcd's bytewise comparison orders them as numbers, and every write but the
@@ -82,8 +89,11 @@
  * the prefix, fail with a detail naming the user and the cause (IDM_EIO, as
  * every answer from etcd that is not "the claim is gone").
  *
- * The claim's fencing token (generation) is the worker key's create
- * revision: the revision of the txn that created it.
+ * The claim's fencing token (generation) is the worker key's mod revision
+ * as of the claim or the resume: the revision of the txn that created it,
+ * then of each resume's txn that put it again. It rises at every claim of
+ * the id and at every resume, and the renewals' and the release's writes
+ * are guarded on it.
  *
  * What it does not do: HTTP proxies (none is used, whatever the
  * environment says), or watches (a deleted key is noticed at the next
@@ -154,7 +164,7 @@ typedef struct etcd_be {
     bool held;
     int64_t lease_id;
     uint32_t worker;
-    uint64_t generation;      /* the worker key's create revision */
+    uint64_t generation;      /* the worker key's mod revision as of our claim or resume */
     /* the scope: <prefix>/scope, and the claimant's (has_scope) */
     char scope_key[MAX_PREFIX + 8];
     char scope_key64[4 * (MAX_PREFIX + 8) / 3 + 8];
@@ -1675,7 +1685,7 @@ static int claim_failed(etcd_be *e, const char *path, json_object *ops, uint32_t
 {
     json_object *rr = op_member(json_object_array_get_idx(ops, 0), "response_range");
     json_object *kvs, *kv, *hwm = json_object_array_get_idx(ops, 1);
-    int64_t lease, crev;
+    int64_t lease, mrev;
     int rc = e->has_scope ? scope_check(e, path, json_object_array_get_idx(ops, 2)) : 0;
     if (rc != 0)
         return rc;
@@ -1685,13 +1695,13 @@ static int claim_failed(etcd_be *e, const char *path, json_object *ops, uint32_t
         (kv = json_object_array_get_idx(kvs, 0)) == NULL ||
         !json_object_is_type(kv, json_type_object))
         return 0;
-    if (get_i64(kv, "lease", &lease, NULL) != 0 || get_i64(kv, "create_revision", &crev, NULL) != 0)
-        return garbage(e, path, "the key's lease or create revision");
+    if (get_i64(kv, "lease", &lease, NULL) != 0 || get_i64(kv, "mod_revision", &mrev, NULL) != 0)
+        return garbage(e, path, "the key's lease or mod revision");
     if (lease != e->lease_id)
         return 0;
-    if (crev <= 0)
-        return garbage(e, path, "the key's create revision");
-    e->generation = (uint64_t)crev;
+    if (mrev <= 0)
+        return garbage(e, path, "the key's mod revision");
+    e->generation = (uint64_t)mrev; /* its create revision: written once since */
     rc = mark_of(e, hwm, id, mark);
     if (rc == 0)
         rc = check_raised(e, hwm, id, want);
@@ -1932,30 +1942,35 @@ again:
     return rc;
 }
 
-/* If <prefix>/workers/<id> is still bound to our lease: raise the mark to
- * mark (renewal), or set it (release); else IDM_ELEASE. */
+/* If <prefix>/workers/<id> is still bound to our lease and was last written
+ * by our claim or resume (its mod revision is our generation: a resume of
+ * a copy of our handle elsewhere re-puts it): raise the mark to mark
+ * (renewal), or set it (release); else IDM_ELEASE. */
 static int write_mark(etcd_be *e, idm_unix_ms mark, bool raise)
 {
     static const char path[] = "/v3/kv/txn";
     keys64 k;
-    char body[sizeof k.raise + sizeof k.key64 + 2 * sizeof k.hwm64 + sizeof k.val64 + 512];
+    char cmp[2 * sizeof k.key64 + 200];
+    char body[sizeof k.raise + sizeof cmp + 2 * sizeof k.hwm64 + sizeof k.val64 + 512];
     json_object *resp, *ops = NULL;
     bool ok;
     int rc = keys_of(e, e->worker, mark, &k), n;
     if (rc != 0)
         return rc;
+    snprintf(cmp, sizeof cmp,
+             "{\"target\":\"LEASE\",\"result\":\"EQUAL\",\"key\":\"%s\",\"lease\":\"%" PRId64
+             "\"},{\"target\":\"MOD\",\"result\":\"EQUAL\",\"key\":\"%s\","
+             "\"mod_revision\":\"%" PRIu64 "\"}",
+             k.key64, e->lease_id, k.key64, e->generation);
     if (raise)
         n = snprintf(body, sizeof body,
-                     "{\"compare\":[{\"target\":\"LEASE\",\"result\":\"EQUAL\",\"key\":\"%s\","
-                     "\"lease\":\"%" PRId64 "\"}],\"success\":[%s,{\"request_range\":{\"key\":"
-                     "\"%s\"}}]}",
-                     k.key64, e->lease_id, k.raise, k.hwm64);
+                     "{\"compare\":[%s],\"success\":[%s,{\"request_range\":{\"key\":\"%s\"}}]}",
+                     cmp, k.raise, k.hwm64);
     else
         n = snprintf(body, sizeof body,
-                     "{\"compare\":[{\"target\":\"LEASE\",\"result\":\"EQUAL\",\"key\":\"%s\","
-                     "\"lease\":\"%" PRId64 "\"}],\"success\":[{\"request_put\":{\"key\":\"%s\","
+                     "{\"compare\":[%s],\"success\":[{\"request_put\":{\"key\":\"%s\","
                      "\"value\":\"%s\"}}]}",
-                     k.key64, e->lease_id, k.hwm64, k.val64);
+                     cmp, k.hwm64, k.val64);
     if (n < 0 || (size_t)n >= sizeof body)
         return idm_error_fail(IDM_EINVAL, "lease: etcd request too long");
     rc = call_checked(e, path, body, &resp);
@@ -1965,8 +1980,9 @@ static int write_mark(etcd_be *e, idm_unix_ms mark, bool raise)
         rc = garbage(e, path, "succeeded");
     if (rc == 0 && !ok)
         rc = idm_error_fail(IDM_ELEASE,
-                            "lease: etcd %s was deleted or is bound to another lease: the claim "
-                            "is lost",
+                            "lease: etcd %s was deleted, is bound to another lease or was "
+                            "written since our claim (claimed by another holder, or our claim "
+                            "resumed elsewhere): the claim is lost",
                             k.key);
     if (rc == 0 && raise &&
         (get_field(resp, "responses", json_type_array, &ops) != 0 || ops == NULL ||
@@ -2124,7 +2140,8 @@ static int eb_scope(void *be, char *buf, size_t cap)
     return rc;
 }
 
-/* The claim's fencing token: the worker key's create revision. */
+/* The claim's fencing token: the worker key's revision as of the claim or
+ * the resume (see the comment at the top). */
 static uint64_t eb_generation(void *be)
 {
     const etcd_be *e = be;
@@ -2134,16 +2151,20 @@ static uint64_t eb_generation(void *be)
 /* -------------------------------------------------------------- reattach */
 
 /*
- * A claim's handle: "etcd:lease=<lease id>,rev=<the worker key's create
- * revision>,cluster=<cluster id>", the lease id in lowercase hex (as
- * etcdctl shows it), the others in decimal (as etcd's answers give them).
- * The lease alone proves the claim (nothing but our claim binds a worker
- * key to it); the create revision also tells a key created again since
- * (the claim's generation would be wrong), and the cluster id a cluster
- * re-created with a wiped data directory (or a misrouted endpoint), where
- * the same lease id would mean nothing. It is a bearer proof: etcd cannot
- * tell two processes that present it apart, so one claim file must serve
- * one process at a time (the claim file's lock sees to that).
+ * A claim's handle: "etcd:lease=<lease id>,rev=<the worker key's mod
+ * revision as of the claim or the last resume: the generation>,
+ * cluster=<cluster id>", the lease id in lowercase hex (as etcdctl shows
+ * it), the others in decimal (as etcd's answers give them). A claim writes
+ * the key once, so its mod revision is its create revision: a handle saved
+ * by a build that named the create revision here reads the same. The lease
+ * proves the claim (nothing but our claim or resume binds a worker key to
+ * it); the revision also tells a key created or written again since, and
+ * the cluster id a cluster re-created with a wiped data directory (or a
+ * misrouted endpoint), where the same lease id would mean nothing. It is a
+ * bearer proof that works once: two processes that present it (a state
+ * directory copied, or restored from a snapshot twice) are told apart by
+ * who comes first, since a resume moves the key to a new lease (see
+ * eb_reattach).
  */
 #define HANDLE_FORM "etcd:lease=HEX,rev=N,cluster=N"
 
@@ -2211,54 +2232,95 @@ static int parse_handle(const char *h, uint64_t *lease, uint64_t *rev, uint64_t 
     return 0;
 }
 
-/* Why a reattach's compare failed, from the range answer op of the worker
- * key (keys only): IDM_ELEASE saying how the claim went; a malformed answer
- * if the key is just as the handle says (the answer contradicts the
- * compare). */
-static int reattach_lost(etcd_be *e, const char *path, json_object *op, const char *key,
-                         uint64_t rev)
+/* The worker key in a range answer op (keys only): *kv NULL if it is not
+ * there; else its lease and mod revision (and create revision, for a
+ * detail). */
+typedef struct key_seen {
+    json_object *kv;
+    int64_t lease, mod, create;
+} key_seen;
+
+static int key_seen_in(etcd_be *e, const char *path, json_object *op, const char *key,
+                       key_seen *s)
 {
-    json_object *rr = op_member(op, "response_range"), *kvs = NULL, *kv = NULL;
-    int64_t lease, crev;
+    json_object *rr = op_member(op, "response_range"), *kvs = NULL;
+    memset(s, 0, sizeof *s);
     if (rr == NULL || get_field(rr, "kvs", json_type_array, &kvs) != 0 ||
-        only_kv(kvs, key, &kv) != 0)
+        only_kv(kvs, key, &s->kv) != 0)
         return garbage(e, path, "the worker key's range");
-    if (kv == NULL)
+    if (s->kv != NULL &&
+        (get_i64(s->kv, "lease", &s->lease, NULL) != 0 ||
+         get_i64(s->kv, "mod_revision", &s->mod, NULL) != 0 ||
+         get_i64(s->kv, "create_revision", &s->create, NULL) != 0 || s->mod <= 0))
+        return garbage(e, path, "the worker key's lease or revisions");
+    return 0;
+}
+
+/* Why a reattach's compare failed, from the worker key as the txn saw it
+ * (s: not bound to our new lease): IDM_ELEASE saying how the claim went; a
+ * malformed answer if the key is just as the handle says (the answer
+ * contradicts the compare). */
+static int reattach_lost(etcd_be *e, const char *path, const key_seen *s, const char *key,
+                         int64_t saved, uint64_t rev)
+{
+    if (s->kv == NULL)
         return idm_error_fail(IDM_ELEASE,
                               "lease: etcd %s is gone (etcd lease %" PRIx64 " expired or was "
                               "revoked, or the key was deleted): the saved claim is lost",
-                              key, (uint64_t)e->lease_id);
-    if (get_i64(kv, "lease", &lease, NULL) != 0 || get_i64(kv, "create_revision", &crev, NULL) != 0)
-        return garbage(e, path, "the worker key's lease or create revision");
-    if (lease != e->lease_id)
+                              key, (uint64_t)saved);
+    if (s->lease != saved)
         return idm_error_fail(IDM_ELEASE,
                               "lease: etcd %s is bound to etcd lease %" PRIx64 ", not the saved "
-                              "%" PRIx64 " (claimed by another holder since): the saved claim "
-                              "is lost",
-                              key, (uint64_t)lease, (uint64_t)e->lease_id);
-    if (crev != (int64_t)rev)
+                              "%" PRIx64 " (claimed by another holder, or the saved claim "
+                              "resumed again, since): the saved claim is lost",
+                              key, (uint64_t)s->lease, (uint64_t)saved);
+    if (s->create > (int64_t)rev)
         return idm_error_fail(IDM_ELEASE,
                               "lease: etcd %s was created again since the saved claim (revision "
                               "%" PRId64 ", not %" PRIu64 "): the saved claim is lost",
-                              key, crev, rev);
+                              key, s->create, rev);
+    if (s->mod != (int64_t)rev)
+        return idm_error_fail(IDM_ELEASE,
+                              "lease: etcd %s was written again since the saved claim (revision "
+                              "%" PRId64 ", not %" PRIu64 "): the saved claim is lost",
+                              key, s->mod, rev);
     return garbage(e, path, "a failed compare of a key that is as it compared");
 }
 
+/* The revision of a txn that wrote: its header's. */
+static int txn_revision(etcd_be *e, const char *path, json_object *resp, uint64_t *rev)
+{
+    json_object *h = NULL;
+    int64_t r = 0;
+    if (get_field(resp, "header", json_type_object, &h) != 0 || h == NULL ||
+        get_i64(h, "revision", &r, NULL) != 0 || r <= 0)
+        return garbage(e, path, "the header's revision");
+    *rev = (uint64_t)r;
+    return 0;
+}
+
 /*
- * The reattach's txn (see eb_reattach): if <prefix>/workers/<id> is bound
- * to the saved lease and was created at the saved revision (and the scope
- * key holds our scope), raise the mark to want and read it back; else read
- * the worker key and the scope to say why not, and (with a scope) in a
- * nested txn do the same as on success if the only difference is that no
- * scope is recorded, recording ours (as a claim does).
+ * The reattach's txn (see eb_reattach), e->lease_id being the new lease: if
+ * <prefix>/workers/<id> is bound to the saved lease and was last written
+ * at the saved revision (and the scope key holds our scope), put it again
+ * bound to the new lease with our holder's value (value64), raise the mark
+ * to want and read it back; else read the worker key, the mark and the
+ * scope to say why not, and (with a scope) in a nested txn do the same as
+ * on success if the only difference is that no scope is recorded,
+ * recording ours (as a claim does). The revision the key now has (the
+ * txn's) into *newrev. A key found bound to the new lease already is this
+ * txn applied once before, its answer lost (a timeout, then the next
+ * endpoint): resumed, at the key's revision, with the mark stored then.
  */
-static int reattach_txn(etcd_be *e, uint64_t rev, idm_unix_ms want, idm_unix_ms *stored)
+static int reattach_txn(etcd_be *e, int64_t saved, uint64_t rev, const char *value64,
+                        idm_unix_ms want, idm_unix_ms *stored, uint64_t *newrev)
 {
     static const char path[] = "/v3/kv/txn";
     keys64 k;
     char cmp[2 * sizeof k.key64 + 200];
-    char body[2 * sizeof k.raise + 2 * sizeof cmp + 3 * sizeof k.hwm64 + sizeof k.key64 +
-              4 * sizeof e->scope_key64 + 2 * sizeof e->scope64 + 1024];
+    char put[sizeof k.key64 + 512];
+    char body[2 * sizeof k.raise + 2 * sizeof cmp + 2 * sizeof put + 4 * sizeof k.hwm64 +
+              sizeof k.key64 + 4 * sizeof e->scope_key64 + 2 * sizeof e->scope64 + 1024];
     json_object *resp, *ops = NULL;
     bool ok = false;
     int rc = keys_of(e, e->worker, want, &k), n;
@@ -2266,94 +2328,137 @@ static int reattach_txn(etcd_be *e, uint64_t rev, idm_unix_ms want, idm_unix_ms 
         return rc;
     snprintf(cmp, sizeof cmp,
              "{\"target\":\"LEASE\",\"result\":\"EQUAL\",\"key\":\"%s\",\"lease\":\"%" PRId64
-             "\"},{\"target\":\"CREATE\",\"result\":\"EQUAL\",\"key\":\"%s\","
-             "\"create_revision\":\"%" PRIu64 "\"}",
-             k.key64, e->lease_id, k.key64, rev);
+             "\"},{\"target\":\"MOD\",\"result\":\"EQUAL\",\"key\":\"%s\","
+             "\"mod_revision\":\"%" PRIu64 "\"}",
+             k.key64, saved, k.key64, rev);
+    n = snprintf(put, sizeof put,
+                 "{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\",\"lease\":\"%" PRId64 "\"}}",
+                 k.key64, value64, e->lease_id);
+    if (n < 0 || (size_t)n >= sizeof put)
+        return idm_error_fail(IDM_EINVAL, "lease: etcd request too long");
     if (e->has_scope)
         n = snprintf(body, sizeof body,
                      "{\"compare\":[%s,{\"target\":\"VALUE\",\"result\":\"EQUAL\",\"key\":\"%s\","
                      "\"value\":\"%s\"}],"
-                     "\"success\":[%s,{\"request_range\":{\"key\":\"%s\"}}],"
+                     "\"success\":[%s,%s,{\"request_range\":{\"key\":\"%s\"}}],"
                      "\"failure\":[{\"request_range\":{\"key\":\"%s\",\"keys_only\":true}},"
-                     "{\"request_range\":{\"key\":\"%s\"}},"
+                     "{\"request_range\":{\"key\":\"%s\"}},{\"request_range\":{\"key\":\"%s\"}},"
                      "{\"request_txn\":{\"compare\":[%s,{\"target\":\"CREATE\",\"result\":"
                      "\"EQUAL\",\"key\":\"%s\",\"create_revision\":\"0\"}],"
-                     "\"success\":[{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\"}},%s,"
+                     "\"success\":[{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\"}},%s,%s,"
                      "{\"request_range\":{\"key\":\"%s\"}}]}}]}",
-                     cmp, e->scope_key64, e->scope64, k.raise, k.hwm64, k.key64, e->scope_key64,
-                     cmp, e->scope_key64, e->scope_key64, e->scope64, k.raise, k.hwm64);
+                     cmp, e->scope_key64, e->scope64, put, k.raise, k.hwm64, k.key64,
+                     e->scope_key64, k.hwm64, cmp, e->scope_key64, e->scope_key64, e->scope64,
+                     put, k.raise, k.hwm64);
     else
         n = snprintf(body, sizeof body,
-                     "{\"compare\":[%s],\"success\":[%s,{\"request_range\":{\"key\":\"%s\"}}],"
-                     "\"failure\":[{\"request_range\":{\"key\":\"%s\",\"keys_only\":true}}]}",
-                     cmp, k.raise, k.hwm64, k.key64);
+                     "{\"compare\":[%s],\"success\":[%s,%s,{\"request_range\":{\"key\":\"%s\"}}],"
+                     "\"failure\":[{\"request_range\":{\"key\":\"%s\",\"keys_only\":true}},"
+                     "{\"request_range\":{\"key\":\"%s\"}}]}",
+                     cmp, put, k.raise, k.hwm64, k.key64, k.hwm64);
     if (n < 0 || (size_t)n >= sizeof body)
         return idm_error_fail(IDM_EINVAL, "lease: etcd request too long");
     rc = call_checked(e, path, body, &resp);
+    if (rc == IDM_EIO && e->grpc_code == GRPC_NOT_FOUND)
+        return idm_error_fail(IDM_EIO, "lease: etcd: the new lease expired during the reattach");
     if (rc != 0)
         return rc;
     if (get_bool(resp, "succeeded", &ok) != 0 ||
         get_field(resp, "responses", json_type_array, &ops) != 0 || ops == NULL ||
-        json_object_array_length(ops) != (ok ? 2u : e->has_scope ? 3u : 1u))
+        json_object_array_length(ops) != (ok ? 3u : e->has_scope ? 4u : 2u))
         rc = garbage(e, path, "succeeded or responses");
     if (rc == 0 && ok) {
-        rc = check_raised_to(e, json_object_array_get_idx(ops, 1), e->worker, want, stored);
-    } else if (rc == 0 && e->has_scope) {
-        json_object *in = op_member(json_object_array_get_idx(ops, 2), "response_txn");
-        json_object *iops = NULL, *rr, *kvs = NULL, *kv = NULL;
-        bool iok = false;
-        if (in == NULL || get_bool(in, "succeeded", &iok) != 0 ||
-            get_field(in, "responses", json_type_array, &iops) != 0 ||
-            (iok && (iops == NULL || json_object_array_length(iops) != 3 ||
-                     op_member(json_object_array_get_idx(iops, 0), "response_put") == NULL)))
-            rc = garbage(e, path, "the nested txn");
-        else if (iok)
-            rc = check_raised_to(e, json_object_array_get_idx(iops, 2), e->worker, want, stored);
-        /* Refused: another scope (first, as a claim would be), else the
-         * worker key says how the claim went. */
-        if (rc == 0 && !iok) {
-            rr = op_member(json_object_array_get_idx(ops, 1), "response_range");
-            if (rr == NULL || get_field(rr, "kvs", json_type_array, &kvs) != 0 ||
-                only_kv(kvs, e->scope_key, &kv) != 0)
-                rc = garbage(e, path, "the scope's range");
-            else if (kv != NULL)
-                rc = scope_check(e, path, json_object_array_get_idx(ops, 1));
-            if (rc == 0)
-                rc = reattach_lost(e, path, json_object_array_get_idx(ops, 0), k.key, rev);
-        }
+        rc = txn_revision(e, path, resp, newrev);
+        if (rc == 0 && op_member(json_object_array_get_idx(ops, 0), "response_put") == NULL)
+            rc = garbage(e, path, "no response_put");
+        if (rc == 0)
+            rc = check_raised_to(e, json_object_array_get_idx(ops, 2), e->worker, want, stored);
     } else if (rc == 0) {
-        rc = reattach_lost(e, path, json_object_array_get_idx(ops, 0), k.key, rev);
+        json_object *in = NULL, *iops = NULL, *rr, *kvs = NULL, *kv = NULL;
+        bool iok = false;
+        key_seen s;
+        if (e->has_scope) {
+            in = op_member(json_object_array_get_idx(ops, 3), "response_txn");
+            if (in == NULL || get_bool(in, "succeeded", &iok) != 0 ||
+                get_field(in, "responses", json_type_array, &iops) != 0 ||
+                (iok && (iops == NULL || json_object_array_length(iops) != 4 ||
+                         op_member(json_object_array_get_idx(iops, 0), "response_put") == NULL ||
+                         op_member(json_object_array_get_idx(iops, 1), "response_put") == NULL)))
+                rc = garbage(e, path, "the nested txn");
+        }
+        if (rc == 0 && iok) {
+            rc = txn_revision(e, path, resp, newrev);
+            if (rc == 0)
+                rc = check_raised_to(e, json_object_array_get_idx(iops, 3), e->worker, want,
+                                     stored);
+        } else if (rc == 0) {
+            rc = key_seen_in(e, path, json_object_array_get_idx(ops, 0), k.key, &s);
+            if (rc == 0 && s.kv != NULL && s.lease == e->lease_id) {
+                /* Ours already: an earlier send of this txn went through. */
+                *newrev = (uint64_t)s.mod;
+                rc = check_raised_to(e, json_object_array_get_idx(ops, e->has_scope ? 2 : 1),
+                                     e->worker, want, stored);
+            } else if (rc == 0) {
+                /* Refused: another scope (first, as a claim would be), else
+                 * the worker key says how the claim went. */
+                if (e->has_scope) {
+                    rr = op_member(json_object_array_get_idx(ops, 1), "response_range");
+                    if (rr == NULL || get_field(rr, "kvs", json_type_array, &kvs) != 0 ||
+                        only_kv(kvs, e->scope_key, &kv) != 0)
+                        rc = garbage(e, path, "the scope's range");
+                    else if (kv != NULL)
+                        rc = scope_check(e, path, json_object_array_get_idx(ops, 1));
+                }
+                if (rc == 0)
+                    rc = reattach_lost(e, path, &s, k.key, saved, rev);
+            }
+        }
     }
     json_object_put(resp);
     return rc;
 }
 
 /*
- * Resume the claim a handle names (backend.h), in two round trips: the txn
- * above (the worker key bound to the saved lease, created at the saved
- * revision, the scope ours; the mark raised and read back), then a
- * keepalive of the saved lease (its TTL left: renewed for the TTL it was
- * granted, which the answer gives). The saved cluster id is taken as the
- * first answer's, so an answer from another cluster is a lost claim, as on
- * any handle. Only etcd saying the key is gone or not ours, the lease has no
- * TTL left, or another cluster answering is IDM_ELEASE; nothing is written
- * then, except in one race: the lease running out between the txn and the
- * keepalive, after the mark was raised (marks only rise: harmless). The key
- * keeps the value its claimant wrote (holder, TTL): the lease is that
- * claim's. open makes no round trip: a coordinator that is down shows here,
- * as IDM_EIO within the claim's budget (2/3 of the TTL, each request at
- * most TTL/6).
+ * Resume the claim a handle names (backend.h), in two round trips: a new
+ * lease granted (for the TTL asked for now; etcd may raise it), then the
+ * txn above, which moves the worker key from the saved lease to the new one
+ * if it is still bound to the saved lease and was last written at the saved
+ * revision (and the scope is ours), and raises the mark, reading it back.
+ * A saved claim so resumes once: the key's lease and revision change, so a
+ * second reattach with the same handle (a copied or snapshot-restored state
+ * directory) is refused, and a holder still alive under the saved lease
+ * finds the key bound to another lease (and written since) at its next
+ * renewal: IDM_ELEASE there. The new handle (eb_handle) names the new lease
+ * and revision, and the generation is that revision. The saved lease binds
+ * nothing from then on: it runs out by itself (or is kept alive by a
+ * holder that is about to learn its claim is lost, and then runs out).
+ *
+ * The key bound to the saved lease proves the lease was not revoked (etcd
+ * deletes a lease's keys as it revokes it), so no other claimant can have
+ * held the id since; a lease whose TTL ran out but which etcd has not
+ * revoked yet may be resumed: every holder under it has stopped by then
+ * (each stops at its renewal's send time plus the TTL, before etcd's
+ * expiry). The saved cluster id is taken as the first answer's, so an
+ * answer from another cluster is a lost claim, as on any handle. Only etcd
+ * saying the key is gone or not as saved, or another cluster answering, is
+ * IDM_ELEASE: nothing is changed then but the new lease, revoked again (a
+ * third round trip) if not from another cluster. An unknown outcome
+ * revokes it too: should the txn have gone through, its key goes with it
+ * and the saved claim is lost (a new claim follows), never held twice.
+ * open makes no round trip: a coordinator that is down shows here, as
+ * IDM_EIO within the claim's budget (2/3 of the TTL, each request at most
+ * TTL/6).
  */
 static int eb_reattach(void *be, uint32_t worker, const char *handle, int64_t ttl_ms,
                        const char *holder, const char *scope, idm_unix_ms mark,
                        idm_unix_ms *recorded, int64_t *granted_ttl_ms)
 {
     etcd_be *e = be;
-    uint64_t lease = 0, rev = 0, cluster = 0;
-    int64_t ttl_s = 0;
+    uint64_t lease = 0, rev = 0, cluster = 0, newrev = 0;
+    int64_t granted_s = 0;
     idm_unix_ms stored = 0;
+    char value64[400];
     int rc;
-    (void)holder;
     if (e->held)
         return idm_error_fail(IDM_EINVAL, "lease: this etcd handle holds a claim already");
     if (worker >= IDM_LEASE_WORKERS_MAX)
@@ -2375,23 +2480,29 @@ static int eb_reattach(void *be, uint32_t worker, const char *handle, int64_t tt
         snprintf(e->scope, sizeof e->scope, "%s", scope);
         idm__etcd_b64_str(e->scope, e->scope64);
     }
-    e->lease_id = (int64_t)lease;
+    e->lease_id = 0;
     e->worker = worker;
     if (ttl_ms > 0)
         e->ttl_ms = ttl_ms;
     begin_op(e, e->ttl_ms * 2 / 3 > 1000 ? e->ttl_ms * 2 / 3 : 1000);
-    rc = reattach_txn(e, rev, mark, &stored);
+    rc = grant(e, e->ttl_ms, &granted_s);
     if (rc == 0)
-        rc = keepalive(e, &ttl_s);
+        rc = holder_value(holder, granted_s, value64, sizeof value64);
+    if (rc == 0)
+        rc = reattach_txn(e, (int64_t)lease, rev, value64, mark, &stored, &newrev);
     if (rc != 0) {
+        if (e->lease_id != 0 && !e->foreign) {
+            begin_op(e, e->ttl_ms / 3 > 500 ? e->ttl_ms / 3 : 500);
+            rc = revoke_lease(e, rc);
+        }
         e->lease_id = 0;
         return rc;
     }
     e->held = true;
-    e->generation = rev;
-    e->ttl_ms = ttl_s * 1000;
+    e->generation = newrev;
+    e->ttl_ms = granted_s * 1000;
     *recorded = stored;
-    *granted_ttl_ms = ttl_s * 1000;
+    *granted_ttl_ms = granted_s * 1000;
     return 0;
 }
 

@@ -9,7 +9,11 @@
 #   - E12r: a holder killed with kill -9 and started again at once resumes
 #     its claim (the same worker id, no new claim, no wait for the mark);
 #     also over etcds:// (TLS, a client certificate, a user whose password
-#     is in a file that no claim file or message ever shows);
+#     is in a file that no claim file or message ever shows); and a claim
+#     resumes once: a dead holder's state directory copied and both copies
+#     started at once, the saved claim is confirmed to one (its reattach
+#     moves the worker key to a new lease), the other claims another
+#     worker id;
 #   - E2r: etcd frozen (SIGSTOP) when the holder restarts: it mints under
 #     the saved claim up to the saved deadline and stops there; past the
 #     deadline, or on another boot, it refuses; with etcd back (SIGCONT)
@@ -50,6 +54,9 @@ ctl() { ETCDCTL_API=3 etcdctl --endpoints="$EP" --command-timeout=5s "$@"; }
 
 # E12r: kill -9 and restart at once.
 fleet_resume "etcd://$EP/fleet-resume"
+
+# E12r (F6): one saved claim, two restarts (a copied state directory).
+fleet_twice "etcd://$EP/fleet-twice"
 
 # E2r (E12x): etcd frozen at the restart.
 fleet_offline "etcd://$EP/fleet-offline"

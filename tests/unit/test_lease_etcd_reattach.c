@@ -12,7 +12,13 @@
  * with SIGKILL: no release, its connections left as the kernel leaves them.
  *
  * Fault rows: E12 (kill -9 and restart at once: reattached, same worker id,
- * the mark kept, renew and release work, the id then free), E3 (its lease
+ * the mark kept, renew and release work, the id then free), F6 and E12r (a
+ * saved claim resumes once: the same handle again is refused; two copies
+ * racing, one wins; a resend of the reattach whose answer was lost is
+ * ours), H5r (a copy resumes while the holder is alive: the holder's next
+ * renewal is IDM_ELEASE, its release changes nothing, and through the lease
+ * layer its generator stops), E4r (the worker key written again by hand
+ * under a running holder: its next renewal is IDM_ELEASE), E3 (its lease
  * revoked: refused; the id claimed by another since: refused, the other
  * claim untouched), E4 (its worker key deleted: refused), E18/E19 (the
  * saved claim from another cluster than the one answering: refused), E2
@@ -24,6 +30,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -117,6 +124,15 @@ static int64_t lease_of(const char *handle)
     uint64_t l = 0;
     CHECK(sscanf(handle, "etcd:lease=%" SCNx64 ",", &l) == 1, "handle %s", handle);
     return (int64_t)l;
+}
+
+/* The revision in a handle "etcd:lease=<hex>,rev=<n>,...". */
+static uint64_t rev_of(const char *handle)
+{
+    uint64_t l = 0, r = 0;
+    CHECK(sscanf(handle, "etcd:lease=%" SCNx64 ",rev=%" SCNu64 ",", &l, &r) == 2, "handle %s",
+          handle);
+    return r;
 }
 
 /* Requests sent through a backend handle (count_posts put in): how many,
@@ -244,9 +260,10 @@ static crashed crash_holder(const idm__lease_backend *ops, const char *rest, uin
 }
 
 /* reattach on a new handle of ops/rest must fail with want (the handle is
- * closed then), in one round trip at most (the txn: no keepalive of a lease
- * not proven ours; none for a handle that does not parse); its detail must
- * hold has (if not NULL). */
+ * closed then); its detail must hold has (if not NULL). At most the grant
+ * of a new lease, the txn and the revoke of that lease (none for a handle
+ * that does not parse; the grant alone when another cluster answers it);
+ * a lease granted for a refused txn is revoked; never a keepalive. */
 static void reattach_fails(const idm__lease_backend *ops, const char *rest, uint32_t worker,
                            const char *handle, const char *scope, int want, const char *has)
 {
@@ -261,8 +278,10 @@ static void reattach_fails(const idm__lease_backend *ops, const char *rest, uint
           idm_error_detail());
     CHECK(rec == -1 && granted == -1, "outputs set on failure: %lld, %lld", LL(rec),
           LL(granted));
-    CHECK(g_posts <= (ops == &idm__lease_etcds ? 2 : 1), "%d requests: %s", g_posts, g_paths);
+    CHECK(g_posts <= (ops == &idm__lease_etcds ? 4 : 3), "%d requests: %s", g_posts, g_paths);
     CHECK(strstr(g_paths, "keepalive") == NULL, "requests: %s", g_paths);
+    CHECK(strstr(g_paths, "txn") == NULL || strstr(g_paths, "txn revoke") != NULL,
+          "a refused txn's lease not revoked: %s", g_paths);
     ops->close(be);
 }
 
@@ -386,12 +405,12 @@ static int teardown_tls(void **unused)
 
 /* --------------------------------------------------------------- tests */
 
-/* E12: killed with kill -9 and reattached at once, in two round trips (the
- * txn that proves the claim, then the keepalive that renews the lease, for
- * the TTL it was granted, not the one asked for now): the same worker id,
- * lease and generation, the mark the dead holder recorded (above the one
- * asked for) kept; renew and release work, and the id is then free for a
- * new claim, which starts at the final mark. */
+/* E12: killed with kill -9 and reattached at once, in two round trips (a
+ * new lease granted for the TTL asked for now, then the txn that proves the
+ * claim and moves the worker key to the new lease): the same worker id, a
+ * new lease, handle and (higher) generation, the mark the dead holder
+ * recorded (above the one asked for) kept; renew and release work, and the
+ * id is then free for a new claim, which starts at the final mark. */
 static void e12_reattach_after_kill(void **unused)
 {
     const idm__lease_backend *ops = &idm__lease_etcd;
@@ -414,14 +433,18 @@ static void e12_reattach_after_kill(void **unused)
     printf("  E12: reattached worker %u in %d round trips (%s)\n", (unsigned)c.worker, g_posts,
            g_paths);
     assert_int_equal(g_posts, 2);
-    assert_string_equal(g_paths, "txn keepalive");
+    assert_string_equal(g_paths, "grant txn");
     CHECK(rec >= c.mark && rec == hwm("e12r", c.worker), "recorded %lld, saved %lld, stored %lld",
           LL(rec), LL(c.mark), LL(hwm("e12r", c.worker)));
-    assert_int_equal(granted, c.granted_ms);
-    assert_int_equal(key_lease("e12r", c.worker), lease);
-    assert_int_equal(ops->generation(be), c.generation);
+    assert_int_equal(granted, 3000);
     IDM_ASSERT_OK(ops->handle(be, h, sizeof h));
-    assert_string_equal(h, c.handle);
+    CHECK(strcmp(h, c.handle) != 0, "the handle did not change: %s", h);
+    CHECK(key_lease("e12r", c.worker) == lease_of(h) && lease_of(h) != lease,
+          "the key's lease %lld, the new handle's %lld, the saved one %lld",
+          LL(key_lease("e12r", c.worker)), LL(lease_of(h)), LL(lease));
+    CHECK(ops->generation(be) > c.generation && rev_of(h) == ops->generation(be),
+          "generation %llu (saved %llu), the handle's revision %llu", ULL(ops->generation(be)),
+          ULL(c.generation), ULL(rev_of(h)));
     IDM_ASSERT_RC(ops->reattach(be, c.worker, c.handle, TTL_MS, "again", SCOPE_A, want, &rec,
                                 &granted),
                   IDM_EINVAL); /* a handle holds one claim */
@@ -677,7 +700,7 @@ static void scope_refused_or_recorded(void **unused)
     char *rest = rest_of("scoped"), *rest2 = rest_of("unscoped");
     crashed c = crash_holder(ops, rest, 4, TTL_MS, SCOPE_A);
     crashed u = crash_holder(ops, rest2, 4, TTL_MS, NULL);
-    char v[IDM_LEASE_SCOPE_MAX + 64];
+    char v[IDM_LEASE_SCOPE_MAX + 64], h[IDM_LEASE_HANDLE_MAX];
     idm_unix_ms rec = 0;
     int64_t granted = 0;
     void *be;
@@ -694,9 +717,10 @@ static void scope_refused_or_recorded(void **unused)
     be = open_be(ops, rest);
     IDM_ASSERT_OK(ops->reattach(be, c.worker, c.handle, TTL_MS, "restarted", SCOPE_A, c.mark,
                                 &rec, &granted));
+    IDM_ASSERT_OK(ops->handle(be, h, sizeof h)); /* what a restart then needs */
     ops->close(be); /* not released: reattached again below */
     be = open_be(ops, rest);
-    IDM_ASSERT_OK(ops->reattach(be, c.worker, c.handle, TTL_MS, "restarted", NULL, c.mark, &rec,
+    IDM_ASSERT_OK(ops->reattach(be, c.worker, h, TTL_MS, "restarted", NULL, c.mark, &rec,
                                 &granted));
     IDM_ASSERT_OK(ops->release(be, rec));
     ops->close(be);
@@ -718,7 +742,7 @@ static void scope_refused_or_recorded(void **unused)
 }
 
 /* E12 over etcds:// (TLS, a client certificate, etcd authentication): the
- * same reattach, one more round trip for the token. */
+ * same reattach, one more round trip for the token; E12r: once. */
 static void e12_reattach_over_tls(void **unused)
 {
     const idm__lease_backend *ops = &idm__lease_etcds;
@@ -741,11 +765,16 @@ static void e12_reattach_over_tls(void **unused)
     printf("  etcds: reattached worker %u in %d round trips (%s)\n", (unsigned)c.worker, g_posts,
            g_paths);
     assert_int_equal(g_posts, 3);
-    assert_string_equal(g_paths, "authenticate txn keepalive");
+    assert_string_equal(g_paths, "authenticate grant txn");
     assert_true(rec >= c.mark);
-    assert_int_equal(granted, c.granted_ms);
+    assert_int_equal(granted, TTL_MS);
     IDM_ASSERT_OK(ops->handle(be, h, sizeof h));
-    assert_string_equal(h, c.handle);
+    CHECK(strcmp(h, c.handle) != 0 && rev_of(h) == ops->generation(be) &&
+              rev_of(h) > c.generation,
+          "handle %s after %s, generation %llu", h, c.handle, ULL(ops->generation(be)));
+    /* Resumed once: the saved handle again is refused (and leaves no
+     * lease behind). */
+    reattach_fails(ops, rest, c.worker, c.handle, SCOPE_A, IDM_ELEASE, "resumed again");
     fin = rec + 1;
     IDM_ASSERT_OK(ops->renew(be, fin, &granted));
     IDM_ASSERT_OK(ops->release(be, fin));
@@ -762,6 +791,295 @@ static void e12_reattach_over_tls(void **unused)
     reattach_fails(ops, rest, c.worker, c.handle, SCOPE_A, IDM_ELEASE, "is gone");
 }
 
+/* F6, E12r: one saved claim resumed twice (a state directory copied, or
+ * restored from a snapshot twice): the first reattach gets it; the same
+ * handle again is IDM_ELEASE ("resumed again"), nothing changed but a lease
+ * granted and revoked again; the first goes on renewing, and its release
+ * frees the id. Then copies racing: two processes reattaching the same
+ * handle at once, one wins, every round. */
+static void e12r_same_handle_twice(void **unused)
+{
+    const idm__lease_backend *ops = &idm__lease_etcd;
+    char *rest = rest_of("twice");
+    char h[IDM_LEASE_HANDLE_MAX];
+    crashed c = crash_holder(ops, rest, 4, TTL_MS, NULL);
+    idm_unix_ms rec = 0;
+    int64_t granted = 0;
+    uint64_t gen;
+    void *be;
+    kept k;
+    (void)unused;
+    be = open_be(ops, rest);
+    IDM_ASSERT_OK(ops->reattach(be, c.worker, c.handle, TTL_MS, "first copy", NULL, c.mark, &rec,
+                                &granted));
+    IDM_ASSERT_OK(ops->handle(be, h, sizeof h));
+    gen = ops->generation(be);
+    k = kept_now("twice", c.worker);
+    assert_int_equal(k.lease, lease_of(h));
+    reattach_fails(ops, rest, c.worker, c.handle, NULL, IDM_ELEASE, "resumed again");
+    printf("  F6: the same handle again: %s\n", idm_error_detail());
+    kept_same("twice", c.worker, k);
+    /* The first copy's claim is untouched: it renews, as it was. */
+    IDM_ASSERT_OK(ops->renew(be, rec + 100, &granted));
+    assert_int_equal(hwm("twice", c.worker), rec + 100);
+    assert_int_equal(ops->generation(be), gen);
+    IDM_ASSERT_OK(ops->release(be, rec + 100));
+    assert_int_equal(key_lease("twice", c.worker), 0);
+    ops->close(be);
+    reattach_fails(ops, rest, c.worker, c.handle, NULL, IDM_ELEASE, "is gone");
+    reattach_fails(ops, rest, c.worker, h, NULL, IDM_ELEASE, "is gone");
+
+    /* Racing copies, in processes of their own: one winner a round. */
+    for (int round = 0; round < 4; round++) {
+        crashed r = crash_holder(ops, rest, 4, TTL_MS, round % 2 ? SCOPE_A : NULL);
+        pid_t pid[2];
+        int won = 0, lost = 0;
+        fflush(NULL);
+        for (int i = 0; i < 2; i++) {
+            pid[i] = fork();
+            assert_true(pid[i] >= 0);
+            if (pid[i] == 0) {
+                void *b;
+                idm_lease_opts o;
+                int rc;
+                alarm(60);
+                idm_lease_opts_init(&o);
+                o.ttl_ms = TTL_MS;
+                rc = ops->open(&b, rest, &o);
+                if (rc == 0)
+                    rc = ops->reattach(b, r.worker, r.handle, TTL_MS, "racer",
+                                       round % 2 ? SCOPE_A : NULL, r.mark, &rec, &granted);
+                _exit(rc == 0 ? 0 : rc == IDM_ELEASE ? 1 : 2);
+            }
+        }
+        for (int i = 0; i < 2; i++) {
+            int st = 0;
+            assert_int_equal(waitpid(pid[i], &st, 0), pid[i]);
+            CHECK(WIFEXITED(st) && WEXITSTATUS(st) < 2, "racer %d: status %d", i, st);
+            won += WEXITSTATUS(st) == 0;
+            lost += WEXITSTATUS(st) == 1;
+        }
+        CHECK(won == 1 && lost == 1, "round %d: %d won, %d refused", round, won, lost);
+        /* The winner died holding it: its lease binds the key now. */
+        CHECK(key_lease("twice", r.worker) != 0 &&
+                  key_lease("twice", r.worker) != lease_of(r.handle),
+              "round %d: the key's lease %lld", round, LL(key_lease("twice", r.worker)));
+        assert_int_equal(run(ETCDCTL "%s del /idmint/twice/workers/%u > /dev/null", g_eps,
+                             (unsigned)r.worker),
+                         0);
+    }
+    printf("  F6: 4 races of two copies, one winner each\n");
+    free(rest);
+}
+
+/* What a lease's on_renew hook was given last. */
+typedef struct keep {
+    pthread_mutex_t mu;
+    idm_lease_saved sv;
+    int n;
+} keep;
+
+static int keep_saved(void *ctx, const idm_lease_saved *sv)
+{
+    keep *k = ctx;
+    pthread_mutex_lock(&k->mu);
+    k->sv = *sv;
+    k->n++;
+    pthread_mutex_unlock(&k->mu);
+    return 0;
+}
+
+static void keep_get(keep *k, idm_lease_saved *sv)
+{
+    pthread_mutex_lock(&k->mu);
+    CHECK(k->n > 0 && k->sv.handle[0] != '\0', "no saved claim");
+    *sv = k->sv;
+    pthread_mutex_unlock(&k->mu);
+}
+
+/* H5r: a copy resumes while the holder that saved the handle is alive. On
+ * the backend: the copy gets the claim, its mark at least the holder's
+ * last; the holder's next renewal is IDM_ELEASE (the key bound to another
+ * lease) and writes nothing, its release changes nothing (the copy's key,
+ * lease and mark stay) and the copy renews on. Through the lease layer: a
+ * holder minting under a lease whose saved claim a copy resumes
+ * (idm_lease_resume, confirmed) learns at its next renewal that the claim
+ * is lost and its generator refuses from then on; the copy's saved claim
+ * names its own lease and a higher generation (the one a later restart
+ * needs), and it mints. */
+static void h5r_original_alive_loses(void **unused)
+{
+    const idm__lease_backend *ops = &idm__lease_etcd;
+    char *rest = rest_of("alive"), *url;
+    char ho[IDM_LEASE_HANDLE_MAX];
+    void *orig, *copy;
+    uint32_t worker = UINT32_MAX;
+    idm_unix_ms prev = 0, rec = 0, m1;
+    int64_t granted = 0;
+    keep k = {PTHREAD_MUTEX_INITIALIZER, {0}, 0}, k2 = {PTHREAD_MUTEX_INITIALIZER, {0}, 0};
+    idm_lease_saved sv, sv2;
+    idm_lease_opts o, o2;
+    idm_lease *l, *l2;
+    idm_lease_status st;
+    idm_layout *layout;
+    idm_snowflake *g, *g2;
+    idm_test_idvec iv = {0};
+    uint64_t id;
+    bool offline = true;
+    kept kc;
+    (void)unused;
+    orig = open_be(ops, rest);
+    IDM_ASSERT_OK(ops->claim(orig, 1, TTL_MS, "holder", SCOPE_A, leasetest_wall_ms() + TTL_MS,
+                             &worker, &prev, &rec, &granted));
+    m1 = leasetest_wall_ms() + TTL_MS + 1000;
+    IDM_ASSERT_OK(ops->renew(orig, m1, &granted));
+    IDM_ASSERT_OK(ops->handle(orig, ho, sizeof ho));
+    copy = open_be(ops, rest);
+    IDM_ASSERT_OK(ops->reattach(copy, worker, ho, TTL_MS, "copy", SCOPE_A,
+                                leasetest_wall_ms() + TTL_MS, &rec, &granted));
+    CHECK(rec >= m1, "the copy's mark %lld is below the holder's %lld", LL(rec), LL(m1));
+    CHECK(ops->generation(copy) > ops->generation(orig), "generations: copy %llu, holder %llu",
+          ULL(ops->generation(copy)), ULL(ops->generation(orig)));
+    kc = kept_now("alive", worker);
+    IDM_ASSERT_RC(ops->renew(orig, m1 + 100, &granted), IDM_ELEASE);
+    printf("  H5r: the holder's renewal: %s\n", idm_error_detail());
+    kept_same("alive", worker, kc);
+    (void)ops->release(orig, m1 - 1000);
+    ops->close(orig);
+    kept_same("alive", worker, kc);
+    IDM_ASSERT_OK(ops->renew(copy, rec + 1, &granted));
+    IDM_ASSERT_OK(ops->release(copy, rec + 1));
+    ops->close(copy);
+    assert_int_equal(key_lease("alive", worker), 0);
+
+    /* The lease layer (another prefix: worker id 0 of this one has a mark
+     * ahead of the clock now). */
+    url = leasetest_url_for("etcd", g_eps, "alive-lease");
+    IDM_ASSERT_OK(idm_layout_preset(&layout, "twitter"));
+    leasetest_opts(&o, url, 1, SHORT_TTL_MS);
+    o.on_renew = keep_saved;
+    o.hook_ctx = &k;
+    g = leasetest_claim(&l, &o, layout);
+    leasetest_mint_n(g, &iv, 100);
+    keep_get(&k, &sv);
+    o2 = o;
+    o2.hook_ctx = &k2;
+    IDM_ASSERT_OK(idm_lease_resume(&l2, &o2, &sv, &offline));
+    assert_false(offline);
+    g2 = leasetest_gen(layout, l2, NULL);
+    IDM_ASSERT_OK(idm_lease_attach(l2, g2));
+    keep_get(&k2, &sv2);
+    CHECK(strcmp(sv2.handle, sv.handle) != 0 && sv2.generation > sv.generation &&
+              sv2.generation == idm_lease_generation(l2) && sv2.worker == sv.worker,
+          "saved after the resume: worker %u, generation %llu, handle %s (before: %llu, %s)",
+          (unsigned)sv2.worker, ULL(sv2.generation), sv2.handle, ULL(sv.generation), sv.handle);
+    leasetest_wait_status(l, &st, true, 0);
+    CHECK(st.lost && st.last_error == IDM_ELEASE, "the holder's lease: lost %d, last error %s",
+          (int)st.lost, idm_err_name(st.last_error));
+    IDM_ASSERT_RC(idm_snowflake_next(g, &id), IDM_ELEASE);
+    CHECK(sv2.mark_ms >= st.mark_ms, "the copy's mark %lld is below the holder's %lld",
+          LL(sv2.mark_ms), LL(st.mark_ms));
+    IDM_ASSERT_OK(idm_lease_close(l));
+    idm_snowflake_close(g);
+    IDM_ASSERT_OK(idm_snowflake_next(g2, &id));
+    leasetest_wait_status(l2, &st, false, st.renewals + 1);
+    IDM_ASSERT_OK(idm_lease_close(l2));
+    idm_snowflake_close(g2);
+    idm_test_idvec_free(&iv);
+    idm_layout_free(layout);
+    free(url);
+    free(rest);
+}
+
+/* The reattach's answer lost after etcd applied it (a timeout, say), the
+ * same txn sent again to the next endpoint: the key is bound to the new
+ * lease already, which only this reattach knows: resumed (not "resumed
+ * again"), at the key's revision, which the renewals then guard on. Both
+ * shapes of the txn: the scope recorded (compared), and recorded by this
+ * reattach (the nested txn). */
+static int g_lose_txn; /* reattach txns whose answers are yet to be lost */
+
+static int lossy_post(void *be, const char *url, const char *body, long timeout_ms, long *status)
+{
+    int r = counting_post(be, url, body, timeout_ms, status);
+    if (r == 0 && g_lose_txn > 0 && strstr(url, "/v3/kv/txn") != NULL &&
+        strstr(body, "\"MOD\"") != NULL && strstr(body, "\"request_put\"") != NULL) {
+        g_lose_txn--;
+        idm__etcd_transport_error(be, "the answer was lost (a test's stand-in)");
+        return -1;
+    }
+    return r;
+}
+
+static void e12r_answer_lost_resent(void **unused)
+{
+    const idm__lease_backend *ops = &idm__lease_etcd;
+    (void)unused;
+    for (int scoped = 0; scoped < 2; scoped++) {
+        const char *name = scoped ? "lost-scoped" : "lost-unscoped";
+        char *rest = rest_of(name), twice[2 * sizeof g_eps + 64], h[IDM_LEASE_HANDLE_MAX];
+        crashed c = crash_holder(ops, rest, 4, TTL_MS, scoped ? SCOPE_A : NULL);
+        idm_unix_ms rec = 0;
+        int64_t granted = 0;
+        void *be;
+        /* The one server, named twice: the second name is the next
+         * endpoint. */
+        snprintf(twice, sizeof twice, "%s,%s/idmint/%s", g_eps, g_eps, name);
+        be = open_be(ops, twice);
+        count_posts(be);
+        idm__etcd_set_post(be, lossy_post);
+        g_lose_txn = 1;
+        IDM_ASSERT_OK(ops->reattach(be, c.worker, c.handle, TTL_MS, "restarted", SCOPE_A, c.mark,
+                                    &rec, &granted));
+        assert_int_equal(g_lose_txn, 0);
+        assert_string_equal(g_paths, "grant txn txn");
+        IDM_ASSERT_OK(ops->handle(be, h, sizeof h));
+        CHECK(key_lease(name, c.worker) == lease_of(h) && lease_of(h) != lease_of(c.handle),
+              "%s: the key's lease %lld, the handle %s", name, LL(key_lease(name, c.worker)), h);
+        CHECK(rec >= c.mark && rec == hwm(name, c.worker), "%s: recorded %lld, stored %lld",
+              name, LL(rec), LL(hwm(name, c.worker)));
+        assert_true(ops->generation(be) > c.generation);
+        IDM_ASSERT_OK(ops->renew(be, rec + 10, &granted)); /* guarded on that revision */
+        IDM_ASSERT_OK(ops->release(be, rec + 10));
+        assert_int_equal(key_lease(name, c.worker), 0);
+        ops->close(be);
+        free(rest);
+    }
+    printf("  E12r: a resent reattach whose first answer was lost: resumed\n");
+}
+
+/* E4r under a running holder: its worker key written again by hand, on the
+ * holder's own lease (as a resume elsewhere would, on a lease of its own):
+ * the next renewal is IDM_ELEASE (the renewals are guarded on the key's
+ * revision as of the claim, not on its lease alone), the mark untouched. */
+static void e4_rewritten_under_holder(void **unused)
+{
+    const idm__lease_backend *ops = &idm__lease_etcd;
+    char *rest = rest_of("rewritten");
+    char h[IDM_LEASE_HANDLE_MAX];
+    uint32_t worker = UINT32_MAX;
+    idm_unix_ms prev = 0, rec = 0;
+    int64_t granted = 0;
+    void *be = open_be(ops, rest);
+    kept k;
+    (void)unused;
+    IDM_ASSERT_OK(ops->claim(be, 1, TTL_MS, "holder", NULL, leasetest_wall_ms() + TTL_MS, &worker,
+                             &prev, &rec, &granted));
+    IDM_ASSERT_OK(ops->renew(be, rec + 10, &granted));
+    IDM_ASSERT_OK(ops->handle(be, h, sizeof h));
+    assert_int_equal(run(ETCDCTL "%s put --lease=%llx /idmint/rewritten/workers/%u by-hand "
+                                 "> /dev/null",
+                         g_eps, ULL(lease_of(h)), (unsigned)worker),
+                     0);
+    k = kept_now("rewritten", worker);
+    assert_int_equal(k.lease, lease_of(h));
+    IDM_ASSERT_RC(ops->renew(be, rec + 20, &granted), IDM_ELEASE);
+    kept_same("rewritten", worker, k);
+    assert_int_equal(k.mark, rec + 10);
+    ops->close(be);
+    free(rest);
+}
+
 int main(void)
 {
     const struct CMUnitTest plain[] = {
@@ -772,6 +1090,10 @@ int main(void)
         cmocka_unit_test(scope_refused_or_recorded),
         cmocka_unit_test(e2_coordinator_down_not_lost),
         cmocka_unit_test(e12_expired_lease_refused),
+        cmocka_unit_test(e12r_same_handle_twice),
+        cmocka_unit_test(h5r_original_alive_loses),
+        cmocka_unit_test(e12r_answer_lost_resent),
+        cmocka_unit_test(e4_rewritten_under_holder),
     };
     const struct CMUnitTest tls[] = {
         cmocka_unit_test(e12_reattach_over_tls),
