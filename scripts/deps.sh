@@ -18,6 +18,7 @@ want=(cmake make gcc libc6-dev pkg-config libcmocka-dev python3
       libmicrohttpd-dev curl           # idmintd, and its black-box tests
       libsystemd-dev                   # idmintd's sd_notify (Type=notify)
       systemd                          # systemd-analyze verify of the unit
+      man-db                           # ... which runs man for Documentation=
       etcd-server etcd-client          # etcd servers the lease tests start
       libzookeeper-mt-dev              # the zk:// lease backend
       zookeeper libslf4j-java          # ZooKeeper servers the lease tests start

@@ -30,7 +30,7 @@ set -u
 exec 3>&2
 FAIL_FD=3
 SHOW_ERR=600
-IDMD_NEEDS="cmake systemd-analyze timeout"
+IDMD_NEEDS="cmake systemd-analyze man timeout"
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 # shellcheck source=lib_idmintd.sh
