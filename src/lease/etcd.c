@@ -1709,6 +1709,18 @@ static int claim_failed(etcd_be *e, const char *path, json_object *ops, uint32_t
     return rc;
 }
 
+/* The revision of a txn that wrote: its header's. */
+static int txn_revision(etcd_be *e, const char *path, json_object *resp, uint64_t *rev)
+{
+    json_object *h = NULL;
+    int64_t r = 0;
+    if (get_field(resp, "header", json_type_object, &h) != 0 || h == NULL ||
+        get_i64(h, "revision", &r, NULL) != 0 || r <= 0)
+        return garbage(e, path, "the header's revision");
+    *rev = (uint64_t)r;
+    return 0;
+}
+
 /*
  * One claim attempt on id, in one txn (see the comment at the top), raising
  * the mark to want: *won with the previous mark, or not won (a race lost).
@@ -1763,14 +1775,8 @@ static int try_claim(etcd_be *e, uint32_t id, const char *value64, idm_unix_ms w
         json_object_array_length(ops) != (ok ? 4u : e->has_scope ? 3u : 2u))
         rc = garbage(e, path, "succeeded or responses");
     if (rc == 0 && ok) {
-        json_object *h = NULL;
-        int64_t rev = 0;
         /* The txn's revision is the one that created the key. */
-        if (get_field(resp, "header", json_type_object, &h) != 0 ||
-            get_i64(h, "revision", &rev, NULL) != 0 || rev <= 0)
-            rc = garbage(e, path, "the header's revision");
-        else
-            e->generation = (uint64_t)rev;
+        rc = txn_revision(e, path, resp, &e->generation);
         if (rc == 0 && op_member(json_object_array_get_idx(ops, 1), "response_put") == NULL)
             rc = garbage(e, path, "no response_put");
         if (rc == 0)
@@ -2285,18 +2291,6 @@ static int reattach_lost(etcd_be *e, const char *path, const key_seen *s, const 
                               "%" PRId64 ", not %" PRIu64 "): the saved claim is lost",
                               key, s->mod, rev);
     return garbage(e, path, "a failed compare of a key that is as it compared");
-}
-
-/* The revision of a txn that wrote: its header's. */
-static int txn_revision(etcd_be *e, const char *path, json_object *resp, uint64_t *rev)
-{
-    json_object *h = NULL;
-    int64_t r = 0;
-    if (get_field(resp, "header", json_type_object, &h) != 0 || h == NULL ||
-        get_i64(h, "revision", &r, NULL) != 0 || r <= 0)
-        return garbage(e, path, "the header's revision");
-    *rev = (uint64_t)r;
-    return 0;
 }
 
 /*

@@ -690,6 +690,20 @@ static void *supervisor(void *arg)
     return NULL;
 }
 
+/* Ask the supervisor for a worker change away from s (refused for the
+ * clock), unless one is under way, s is no longer current, or the last
+ * try failed less than ttl/3 ago. Called with mu held. */
+static void want_change_locked(idm_leased *lg, slot *s)
+{
+    if (atomic_load(&lg->cur) != s || lg->want_change || lg->switching ||
+        idm__mono_ns() < lg->change_after_ns)
+        return;
+    lg->want_change = true;
+    lg->switching = true;
+    lg->switch_start_ns = idm__mono_ns();
+    pthread_cond_signal(&lg->cv);
+}
+
 /* A mint on s met rc: start a change for a clock step (change-worker), and
  * wait for a switch in progress. true: try again on the new slot. */
 static bool after_refusal(idm_leased *lg, slot *s, int rc)
@@ -699,13 +713,8 @@ static bool after_refusal(idm_leased *lg, slot *s, int rc)
     if (rc != IDM_ELEASE && !(rc == IDM_ECLOCKBACK && lg->change_worker))
         return false;
     pthread_mutex_lock(&lg->mu);
-    if (rc == IDM_ECLOCKBACK && lg->change_worker && atomic_load(&lg->cur) == s &&
-        !lg->want_change && !lg->switching && idm__mono_ns() >= lg->change_after_ns) {
-        lg->want_change = true;
-        lg->switching = true;
-        lg->switch_start_ns = idm__mono_ns();
-        pthread_cond_signal(&lg->cv);
-    }
+    if (rc == IDM_ECLOCKBACK && lg->change_worker)
+        want_change_locked(lg, s);
     if (lg->switching && wait_ms > 0) {
         uint64_t seen = lg->switches_done;
         int64_t until = idm__mono_ns() + wait_ms * NS_PER_MS;
@@ -747,13 +756,7 @@ int idm_leased_check(idm_leased *lg)
         char detail[256];
         snprintf(detail, sizeof detail, "%s", idm_error_detail());
         pthread_mutex_lock(&lg->mu);
-        if (atomic_load(&lg->cur) == s && !lg->want_change && !lg->switching &&
-            idm__mono_ns() >= lg->change_after_ns) {
-            lg->want_change = true;
-            lg->switching = true;
-            lg->switch_start_ns = idm__mono_ns();
-            pthread_cond_signal(&lg->cv);
-        }
+        want_change_locked(lg, s);
         pthread_mutex_unlock(&lg->mu);
         return idm_error_fail(rc, "%s", detail);
     }
