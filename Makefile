@@ -7,6 +7,10 @@
 #                without the optional backends, under ASan+UBSan, under
 #                TSan, and the fuzz targets
 #   make bench   build optimised and run the benchmarks (never fails on speed)
+#   make soak    the whole-system fault suite, long: a fleet under a nemesis
+#                for SOAK_SECONDS (and at least SOAK_FAULTS faults), seeded
+#                by SOAK_SEED, at least SOAK_IDS ids checked; the checker's
+#                report goes to SOAK_REPORT
 #   make install build and install the libraries (idmint, idmint_lease,
 #                idmint_segment), headers, .pc files, idmint, idmintd, man
 
@@ -14,8 +18,14 @@ BUILD    ?= build
 JOBS     ?= $(shell nproc 2>/dev/null || echo 2)
 PREFIX   ?= /usr/local
 CMAKE_FLAGS ?=
+SOAK_SEED    ?= 1
+SOAK_SECONDS ?= 900
+SOAK_FAULTS  ?= 200
+SOAK_IDS     ?= 100000000
+SOAK_RATE    ?= 15000
+SOAK_REPORT  ?= soak-report.txt
 
-.PHONY: all deps build run test test-plain test-asan test-tsan bench install clean
+.PHONY: all deps build run test test-plain test-asan test-tsan bench soak install clean
 
 all: build
 
@@ -39,6 +49,13 @@ bench: deps
 	@cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DIDM_TESTS=OFF >/dev/null
 	@cmake --build build-release -j $(JOBS)
 	@bash bench/run.sh build-release
+
+soak: deps
+	@cmake -S . -B build-plain -DCMAKE_BUILD_TYPE=Release -DIDM_BENCH=OFF >/dev/null
+	@cmake --build build-plain -j $(JOBS) >build-plain/build.log 2>&1 || { cat build-plain/build.log; exit 1; }
+	@python3 tests/system/fleet.py --build build-plain --seed $(SOAK_SEED) \
+	  --seconds $(SOAK_SECONDS) --min-faults $(SOAK_FAULTS) --min-ids $(SOAK_IDS) \
+	  --rate $(SOAK_RATE) --report $(SOAK_REPORT)
 
 install: build
 	@cmake --install $(BUILD)
