@@ -391,6 +391,7 @@ int idm_lease_resume(idm_lease **out, const idm_lease_opts *opts, const idm_leas
 {
     idm_lease *l;
     idm_mono_ns send_mono, now_mono;
+    idm_wall_ns now_wall;
     idm_wall_ns send_wall;
     idm_unix_ms mark, recorded = 0;
     int64_t ttl, t0;
@@ -475,14 +476,18 @@ int idm_lease_resume(idm_lease **out, const idm_lease_opts *opts, const idm_leas
                               "worker id %u is from another boot",
                               (unsigned)saved->worker);
     }
-    if (now_mono >= saved->mono_deadline ||
-        l->clock->wall_ns(l->clock->ctx) >= saved->wall_deadline) {
+    now_wall = l->clock->wall_ns(l->clock->ctx);
+    if (now_mono >= saved->mono_deadline || now_wall >= saved->wall_deadline) {
+        /* Whichever passed: a claim saved in another time namespace has its
+         * monotonic deadline on another clock (FAULTS C14). */
+        int64_t ago = now_mono - saved->mono_deadline;
+        if (now_wall - saved->wall_deadline > ago)
+            ago = now_wall - saved->wall_deadline;
         lease_free(l);
         return idm_error_fail(IDM_ELEASE,
                               "lease: the coordinator cannot be reached and the saved claim of "
                               "worker id %u ran out %lld ms ago",
-                              (unsigned)saved->worker,
-                              (long long)((now_mono - saved->mono_deadline) / NS_PER_MS));
+                              (unsigned)saved->worker, (long long)(ago / NS_PER_MS));
     }
     l->recorded = saved->mark_ms;
     l->prev_mark = 0;

@@ -19,6 +19,11 @@
 #     deadline, or on another boot, it refuses; with etcd back (SIGCONT)
 #     before the deadline, it reattaches and mints on past it; E12x: once
 #     etcd is back, the claim that ran out meanwhile is not resumed;
+#   - C14: a holder in a time namespace (its monotonic clock 100 days
+#     ahead) mints ids of the wall clock's time and renews; killed there
+#     with etcd frozen, it is not resumed outside the namespace once the
+#     saved wall deadline passed, though the saved monotonic one looks
+#     100 days away;
 #   - E4 then E3: the worker key deleted (`etcdctl del`), then the lease
 #     revoked (`etcdctl lease revoke`) under a running holder: each time it
 #     logs the loss and re-claims another worker id, mints on under it, and
@@ -60,6 +65,45 @@ fleet_twice "etcd://$EP/fleet-twice"
 
 # E2r (E12x): etcd frozen at the restart.
 fleet_offline "etcd://$EP/fleet-offline"
+
+# C14: a holder in a time namespace (unshare --time, in a user namespace of
+# its own: no privilege needed) whose monotonic and boot clocks are 100 days
+# ahead of the machine's. Its ids carry the wall clock's time and it keeps
+# its lease (renewed on the offset clock). Killed there with etcd frozen, and
+# started again outside the namespace after the lease's TTL: the saved
+# monotonic deadline, read on another clock, looks 100 days away; the saved
+# wall deadline has passed, and the saved claim is not resumed: refused.
+c14_timens() {
+    local url="etcd://$EP/fleet-timens" real=$BIN t0 t1 range lo hi up
+    up=$(unshare --user --map-root-user --time --monotonic 8640000 --boottime 8640000 \
+        cat /proc/uptime 2>&1)
+    check "C14: a time namespace moves the boot clock 100 days ($up)" \
+        test "${up%%.*}" -ge 8640000
+    printf '#!/bin/sh\nexec unshare --fork --kill-child=KILL --user --map-root-user --time %s "%s" "$@"\n' \
+        "--monotonic 8640000 --boottime 8640000" "$real" >"$T/idmint-timens"
+    chmod +x "$T/idmint-timens"
+    export IDMINT_STATE_DIR=$T/state-timens
+    t0=$(now_ms)
+    BIN=$T/idmint-timens
+    offline_kill "$url" ta
+    BIN=$real
+    t1=$(now_ms)
+    sleep 0.3 # the killed namespace's child follows its parent (--kill-child)
+    range=$(ms_range "$T/ta.out")
+    lo=${range% *}
+    hi=${range#* }
+    check "C14: the namespace's ids carry the wall clock's time ($lo..$hi within $t0..$t1)" \
+        test "${lo:-0}" -ge "$t0" -a "${hi:-99999999999999}" -le "$t1"
+    while [ "$(now_ms)" -le "$SAVED_DL" ]; do sleep 0.1; done
+    frun_fg "$url" -n 5
+    check "C14: restarted outside the namespace past the wall deadline: refused, no id; $(show)" \
+        test "$RC" -ne 0 -a ! -s "$T/out"
+    check "C14: the saved claim was not resumed: it ran out (a while ago, not ahead); $(show)" \
+        said_re "$T/err" \
+        "the saved claim of worker id $SAVED_W was not resumed: .*ran out [0-9]* ms ago; claiming anew"
+    coord_start
+}
+c14_timens
 
 # E4: the worker key deleted by hand (the lease lives on).
 e4_del() { ctl del "/fleet-loss/workers/$1" >/dev/null; }
