@@ -94,7 +94,10 @@ typedef struct idm_leased_opts {
     bool reclaim;          /* claim another worker id after a loss */
     int64_t switch_wait_ms; /* how long a mint waits for a re-claim or a
                                change in progress; < 0: ttl/2 */
-    unsigned max_tries;    /* claims tried for a usable worker id; 0: 8 */
+    unsigned max_tries;    /* claims of ids this process never held tried
+                              for a usable worker id (those it held are
+                              skipped without counting; at most 64 claims
+                              held at once); 0: 8 */
     /* One line (no newline) for each thing that happens: the claim, a
      * resume, a loss, a re-claim, a change, a failure of one. Called from
      * the opener's thread or the supervisor's; never while a lock of the

@@ -464,34 +464,43 @@ static int slot_start(idm_leased *lg, slot *s, idm_unix_ms mark, bool resumed)
     return 0;
 }
 
+/* The most claims held at once while looking for a usable worker id. */
+#define CLAIMS_HELD_MAX 64
+
 /* Claim a worker id for reason: one whose mark is behind the clock and that
- * this process never held, among at most max_tries claims (the others held
- * meanwhile, then released untouched). For a change none such is a failure
- * (IDM_ECLOCKBACK); otherwise the one with the lowest mark is kept and its
- * mark waited out. The slot's lease is open on success, its mark in *mark. */
+ * this process never held, among at most max_tries claims of ids it never
+ * held (the others held meanwhile, then released untouched). The ids it
+ * held before do not count: coordinators hand out the lowest free id, and
+ * after many losses those come first at every re-claim; counted, they would
+ * use up the tries and the process would never mint again (the fault suite
+ * found that). At most CLAIMS_HELD_MAX claims in all. For a change none
+ * such is a failure (IDM_ECLOCKBACK); otherwise the one with the lowest
+ * mark is kept and its mark waited out. The slot's lease is open on
+ * success, its mark in *mark. */
 static int claim_usable(idm_leased *lg, slot *s, enum reason why, idm_unix_ms *mark)
 {
-    idm_lease *held[64];
+    idm_lease *held[CLAIMS_HELD_MAX];
     unsigned nheld = 0, tries = lg->o.max_tries != 0 ? lg->o.max_tries : 8;
     idm_lease *pick = NULL;
     idm_lease_opts lo = slot_lease_opts(lg, s);
     int rc = 0;
-    if (tries > 64)
-        tries = 64;
-    for (unsigned t = 0; t < tries; t++) {
+    for (unsigned t = 0; t < tries && nheld < CLAIMS_HELD_MAX;) {
         idm_lease *l;
+        bool before;
         rc = idm_lease_open(&l, &lo);
         if (rc != 0)
             break;
         /* A first claim takes the id the coordinator hands out, as a
          * plain claim does, and waits out its mark below; a switch wants
          * one it can mint under at once. */
-        if (why == R_FIRST ||
-            (idm_lease_mark(l) < now_ms(lg) && !held_before(lg, idm_lease_worker(l)))) {
+        before = why != R_FIRST && held_before(lg, idm_lease_worker(l));
+        if (why == R_FIRST || (idm_lease_mark(l) < now_ms(lg) && !before)) {
             pick = l;
             break;
         }
         held[nheld++] = l;
+        if (!before)
+            t++;
     }
     if (pick == NULL && why != R_CHANGE && nheld > 0 && rc != IDM_EINVAL) {
         /* None behind the clock: the lowest mark, waited out, as a plain

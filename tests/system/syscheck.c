@@ -98,6 +98,7 @@ typedef struct fault {
     char *target, *affected, *detail;
     size_t naffected;
     int64_t recovery_ns; /* the largest over the affected processes */
+    size_t slow_proc;    /* the process it was measured on */
     bool unrecovered;   /* an affected process never minted after T_END */
 } fault;
 
@@ -106,6 +107,7 @@ typedef struct fkind {
     size_t faults, unaffected, unrecovered;
     int64_t *rec_ns; /* recovery times of the faults that recovered */
     size_t nrec;
+    size_t slowest;  /* the fault of the largest recovery time (if nrec) */
 } fkind;
 
 /* A fault's question to one affected process: its first t_recv >= T_END. */
@@ -566,8 +568,10 @@ static void settle_recovery(void)
             fault *f = &g.faults[p->q[k].fault];
             if (best == INT64_MAX)
                 f->unrecovered = true;
-            else if (best - p->q[k].t_end > f->recovery_ns)
+            else if (best - p->q[k].t_end > f->recovery_ns) {
                 f->recovery_ns = best - p->q[k].t_end;
+                f->slow_proc = i;
+            }
         }
     }
     for (size_t fi = 0; fi < g.nfaults; fi++) {
@@ -581,6 +585,8 @@ static void settle_recovery(void)
             k->rec_ns = realloc(k->rec_ns, (k->nrec + 1) * sizeof *k->rec_ns);
             if (k->rec_ns == NULL)
                 out_of_memory();
+            if (k->nrec == 0 || f->recovery_ns > g.faults[k->slowest].recovery_ns)
+                k->slowest = fi;
             k->rec_ns[k->nrec++] = f->recovery_ns;
         }
     }
@@ -1524,6 +1530,13 @@ static void text_report(FILE *out)
             fputs(" - - -", out);
         }
         fprintf(out, ", not recovered %zu, unaffected %zu\n", k->unrecovered, k->unaffected);
+        if (k->nrec != 0) {
+            const fault *sf = &g.faults[k->slowest];
+            char r0[REL_MAX], r1[REL_MAX];
+            fprintf(out, "    slowest: %s, after the fault on %s from %s to %s s\n",
+                    g.procs[sf->slow_proc].name, sf->target, rel_s(sf->t_start, false, r0),
+                    rel_s(sf->t_end, false, r1));
+        }
     }
     text_details(out);
     fprintf(out, "result: %s\n", failed() ? "FAIL" : "PASS");

@@ -226,6 +226,62 @@ static void test_loss_reclaims(void **state)
     IDM_ASSERT_OK(idm_leased_close(lg));
 }
 
+/* F5, found by the whole-system fault suite: a process that lost claims
+ * one after another. Each re-claim meets the ids it held before first (the
+ * coordinator hands out the lowest free id, and a lost id's record is
+ * free again); those are never taken again, and skipping them must not use
+ * up the claims it may try (max_tries), or after max_tries losses it could
+ * never mint again although most ids are free. */
+static void test_reclaims_past_held_ids(void **state)
+{
+    fixture *f = *state;
+    idm_leased_opts o;
+    idm_leased *lg;
+    idm_leased_status st;
+    idm_test_idvec iv = {0};
+    uint64_t id;
+    opts_for(&o, f, NULL);
+    o.max_tries = 2;
+    IDM_ASSERT_OK(idm_leased_open(&lg, &o));
+    for (uint32_t loss = 0; loss < 5; loss++) {
+        char name[64], *rec;
+        uint32_t w;
+        int64_t start;
+        idm_leased_status_get(lg, &st);
+        w = st.worker;
+        assert_int_equal(w, loss); /* the lowest id it never held */
+        IDM_ASSERT_OK(idm_leased_next(lg, &id));
+        idm_test_idvec_push(&iv, id);
+        snprintf(name, sizeof name, "leases/worker-%04u.lease", (unsigned)w);
+        rec = idm_test_path(f->t.dir, name);
+        assert_int_equal(unlink(rec), 0);
+        free(rec);
+        start = leasetest_mono_ms();
+        for (;;) {
+            int rc = idm_leased_next(lg, &id);
+            if (rc == 0) {
+                idm_test_idvec_push(&iv, id);
+                if (worker_of(id) != w)
+                    break;
+            } else {
+                assert_int_equal(rc, IDM_ELEASE);
+            }
+            if (leasetest_mono_ms() - start > 10000) {
+                idm_leased_status_get(lg, &st);
+                fail_msg("loss %u of worker id %u: no re-claim in 10 s (%s)", (unsigned)loss,
+                         (unsigned)w, st.last_detail);
+            }
+        }
+    }
+    idm_leased_status_get(lg, &st);
+    assert_int_equal(st.losses, 5);
+    assert_int_equal(st.reclaims, 5);
+    assert_int_equal(st.worker, 5);
+    check_fleet_ids(&iv);
+    idm_test_idvec_free(&iv);
+    IDM_ASSERT_OK(idm_leased_close(lg));
+}
+
 /* C15: the clock stepped back 10 s under the change-worker policy: minting
  * goes on at once under another worker id (its mark behind the clock), no
  * duplicate, and the old id's mark still covers every id minted under it. */
@@ -451,6 +507,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_two_at_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restart_resumes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_loss_reclaims, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reclaims_past_held_ids, setup, teardown),
         cmocka_unit_test_setup_teardown(test_change_worker, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_options, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fields_together, setup, teardown),
