@@ -24,6 +24,7 @@ want=(cmake make gcc libc6-dev pkg-config libcmocka-dev python3
       zookeeper libslf4j-java          # ZooKeeper servers the lease tests start
       faketime                         # a PostgreSQL server on a clock set forward
       openssl                          # certificates for the etcd TLS tests
+      spin                             # the model check of the lease protocol
       procps                           # pgrep: the fault suite freezes servers
       nodejs:node npm:npm)             # interoperability: npm uuid and ulid
 case "${1:-}" in
