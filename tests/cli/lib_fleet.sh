@@ -257,7 +257,10 @@ offline_kill() {
     kill_holder "$pa" "$name"
     SAVED_W=$(claim_field worker)
     SAVED_MARK=$(claim_field mark)
-    SAVED_DL=$(($(claim_field wall) / 1000000))
+    SAVED_DL=$(claim_field wall)
+    # No claim file: empty, and the checks that use it fail (never an
+    # arithmetic error, which would end the caller's whole command).
+    [ -n "$SAVED_DL" ] && SAVED_DL=$((SAVED_DL / 1000000))
     check "$ROW_OFFLINE offline: the claim file of $name holds a worker id, a mark and a deadline" \
         is_num "$SAVED_W$SAVED_MARK"
 }
