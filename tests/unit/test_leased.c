@@ -170,6 +170,42 @@ static void test_restart_resumes(void **state)
  * finds the claim lost, the supervisor re-claims another worker id (never
  * the lost one again in this process), and minting goes on under it; every
  * id unique and increasing per worker id. */
+/* Take worker id w from the leased generator lg (its lock file removed, as
+ * an operator or a lost claim would), then mint until an id comes under
+ * another worker id; every id minted goes to iv. Until then the ids under w
+ * keep increasing above *last (updated) and every refusal is IDM_ELEASE; no
+ * re-claim within within_ms fails the test. The first id under the new worker id. */
+static uint64_t lose_worker(fixture *f, idm_leased *lg, uint32_t w, idm_test_idvec *iv,
+                            uint64_t *last, int64_t within_ms)
+{
+    char name[64], *rec;
+    int64_t start;
+    uint64_t id;
+    snprintf(name, sizeof name, "leases/worker-%04u.lease", (unsigned)w);
+    rec = idm_test_path(f->t.dir, name);
+    assert_int_equal(unlink(rec), 0);
+    free(rec);
+    start = leasetest_mono_ms();
+    for (;;) {
+        int rc = idm_leased_next(lg, &id);
+        if (rc == 0) {
+            idm_test_idvec_push(iv, id);
+            if (worker_of(id) != w)
+                return id;
+            assert_true(id > *last);
+            *last = id;
+        } else {
+            assert_int_equal(rc, IDM_ELEASE);
+        }
+        if (leasetest_mono_ms() - start > within_ms) {
+            idm_leased_status st;
+            idm_leased_status_get(lg, &st);
+            fail_msg("worker id %u taken: no re-claim in %lld ms (%s)", (unsigned)w,
+                     (long long)within_ms, st.last_detail);
+        }
+    }
+}
+
 static void test_loss_reclaims(void **state)
 {
     fixture *f = *state;
@@ -179,8 +215,6 @@ static void test_loss_reclaims(void **state)
     idm_test_idvec iv = {0};
     uint64_t id, last_old = 0, first_new = 0;
     uint32_t w0;
-    char *rec;
-    int64_t start;
     opts_for(&o, f, NULL);
     IDM_ASSERT_OK(idm_leased_open(&lg, &o));
     idm_leased_status_get(lg, &st);
@@ -190,26 +224,8 @@ static void test_loss_reclaims(void **state)
         idm_test_idvec_push(&iv, id);
         last_old = id;
     }
-    rec = idm_test_path(f->t.dir, "leases/worker-0000.lease");
     assert_int_equal(w0, 0);
-    assert_int_equal(unlink(rec), 0);
-    free(rec);
-    start = leasetest_mono_ms();
-    for (;;) {
-        int rc = idm_leased_next(lg, &id);
-        if (rc == 0) {
-            idm_test_idvec_push(&iv, id);
-            if (worker_of(id) != w0) {
-                first_new = id;
-                break;
-            }
-            assert_true(id > last_old);
-            last_old = id;
-        } else {
-            assert_int_equal(rc, IDM_ELEASE);
-        }
-        assert_true(leasetest_mono_ms() - start < 20000);
-    }
+    first_new = lose_worker(f, lg, w0, &iv, &last_old, 20000);
     idm_leased_status_get(lg, &st);
     assert_int_equal(st.losses, 1);
     assert_int_equal(st.reclaims, 1);
@@ -244,34 +260,15 @@ static void test_reclaims_past_held_ids(void **state)
     o.max_tries = 2;
     IDM_ASSERT_OK(idm_leased_open(&lg, &o));
     for (uint32_t loss = 0; loss < 5; loss++) {
-        char name[64], *rec;
+        uint64_t last = 0;
         uint32_t w;
-        int64_t start;
         idm_leased_status_get(lg, &st);
         w = st.worker;
         assert_int_equal(w, loss); /* the lowest id it never held */
         IDM_ASSERT_OK(idm_leased_next(lg, &id));
         idm_test_idvec_push(&iv, id);
-        snprintf(name, sizeof name, "leases/worker-%04u.lease", (unsigned)w);
-        rec = idm_test_path(f->t.dir, name);
-        assert_int_equal(unlink(rec), 0);
-        free(rec);
-        start = leasetest_mono_ms();
-        for (;;) {
-            int rc = idm_leased_next(lg, &id);
-            if (rc == 0) {
-                idm_test_idvec_push(&iv, id);
-                if (worker_of(id) != w)
-                    break;
-            } else {
-                assert_int_equal(rc, IDM_ELEASE);
-            }
-            if (leasetest_mono_ms() - start > 10000) {
-                idm_leased_status_get(lg, &st);
-                fail_msg("loss %u of worker id %u: no re-claim in 10 s (%s)", (unsigned)loss,
-                         (unsigned)w, st.last_detail);
-            }
-        }
+        last = id;
+        (void)lose_worker(f, lg, w, &iv, &last, 10000);
     }
     idm_leased_status_get(lg, &st);
     assert_int_equal(st.losses, 5);
