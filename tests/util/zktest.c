@@ -116,12 +116,57 @@ int64_t zktest_session(zktest_conn *c)
     return zoo_client_id(c->zh)->client_id;
 }
 
+typedef struct synced {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool done;
+    int rc;
+} synced;
+
+static void sync_done(int rc, const char *value, const void *data)
+{
+    synced *s = (synced *)data;
+    (void)value;
+    pthread_mutex_lock(&s->mu);
+    s->rc = rc;
+    s->done = true;
+    pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* The member this session talks to may be a follower that has not applied
+ * the latest writes yet (ZooKeeper's reads are not linearizable across
+ * sessions): sync() brings it up to date with the leader before a read, so
+ * a test sees what the library wrote through another session. */
+static void catch_up(zktest_conn *c, const char *path)
+{
+    /* A member killed under the session loses the request: the client
+     * moves to another member, and the sync is sent again (for 10 s). */
+    for (int tries = 0;; tries++) {
+        synced s = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false, 0};
+        int rc = zoo_async(c->zh, path, sync_done, &s);
+        if (rc == ZOK) {
+            pthread_mutex_lock(&s.mu);
+            while (!s.done)
+                pthread_cond_wait(&s.cv, &s.mu);
+            pthread_mutex_unlock(&s.mu);
+            rc = s.rc;
+        }
+        if (rc == ZOK)
+            return;
+        CHECK((rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT) && tries < 100,
+              "sync %s: %s", path, zerror(rc));
+        usleep(100000);
+    }
+}
+
 int zktest_get(zktest_conn *c, const char *path, char *buf, size_t cap, int64_t *owner,
                int64_t *czxid)
 {
     struct Stat st;
     int len = (int)cap - 1, rc;
     memset(&st, 0, sizeof st);
+    catch_up(c, path);
     rc = zoo_get(c->zh, path, 0, buf, &len, &st);
     if (rc == ZOK)
         buf[len < 0 ? 0 : len] = '\0';
@@ -137,7 +182,9 @@ int zktest_get(zktest_conn *c, const char *path, char *buf, size_t cap, int64_t 
 bool zktest_exists(zktest_conn *c, const char *path)
 {
     struct Stat st;
-    int rc = zoo_exists(c->zh, path, 0, &st);
+    int rc;
+    catch_up(c, path);
+    rc = zoo_exists(c->zh, path, 0, &st);
     CHECK(rc == ZOK || rc == ZNONODE, "exists %s: %s", path, zerror(rc));
     return rc == ZOK;
 }
@@ -145,7 +192,9 @@ bool zktest_exists(zktest_conn *c, const char *path)
 int32_t zktest_version(zktest_conn *c, const char *path)
 {
     struct Stat st;
-    int rc = zoo_exists(c->zh, path, 0, &st);
+    int rc;
+    catch_up(c, path);
+    rc = zoo_exists(c->zh, path, 0, &st);
     CHECK(rc == ZOK || rc == ZNONODE, "exists %s: %s", path, zerror(rc));
     return rc == ZOK ? st.version : -1;
 }
