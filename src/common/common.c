@@ -291,3 +291,25 @@ int idm__scheme_pick(const idm__scheme *rows, size_t n, const char *family, cons
                               (*row)->name, (*row)->missing);
     return 0;
 }
+
+void idm__signals_block(sigset_t *old)
+{
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, old);
+}
+
+void idm__signals_restore(const sigset_t *old)
+{
+    pthread_sigmask(SIG_SETMASK, old, NULL);
+}
+
+int idm__thread_create(pthread_t *t, void *(*fn)(void *), void *arg)
+{
+    sigset_t old;
+    int rc;
+    idm__signals_block(&old);
+    rc = pthread_create(t, NULL, fn, arg);
+    idm__signals_restore(&old);
+    return rc;
+}

@@ -13,6 +13,7 @@
 #define IDM_COMMON_H
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -83,6 +84,20 @@ ssize_t idm__read_regular(const char *path, char *buf, size_t cap, const char **
  * cannot stretch a wait. 0, or -1 (cv not initialised) if pthreads
  * refuses. */
 int idm__cond_init_mono(pthread_cond_t *cv);
+
+/*
+ * Threads the libraries start (the lease keeper, the leased supervisor, a
+ * client library's own) must not take the application's signals: a signal
+ * a process handles in one thread (PostgreSQL's latch wake-ups, a
+ * server's SIGTERM) would otherwise run its handler, or its default
+ * action, in ours. idm__signals_block blocks every signal in the calling
+ * thread and keeps the old mask in *old; a thread created meanwhile
+ * inherits the full block; idm__signals_restore puts the mask back.
+ * idm__thread_create does that around pthread_create: 0 or its error.
+ */
+void idm__signals_block(sigset_t *old);
+void idm__signals_restore(const sigset_t *old);
+int idm__thread_create(pthread_t *t, void *(*fn)(void *), void *arg);
 
 /* ---- URLs and backends ---- */
 

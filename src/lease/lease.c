@@ -694,7 +694,7 @@ int idm_lease_attach(idm_lease *l, idm_snowflake *g)
         l->g = NULL;
         return rc;
     }
-    if (pthread_create(&l->thread, NULL, keeper, l) != 0) {
+    if (idm__thread_create(&l->thread, keeper, l) != 0) {
         idm_snowflake_guard_drop(g);
         l->g = NULL;
         return idm_error_fail(IDM_ENOMEM, "lease: cannot start the keeper thread");

@@ -1087,7 +1087,7 @@ int idm_leased_open(idm_leased **out, const idm_leased_opts *opts)
         lg->origin = IDM_LEASED_CLAIMED;
         event(lg, "claimed worker id %u", (unsigned)atomic_load(&lg->cur)->worker);
     }
-    if (pthread_create(&lg->sup, NULL, supervisor, lg) != 0) {
+    if (idm__thread_create(&lg->sup, supervisor, lg) != 0) {
         leased_free(lg);
         return idm_error_fail(IDM_ENOMEM, "leased: cannot start the supervisor thread");
     }

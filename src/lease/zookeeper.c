@@ -693,12 +693,17 @@ static void end_session(zk_be *z)
 static int start_session(zk_be *z, int64_t ttl_ms)
 {
     int64_t wait_ms = (z->deadline_ns - idm__mono_ns()) / NS_PER_MS;
-    int state, rc = 0;
+    int state, rc = 0, e;
+    sigset_t old;
+    /* The client's I/O and completion threads start here: they inherit a
+     * full block (see idm__signals_block). */
+    idm__signals_block(&old);
     errno = 0;
     z->zh = zookeeper_init2(z->hosts, watcher, (int)(ttl_ms > INT32_MAX ? INT32_MAX : ttl_ms),
                             NULL, z, ZOO_NO_LOG_CLIENTENV, silent_log);
+    e = errno;
+    idm__signals_restore(&old);
     if (z->zh == NULL) {
-        int e = errno;
         return idm_error_fail(IDM_EIO, "lease: zk %.200s: cannot start a ZooKeeper client (%s)",
                               z->where, e != 0 ? strerror(e) : "no reason");
     }

@@ -924,7 +924,7 @@ static int attach(idm_seq *q)
         k->store = q->stores[0];
         pthread_mutex_init(&k->mu, NULL);
         idm__cond_init_mono(&k->cv);
-        if (pthread_create(&k->thread, NULL, keeper_main, k) != 0) {
+        if (idm__thread_create(&k->thread, keeper_main, k) != 0) {
             pthread_cond_destroy(&k->cv);
             pthread_mutex_destroy(&k->mu);
             free(k);
