@@ -233,6 +233,45 @@ IDM_EXTERN int idm_snowflake_guard(idm_snowflake *g, idm_mono_ns mono_deadline,
 /* Stop minting at once (the lease is lost or being released). */
 IDM_EXTERN void idm_snowflake_guard_drop(idm_snowflake *g);
 
+/*
+ * Shared generators: one generator in memory that several processes map, all
+ * of them minting on it at once as threads do on one generator (a prefork
+ * server's shared memory; PostgreSQL's, for the idmint extension). No lock
+ * is taken on the minting path; the slow paths' mutex is process-shared.
+ *
+ *   mem    at least idm_snowflake_shared_size() bytes, 64-byte aligned,
+ *          mapped at the same address in every process that uses it
+ *          (MAP_SHARED before fork(), or PostgreSQL's shared memory). The
+ *          generator keeps nothing outside it: its layout and its state
+ *          file's paths are copied in. opts->clock must be NULL (the system
+ *          clock) or one whose functions and context every process has at
+ *          the same address (forked from one binary).
+ *   fork   no fork check: processes forked from the opener are its users.
+ *   state  the state file's lock is held by the opening process's
+ *          descriptor, which processes forked after the open share: the
+ *          lock is free again once the opener has closed and every such
+ *          process has exited (or closed its copy). The file is rewritten
+ *          by whichever process crosses the mark. Close in the process
+ *          that opened it (anywhere else close is IDM_EFORKED and changes
+ *          nothing).
+ *   close  idm_snowflake_close by the opener, once no process mints any
+ *          more (for instance after idm_snowflake_guard_drop, which stops
+ *          minting in every process at once): it stores the exact mark and
+ *          releases the lock; mem is the caller's to free.
+ *   guard  works across processes: the deadlines are CLOCK_MONOTONIC and
+ *          CLOCK_REALTIME, the same in every process of a machine.
+ * A process that dies inside a slow path holds the mutex for good: a family
+ * of processes that can lose one mid-call (PostgreSQL restarts them all
+ * after any crash) must re-open the generator in fresh memory.
+ */
+IDM_EXTERN size_t idm_snowflake_shared_size(void);
+/* Errors as idm_snowflake_open, and IDM_EINVAL for mem NULL, misaligned or
+ * smaller than idm_snowflake_shared_size(), or a state path too long to keep
+ * in it (4096 bytes once resolved). */
+IDM_EXTERN int idm_snowflake_open_shared(idm_snowflake **out, void *mem,
+                                         size_t size,
+                                         const idm_snowflake_opts *opts);
+
 /* A snapshot of the counters (each read atomically; not one instant). */
 IDM_EXTERN void idm_snowflake_stats_get(const idm_snowflake *g,
                                         idm_snowflake_stats *out);

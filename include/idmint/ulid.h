@@ -43,6 +43,12 @@ typedef struct idm_ulid_gen idm_ulid_gen;
 IDM_EXTERN int idm_ulid_gen_new(idm_ulid_gen **out, const idm_clock *clock,
                                 const idm_rng *rng, bool monotonic);
 IDM_EXTERN void idm_ulid_gen_free(idm_ulid_gen *g);
+/* A generator in memory that several processes map at one address, as
+ * idm_uuid7_gen_init_shared (uuid.h) describes. */
+IDM_EXTERN size_t idm_ulid_gen_shared_size(void);
+IDM_EXTERN int idm_ulid_gen_init_shared(idm_ulid_gen **out, void *mem, size_t size,
+                                        const idm_clock *clock, const idm_rng *rng,
+                                        bool monotonic);
 /* IDM_EOVERFLOW (monotonic mode, random part full within one ms),
  * IDM_ERANGE (clock outside 0 to 2^48-1 ms), IDM_ERANDOM. On failure *out
  * is untouched and the state did not move. */

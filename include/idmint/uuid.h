@@ -71,6 +71,16 @@ typedef struct idm_uuid7_gen idm_uuid7_gen;
 IDM_EXTERN int idm_uuid7_gen_new(idm_uuid7_gen **out, const idm_clock *clock,
                                  const idm_rng *rng);
 IDM_EXTERN void idm_uuid7_gen_free(idm_uuid7_gen *g);
+/* A generator in memory that several processes map at one address (see
+ * idm_snowflake_open_shared): one monotonic sequence for all of them, never
+ * reset in a forked process. mem: idm_uuid7_gen_shared_size() bytes, 8-byte
+ * aligned; the clock and rng must be the system's (NULL) or at the same
+ * address in every process. Nothing to free but mem (the caller's). A
+ * process that dies holding its short lock stops the others: re-initialise
+ * after a crash. IDM_EINVAL for bad memory. */
+IDM_EXTERN size_t idm_uuid7_gen_shared_size(void);
+IDM_EXTERN int idm_uuid7_gen_init_shared(idm_uuid7_gen **out, void *mem, size_t size,
+                                         const idm_clock *clock, const idm_rng *rng);
 /* IDM_ERANGE if the clock is before 1970 or past 2^48 ms; IDM_ERANDOM if
  * the rng fails. On failure *out is untouched and the state did not move. */
 IDM_EXTERN int idm_uuid7_next(idm_uuid7_gen *g, idm_uuid *out);

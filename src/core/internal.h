@@ -113,6 +113,9 @@ static inline void idm__spin_unlock(idm__spin *s)
 /* Make a spinlocked generator whose *fork_gen differs from the process's
  * usable in this forked child. See rng.c. */
 void idm__spin_after_fork(_Atomic uint64_t *fork_gen, idm__spin *lock, idm_unix_ms *last_ms);
+/* The fork generation of a generator in shared memory: its users are forked
+ * processes, so idm__spin_after_fork never resets it. */
+#define IDM__FORK_SHARED UINT64_MAX
 
 /* A UUIDv7 or ULID generator's lock, for tests that hold it across fork(). */
 idm__spin *idm__uuid7_gen_lock(idm_uuid7_gen *g);

@@ -234,6 +234,8 @@ void idm__spin_after_fork(_Atomic uint64_t *fork_gen, idm__spin *lock, idm_unix_
     uint64_t gen = idm__fork_gen_now();
     uint64_t seen = atomic_load_explicit(fork_gen, memory_order_acquire);
     unsigned n = 0;
+    if (seen == IDM__FORK_SHARED)
+        return;
     while (seen != gen) {
         if (seen == (gen | FORK_RESETTING)) {
             /* Another thread of this process is resetting: a few stores. */

@@ -15,6 +15,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "internal.h"
 #include "layout_internal.h"
@@ -92,7 +93,18 @@ struct idm_snowflake {
     int64_t lookahead_ms;
 
     idm_layout *layout;
+    bool shared;  /* in memory several processes map (open_shared) */
+    pid_t opener; /* shared: the process that opened it, the only one that
+                     may close it */
+    char *paths;  /* shared: where the state file's paths are kept */
 };
+
+/* A shared generator's memory: the generator, its layout, then room for its
+ * state file's four paths (each at most PATH_MAX once resolved). */
+#define SHARED_GEN_BYTES ((sizeof(idm_snowflake) + CACHELINE - 1) / CACHELINE * CACHELINE)
+#define SHARED_LAYOUT_BYTES ((sizeof(idm_layout) + CACHELINE - 1) / CACHELINE * CACHELINE)
+#define SHARED_PATH_BYTES 4096
+#define SHARED_PATHS_BYTES (4 * (SHARED_PATH_BYTES + 8))
 
 void idm_snowflake_opts_init(idm_snowflake_opts *opts)
 {
@@ -250,9 +262,11 @@ static int refuse_forked(void)
                                   "a forked child must open its own (and claim its own worker id)");
 }
 
+/* A shared generator's users are forked processes: only a private one
+ * belongs to the process that opened it. */
 static inline bool forked(const idm_snowflake *g)
 {
-    return IDM__UNLIKELY(g->fork_gen != idm__fork_gen_now());
+    return IDM__UNLIKELY(g->fork_gen != idm__fork_gen_now()) && !g->shared;
 }
 
 int idm_snowflake_guard(idm_snowflake *g, idm_mono_ns mono_deadline, idm_wall_ns wall_deadline,
@@ -694,6 +708,8 @@ static void destroy(idm_snowflake *g)
     if (g->has_state)
         idm__state_close(&g->st);
     pthread_mutex_destroy(&g->state_mu);
+    if (g->shared)
+        return; /* the memory is the caller's, layout and paths included */
     idm_layout_free(g->layout);
     free(g);
 }
@@ -734,21 +750,34 @@ static int check_opts(const idm_snowflake_opts *opts)
     return 0;
 }
 
-/* A generator for checked opts, its clock not read yet; NULL if out of memory. */
-static idm_snowflake *new_gen(const idm_snowflake_opts *opts)
+/* A generator for checked opts, its clock not read yet, in mem (a shared
+ * one, SHARED_* bytes) or the heap (mem NULL); NULL if out of memory. */
+static idm_snowflake *new_gen(const idm_snowflake_opts *opts, void *mem)
 {
     const idm_layout *l = opts->layout;
     int64_t tick_ms = l->tick_ms;
-    size_t size = (sizeof(idm_snowflake) + CACHELINE - 1) / CACHELINE * CACHELINE;
-    idm_snowflake *g = aligned_alloc(CACHELINE, size);
+    idm_snowflake *g = mem != NULL ? mem : aligned_alloc(CACHELINE, SHARED_GEN_BYTES);
     if (g == NULL)
         return NULL;
     memset(g, 0, sizeof *g);
-    if (idm_layout_dup(&g->layout, l) != 0) {
-        free(g);
-        return NULL;
+    if (mem != NULL) {
+        pthread_mutexattr_t a;
+        g->shared = true;
+        g->opener = getpid();
+        g->layout = (idm_layout *)((char *)mem + SHARED_GEN_BYTES);
+        memcpy(g->layout, l, sizeof *l);
+        g->paths = (char *)mem + SHARED_GEN_BYTES + SHARED_LAYOUT_BYTES;
+        pthread_mutexattr_init(&a);
+        pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
+        pthread_mutex_init(&g->state_mu, &a);
+        pthread_mutexattr_destroy(&a);
+    } else {
+        if (idm_layout_dup(&g->layout, l) != 0) {
+            free(g);
+            return NULL;
+        }
+        pthread_mutex_init(&g->state_mu, NULL);
     }
-    pthread_mutex_init(&g->state_mu, NULL);
     g->fork_gen = idm__fork_generation();
     g->clock = opts->clock != NULL ? opts->clock : idm_clock_system();
     g->wall_ns = g->clock == idm_clock_system() ? NULL : g->clock->wall_ns;
@@ -816,6 +845,11 @@ static int find_mark(idm_snowflake *g, const idm_snowflake_opts *opts, idm_unix_
         if (rc != 0)
             return rc;
         g->has_state = true;
+        if (g->shared) {
+            rc = idm__state_move_paths(&g->st, g->paths, SHARED_PATHS_BYTES);
+            if (rc != 0)
+                return rc;
+        }
         if (found && file_mark >= epoch) {
             *mark = file_mark;
             snprintf(src, cap, "the mark in %s", opts->state_path);
@@ -863,7 +897,36 @@ static int start_above(idm_snowflake *g, idm_unix_ms mark, const char *src, int6
     return 0;
 }
 
+size_t idm_snowflake_shared_size(void)
+{
+    return SHARED_GEN_BYTES + SHARED_LAYOUT_BYTES + SHARED_PATHS_BYTES;
+}
+
+static int open_in(idm_snowflake **out, void *mem, const idm_snowflake_opts *opts);
+
 int idm_snowflake_open(idm_snowflake **out, const idm_snowflake_opts *opts)
+{
+    idm__clear_detail();
+    return open_in(out, NULL, opts);
+}
+
+int idm_snowflake_open_shared(idm_snowflake **out, void *mem, size_t size,
+                              const idm_snowflake_opts *opts)
+{
+    idm__clear_detail();
+    if (mem == NULL)
+        return idm__fail(IDM_EINVAL, "snowflake: no shared memory given");
+    if ((uintptr_t)mem % CACHELINE != 0)
+        return idm__fail(IDM_EINVAL, "snowflake: shared memory %p is not %d-byte aligned", mem,
+                         CACHELINE);
+    if (size < idm_snowflake_shared_size())
+        return idm__fail(IDM_EINVAL, "snowflake: %zu bytes of shared memory, under the %zu a "
+                                     "shared generator takes",
+                         size, idm_snowflake_shared_size());
+    return open_in(out, mem, opts);
+}
+
+static int open_in(idm_snowflake **out, void *mem, const idm_snowflake_opts *opts)
 {
     idm_snowflake *g;
     int64_t now_ns = 0;
@@ -872,13 +935,12 @@ int idm_snowflake_open(idm_snowflake **out, const idm_snowflake_opts *opts)
     char src[300] = "";
     int rc;
 
-    idm__clear_detail();
     if (out == NULL || opts == NULL || opts->layout == NULL)
         return idm__fail(IDM_EINVAL, "snowflake: no options or no layout");
     rc = check_opts(opts);
     if (rc != 0)
         return rc;
-    g = new_gen(opts);
+    g = new_gen(opts, mem);
     if (g == NULL)
         return IDM_ENOMEM;
     rc = read_start(g, &now_ns, &now_tick);
@@ -906,6 +968,10 @@ int idm_snowflake_close(idm_snowflake *g)
     int rc = 0;
     if (g == NULL)
         return 0;
+    if (g->shared && g->opener != getpid())
+        return idm__fail(IDM_EFORKED, "snowflake: a shared generator is closed by the process "
+                                      "that opened it (pid %ld), not by one of its users",
+                         (long)g->opener);
     if (forked(g)) {
         /* A child's copy: the state file and its lock belong to the parent
          * (closing our descriptors leaves the parent's lock in place), and

@@ -302,14 +302,37 @@ fail_fd:
     return idm__fail(IDM_EIO, "state: cannot write %s: %s", s->tmp_path, strerror(e));
 }
 
+int idm__state_move_paths(idm__state *s, char *buf, size_t cap)
+{
+    char **p[4] = {&s->path, &s->tmp_path, &s->lock_path, &s->dir_path};
+    size_t need = 0, at = 0;
+    for (int i = 0; i < 4; i++)
+        need += strlen(*p[i]) + 1;
+    if (need > cap)
+        return idm__fail(IDM_EINVAL, "state: the paths of %s take %zu bytes, over the %zu a "
+                                     "shared generator keeps",
+                         s->path, need, cap);
+    for (int i = 0; i < 4; i++) {
+        size_t n = strlen(*p[i]) + 1;
+        memcpy(buf + at, *p[i], n);
+        free(*p[i]);
+        *p[i] = buf + at;
+        at += n;
+    }
+    s->moved = true;
+    return 0;
+}
+
 void idm__state_close(idm__state *s)
 {
     if (s->lock_fd >= 0)
         close(s->lock_fd); /* closing the descriptor releases the flock */
-    free(s->path);
-    free(s->tmp_path);
-    free(s->lock_path);
-    free(s->dir_path);
+    if (!s->moved) {
+        free(s->path);
+        free(s->tmp_path);
+        free(s->lock_path);
+        free(s->dir_path);
+    }
     memset(s, 0, sizeof *s);
     s->lock_fd = -1;
 }

@@ -34,6 +34,7 @@ typedef struct idm__state {
     char *dir_path;  /* path's directory, synced after each rename (made at
                         open: a write allocates nothing) */
     int lock_fd;
+    bool moved;      /* the paths live in a caller's buffer */
 } idm__state;
 
 /*
@@ -49,7 +50,11 @@ int idm__state_open(idm__state *s, const char *path, bool fresh, idm_unix_ms *ma
 /* Replace the stored mark atomically and durably. IDM_EIO on any failure,
  * in which case the file still holds its previous mark. */
 int idm__state_write(idm__state *s, idm_unix_ms mark);
-/* Release the lock and free the paths. */
+/* Move the paths into buf (cap bytes), freeing their heap copies: the state
+ * then holds no pointer outside buf (a shared generator's memory). IDM_EINVAL
+ * if they do not fit, in which case nothing moved. */
+int idm__state_move_paths(idm__state *s, char *buf, size_t cap);
+/* Release the lock and free the paths (unless moved). */
 void idm__state_close(idm__state *s);
 
 #endif /* IDM_STATE_H */

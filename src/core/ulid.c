@@ -66,6 +66,30 @@ void idm_ulid_gen_free(idm_ulid_gen *g)
     free(g);
 }
 
+size_t idm_ulid_gen_shared_size(void)
+{
+    return sizeof(idm_ulid_gen);
+}
+
+int idm_ulid_gen_init_shared(idm_ulid_gen **out, void *mem, size_t size, const idm_clock *clock,
+                             const idm_rng *rng, bool monotonic)
+{
+    idm_ulid_gen *g = mem;
+    idm__clear_detail();
+    if (out == NULL || mem == NULL || (uintptr_t)mem % 8 != 0 || size < sizeof *g)
+        return idm__fail(IDM_EINVAL, "ulid: shared memory must be %zu bytes, 8-byte aligned",
+                         sizeof *g);
+    memset(g, 0, sizeof *g);
+    g->clock = clock == idm_clock_system() ? NULL : clock;
+    g->rng = rng;
+    g->monotonic = monotonic;
+    atomic_flag_clear(&g->lock.f);
+    g->last_ms = -1;
+    atomic_init(&g->fork_gen, IDM__FORK_SHARED);
+    *out = g;
+    return 0;
+}
+
 idm__spin *idm__ulid_gen_lock(idm_ulid_gen *g)
 {
     return &g->lock;
@@ -93,7 +117,8 @@ int idm_ulid_next(idm_ulid_gen *g, idm_ulid *out)
     /* In a forked child, reset the lock and the sequence before taking the
      * lock (see idm__spin_after_fork); otherwise one load and compare. */
     gen = idm__fork_gen_now();
-    if (IDM__UNLIKELY(atomic_load_explicit(&g->fork_gen, memory_order_acquire) != gen))
+    if (IDM__UNLIKELY(atomic_load_explicit(&g->fork_gen, memory_order_acquire) != gen) &&
+        atomic_load_explicit(&g->fork_gen, memory_order_relaxed) != IDM__FORK_SHARED)
         idm__spin_after_fork(&g->fork_gen, &g->lock, &g->last_ms);
     idm__spin_lock(&g->lock);
     if (now > g->last_ms) {

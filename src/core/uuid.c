@@ -105,6 +105,29 @@ void idm_uuid7_gen_free(idm_uuid7_gen *g)
     free(g);
 }
 
+size_t idm_uuid7_gen_shared_size(void)
+{
+    return sizeof(idm_uuid7_gen);
+}
+
+int idm_uuid7_gen_init_shared(idm_uuid7_gen **out, void *mem, size_t size,
+                              const idm_clock *clock, const idm_rng *rng)
+{
+    idm_uuid7_gen *g = mem;
+    idm__clear_detail();
+    if (out == NULL || mem == NULL || (uintptr_t)mem % 8 != 0 || size < sizeof *g)
+        return idm__fail(IDM_EINVAL, "uuid7: shared memory must be %zu bytes, 8-byte aligned",
+                         sizeof *g);
+    memset(g, 0, sizeof *g);
+    g->clock = clock == idm_clock_system() ? NULL : clock;
+    g->rng = rng;
+    atomic_flag_clear(&g->lock.f);
+    g->last_ms = -1;
+    atomic_init(&g->fork_gen, IDM__FORK_SHARED);
+    *out = g;
+    return 0;
+}
+
 idm__spin *idm__uuid7_gen_lock(idm_uuid7_gen *g)
 {
     return &g->lock;
@@ -161,7 +184,8 @@ int idm_uuid7_next(idm_uuid7_gen *g, idm_uuid *out)
 
     /* In a forked child, reset the lock and the sequence before taking the
      * lock (see idm__spin_after_fork); otherwise one load and compare. */
-    if (IDM__UNLIKELY(atomic_load_explicit(&g->fork_gen, memory_order_acquire) != gen))
+    if (IDM__UNLIKELY(atomic_load_explicit(&g->fork_gen, memory_order_acquire) != gen) &&
+        atomic_load_explicit(&g->fork_gen, memory_order_relaxed) != IDM__FORK_SHARED)
         idm__spin_after_fork(&g->fork_gen, &g->lock, &g->last_ms);
     idm__spin_lock(&g->lock);
     if (now > g->last_ms) {
