@@ -12,7 +12,8 @@
 #                by SOAK_SEED, at least SOAK_IDS ids checked; the checker's
 #                report goes to SOAK_REPORT
 #   make install build and install the libraries (idmint, idmint_lease,
-#                idmint_segment), headers, .pc files, idmint, idmintd, man
+#                idmint_segment), headers, .pc files, idmint, idmintd, man,
+#                and the PostgreSQL extension (into the server's directories)
 
 BUILD    ?= build
 JOBS     ?= $(shell nproc 2>/dev/null || echo 2)

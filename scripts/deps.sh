@@ -13,6 +13,7 @@ set -euo pipefail
 want=(cmake make gcc libc6-dev pkg-config libcmocka-dev python3
       clang libclang-rt-dev            # libFuzzer runs in make test
       postgresql                       # interoperability: PostgreSQL's uuid type
+      postgresql-server-dev-15         # the idmint extension (PGXS), and pgbench
       libcurl4-openssl-dev libjson-c-dev   # the etcd lease backend
       libsqlite3-dev libpq-dev         # the segment ticket stores
       libmicrohttpd-dev curl           # idmintd, and its black-box tests
