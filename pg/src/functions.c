@@ -97,10 +97,11 @@ static const idm_layout *layout_arg(FunctionCallInfo fcinfo, int argno, const ch
     char *name;
     int i;
     if (PG_NARGS() <= argno || PG_ARGISNULL(argno)) {
-        if (!idmint_settings_load(err, sizeof err))
+        const idm_layout *l = idmint_layout_load(err, sizeof err);
+        if (l == NULL)
             ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                             errmsg("%s: the server's layout: %s", fn, err)));
-        return idmint_cfg.layout;
+        return l;
     }
     name = text_to_cstring(PG_GETARG_TEXT_PP(argno));
     for (i = 0; i < 8 && presets[i] != NULL; i++)
@@ -212,6 +213,13 @@ Datum idmint_lower_bound(PG_FUNCTION_ARGS)
                 (errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
                  errmsg("idmint_lower_bound: %s is past the end of the layout's time",
                         timestamptz_to_str(ts))));
+    /* A 64-bit layout's later ids set bit 63: no bigint bound for them. */
+    if ((uint64_t)tick > (uint64_t)INT64_MAX >> tf.shift)
+        ereport(ERROR,
+                (errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+                 errmsg("idmint_lower_bound: %s is past the last time whose ids a bigint holds "
+                        "in this layout (its ids set bit 63 from then on)",
+                        timestamptz_to_str(ts))));
     id = (uint64_t)tick << tf.shift;
     PG_RETURN_INT64((int64)id);
 }
@@ -266,6 +274,10 @@ Datum idmint_status(PG_FUNCTION_ARGS)
     memcpy(node, sh->node, sizeof node);
     node_set = sh->node_set;
     SpinLockRelease(&sh->mu);
+    if (node_set == 0) { /* no generator opened yet: the configured values */
+        memcpy(node, idmint_cfg.node, sizeof node);
+        node_set = idmint_cfg.node_set;
+    }
 
     /* The counters of the generator in use, entered as a mint would. */
     slot = (int)pg_atomic_read_u32(&sh->current) - 1;

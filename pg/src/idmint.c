@@ -7,8 +7,11 @@
  * view.
  */
 #include "idmint_pg.h"
+#include "common.h" /* the library's idm__url_mask */
 
 #include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fmgr.h"
@@ -23,24 +26,26 @@ PG_MODULE_MAGIC;
 idmint_shared *idmint_sh = NULL;
 idmint_settings idmint_cfg;
 
-/* The settings as PostgreSQL holds them. */
+/*
+ * The settings as PostgreSQL holds them: all text, checked here at start
+ * (idmint_settings_load), not by PostgreSQL's own checks, which for a
+ * library's settings found in postgresql.conf only warn and keep the
+ * default: a server would start minting on a layout nobody asked for.
+ * Defined only when preloaded (PostgreSQL takes no PGC_POSTMASTER setting
+ * later); otherwise their text is read as PostgreSQL keeps it.
+ */
 static char *g_layout = NULL;
 static char *g_epoch = NULL;
 static char *g_node = NULL;
+static char *g_backwards = NULL;
+static char *g_max_drift = NULL;
+static char *g_max_wait = NULL;
 static char *g_lease = NULL;
 static char *g_lease_field = NULL;
-static int g_backwards = IDM_BACKWARDS_LOGICAL;
-static int g_max_drift = -1;
-static int g_max_wait = -1;
-static int g_lease_ttl = 0;
-static int g_ig_sequences = 64;
+static char *g_lease_ttl = NULL;
+static char *g_ig_sequences = NULL;
+static bool g_defined = false;
 static bool g_loaded = false;
-
-static const struct config_enum_entry backwards_options[] = {
-    {"logical", IDM_BACKWARDS_LOGICAL, false},
-    {"refuse", IDM_BACKWARDS_REFUSE, false},
-    {"wait", IDM_BACKWARDS_WAIT, false},
-    {NULL, 0, false}};
 
 static shmem_request_hook_type prev_shmem_request = NULL;
 static shmem_startup_hook_type prev_shmem_startup = NULL;
@@ -49,48 +54,32 @@ void _PG_init(void);
 
 /* ------------------------------------------------------------ settings */
 
-static bool layout_check(char **newval, void **extra, GucSource source)
+/* A setting's text: ours when defined, else what postgresql.conf set (or
+ * def). */
+static const char *setting(const char *name, const char *var, const char *def)
 {
-    idm_layout *l = NULL;
-    int rc;
-    if (*newval == NULL || (*newval)[0] == '\0') {
-        GUC_check_errdetail("idmint.layout is empty: give a preset (twitter, discord, instagram, "
-                            "sonyflake) or a text form such as time:41@1ms,worker:10,seq:12.");
-        return false;
-    }
-    /* A text form needs an epoch, checked with idmint.epoch at start: its
-     * syntax alone here. */
-    rc = idm_layout_preset(&l, *newval);
-    if (rc != 0)
-        rc = idm_layout_parse(&l, *newval, 0);
-    idm_layout_free(l);
-    if (rc != 0) {
-        GUC_check_errdetail("%s", idm_error_detail());
-        return false;
-    }
-    return true;
+    const char *v = g_defined ? var : GetConfigOption(name, true, false);
+    return v != NULL ? v : def;
 }
 
-static bool epoch_check(char **newval, void **extra, GucSource source)
+/* An integer setting in [lo, hi] (empty: def); false with errbuf set. */
+static bool int_setting(const char *name, const char *var, int def, int lo, int hi, int *out,
+                        char *errbuf, size_t len)
 {
-    idm_unix_ms ms;
-    if (*newval == NULL || (*newval)[0] == '\0')
+    const char *t = setting(name, var, "");
+    char *end;
+    long v;
+    if (t[0] == '\0') {
+        *out = def;
         return true;
-    if (idm_time_parse(*newval, &ms) != 0) {
-        GUC_check_errdetail("%s", idm_error_detail());
+    }
+    errno = 0;
+    v = strtol(t, &end, 10);
+    if (errno != 0 || end == t || *end != '\0' || v < lo || v > hi) {
+        snprintf(errbuf, len, "%s = \"%s\": give a whole number from %d to %d", name, t, lo, hi);
         return false;
     }
-    return true;
-}
-
-static bool lease_check(char **newval, void **extra, GucSource source)
-{
-    if (*newval == NULL || (*newval)[0] == '\0')
-        return true;
-    if (idm_lease_url_check(*newval) != 0) {
-        GUC_check_errdetail("%s", idm_error_detail());
-        return false;
-    }
+    *out = (int)v;
     return true;
 }
 
@@ -156,12 +145,13 @@ static int lease_field(const idmint_settings *cfg, char *errbuf, size_t len)
     size_t n = idm_layout_field_count(cfg->layout);
     int found = -1;
     idm_field_info fi;
-    if (g_lease_field != NULL && g_lease_field[0] != '\0') {
-        int idx = idm_layout_field_index(cfg->layout, g_lease_field);
+    const char *want = setting("idmint.lease_field", g_lease_field, "");
+    if (want[0] != '\0') {
+        int idx = idm_layout_field_index(cfg->layout, want);
         if (idx < 0 || idm_layout_field(cfg->layout, (size_t)idx, &fi) != 0 ||
             fi.kind != IDM_FIELD_NODE) {
             snprintf(errbuf, len, "idmint.lease_field: \"%s\" is not a node field of the layout",
-                     g_lease_field);
+                     want);
             return -2;
         }
         return idx;
@@ -183,32 +173,75 @@ bool idmint_settings_load(char *errbuf, size_t len)
 {
     idmint_settings cfg;
     idm_unix_ms sign_from;
+    const char *layout = setting("idmint.layout", g_layout, "twitter");
+    const char *epoch = setting("idmint.epoch", g_epoch, "");
+    const char *backwards = setting("idmint.backwards_policy", g_backwards, "logical");
+    const char *lease = setting("idmint.lease", g_lease, "");
     int rc;
 
     if (g_loaded)
         return true;
     memset(&cfg, 0, sizeof cfg);
-    rc = idm_layout_from_spec(&cfg.layout, g_layout,
-                              g_epoch != NULL && g_epoch[0] != '\0' ? g_epoch : NULL);
+    if (layout[0] == '\0') {
+        snprintf(errbuf, len, "idmint.layout is empty: give a preset (twitter, discord, "
+                              "instagram, sonyflake) or a text form such as "
+                              "time:41@1ms,worker:10,seq:12");
+        return false;
+    }
+    rc = idm_layout_from_spec(&cfg.layout, layout, epoch[0] != '\0' ? epoch : NULL);
     if (rc != 0) {
-        snprintf(errbuf, len, "idmint.layout \"%s\" with idmint.epoch \"%s\": %s", g_layout,
-                 g_epoch == NULL ? "" : g_epoch, idm_error_detail());
+        if (epoch[0] != '\0')
+            snprintf(errbuf, len, "idmint.layout = \"%s\" with idmint.epoch = \"%s\": %s", layout,
+                     epoch, idm_error_detail());
+        else
+            snprintf(errbuf, len, "idmint.layout = \"%s\": %s", layout, idm_error_detail());
         return false;
     }
     if (idm_layout_sign_bit(cfg.layout, &sign_from)) {
         char when[IDM_TIME_TEXT_MAX];
         idm_time_format(sign_from, when, sizeof when);
         snprintf(errbuf, len,
-                 "idmint.layout \"%s\" uses all 64 bits: PostgreSQL's bigint is signed, and its "
-                 "ids would turn negative from %s; use a layout of at most 63 bits",
-                 g_layout, when);
+                 "idmint.layout = \"%s\" uses all 64 bits: PostgreSQL's bigint is signed, and "
+                 "its ids would turn negative from %s; use a layout of at most 63 bits",
+                 layout, when);
         goto fail;
     }
-    if (!parse_node(g_node, &cfg, errbuf, len))
+    if (!parse_node(setting("idmint.node", g_node, ""), &cfg, errbuf, len))
         goto fail;
-    cfg.lease_url = g_lease != NULL && g_lease[0] != '\0' ? g_lease : NULL;
+    if (strcmp(backwards, "logical") == 0)
+        cfg.backwards = IDM_BACKWARDS_LOGICAL;
+    else if (strcmp(backwards, "refuse") == 0)
+        cfg.backwards = IDM_BACKWARDS_REFUSE;
+    else if (strcmp(backwards, "wait") == 0)
+        cfg.backwards = IDM_BACKWARDS_WAIT;
+    else {
+        snprintf(errbuf, len, "idmint.backwards_policy = \"%s\": give logical, refuse or wait",
+                 backwards);
+        goto fail;
+    }
+    if (!int_setting("idmint.max_drift_ms", g_max_drift, -1, -1, 86400000, &cfg.max_drift_ms,
+                     errbuf, len) ||
+        !int_setting("idmint.max_wait_ms", g_max_wait, -1, -1, 86400000, &cfg.max_wait_ms, errbuf,
+                     len) ||
+        !int_setting("idmint.lease_ttl_ms", g_lease_ttl, 0, 0, (int)IDM_LEASE_TTL_MAX_MS,
+                     &cfg.lease_ttl_ms, errbuf, len) ||
+        !int_setting("idmint.instagram_sequences", g_ig_sequences, 64, 1, 65536,
+                     &cfg.instagram_sequences, errbuf, len))
+        goto fail;
+    if (cfg.lease_ttl_ms != 0 && cfg.lease_ttl_ms < IDM_LEASE_TTL_MIN_MS) {
+        snprintf(errbuf, len, "idmint.lease_ttl_ms = %d: give 0 (the default) or %lld to %lld",
+                 cfg.lease_ttl_ms, (long long)IDM_LEASE_TTL_MIN_MS, (long long)IDM_LEASE_TTL_MAX_MS);
+        goto fail;
+    }
+    cfg.lease_url = lease[0] != '\0' ? lease : NULL;
     cfg.lease_field = -1;
     if (cfg.lease_url != NULL) {
+        char url[512];
+        if (idm_lease_url_check(cfg.lease_url) != 0) {
+            idm__url_mask(cfg.lease_url, url, sizeof url);
+            snprintf(errbuf, len, "idmint.lease = \"%s\": %s", url, idm_error_detail());
+            goto fail;
+        }
         cfg.lease_field = lease_field(&cfg, errbuf, len);
         if (cfg.lease_field < -1)
             goto fail;
@@ -234,11 +267,6 @@ bool idmint_settings_load(char *errbuf, size_t len)
             goto fail;
         }
     }
-    cfg.backwards = (idm_backwards_policy)g_backwards;
-    cfg.max_drift_ms = g_max_drift;
-    cfg.max_wait_ms = g_max_wait;
-    cfg.lease_ttl_ms = g_lease_ttl;
-    cfg.instagram_sequences = g_ig_sequences;
     idmint_cfg = cfg;
     g_loaded = true;
     return true;
@@ -247,52 +275,67 @@ fail:
     return false;
 }
 
+const idm_layout *idmint_layout_load(char *errbuf, size_t len)
+{
+    static idm_layout *decoding = NULL;
+    const char *layout, *epoch;
+    if (g_loaded)
+        return idmint_cfg.layout;
+    if (decoding != NULL)
+        return decoding;
+    layout = setting("idmint.layout", g_layout, "twitter");
+    epoch = setting("idmint.epoch", g_epoch, "");
+    if (idm_layout_from_spec(&decoding, layout, epoch[0] != '\0' ? epoch : NULL) != 0) {
+        snprintf(errbuf, len, "idmint.layout = \"%s\", idmint.epoch = \"%s\": %s", layout,
+                 epoch, idm_error_detail());
+        decoding = NULL;
+    }
+    return decoding;
+}
+
+/* A text setting, read at server start, checked by idmint_settings_load. */
+static void define(const char *name, const char *desc, const char *more, char **var,
+                   const char *def, int flags)
+{
+    DefineCustomStringVariable(name, desc, more, var, def, PGC_POSTMASTER, flags, NULL, NULL,
+                               NULL);
+}
+
 static void define_settings(void)
 {
-    GucContext ctx = PGC_POSTMASTER;
-    DefineCustomStringVariable("idmint.layout", "Bit layout of idmint_next()'s ids.",
-                               "A preset (twitter, discord, instagram, sonyflake) or a text form "
-                               "such as time:41@1ms,datacenter:5,worker:5,seq:12.",
-                               &g_layout, "twitter", ctx, 0, layout_check, NULL, NULL);
-    DefineCustomStringVariable("idmint.epoch", "Epoch of idmint.layout (empty: the preset's).",
-                               "Unix ms or a UTC time such as 2020-01-01T00:00:00Z; required "
-                               "for a text-form layout.",
-                               &g_epoch, "", ctx, 0, epoch_check, NULL, NULL);
-    DefineCustomStringVariable("idmint.node", "Node field values of this server's ids.",
-                               "name=value pairs, e.g. datacenter=1,worker=7: every node field "
-                               "of the layout but the one a lease fills.",
-                               &g_node, "", ctx, 0, NULL, NULL, NULL);
-    DefineCustomEnumVariable("idmint.backwards_policy",
-                             "What idmint_next() does when the clock steps back.",
-                             "logical: mint on from the last tick, up to idmint.max_drift_ms "
-                             "ahead; refuse: an error until the clock passes the last tick; "
-                             "wait: sleep up to idmint.max_wait_ms.",
-                             &g_backwards, IDM_BACKWARDS_LOGICAL, backwards_options, ctx, 0, NULL,
-                             NULL, NULL);
-    DefineCustomIntVariable("idmint.max_drift_ms",
-                            "How far logical time may run ahead of the clock (-1: the default).",
-                            NULL, &g_max_drift, -1, -1, 86400000, ctx, GUC_UNIT_MS, NULL, NULL,
-                            NULL);
-    DefineCustomIntVariable("idmint.max_wait_ms",
-                            "The longest idmint_next() sleeps for the clock (-1: the default).",
-                            NULL, &g_max_wait, -1, -1, 86400000, ctx, GUC_UNIT_MS, NULL, NULL,
-                            NULL);
-    DefineCustomStringVariable("idmint.lease",
-                               "Lease URL of a coordinator that hands out this server's worker id.",
-                               "file:///dir, etcd://host:port/prefix, etcds://..., "
-                               "zk://host:port/prefix or postgres://...; empty: idmint.node is "
-                               "trusted.",
-                               &g_lease, "", ctx, GUC_SUPERUSER_ONLY, lease_check, NULL, NULL);
-    DefineCustomStringVariable("idmint.lease_field", "The node field the lease fills.",
-                               "Empty: \"worker\" if the layout has it, else its last node field.",
-                               &g_lease_field, "", ctx, 0, NULL, NULL, NULL);
-    DefineCustomIntVariable("idmint.lease_ttl_ms", "The lease's TTL (0: the default, 10 s).", NULL,
-                            &g_lease_ttl, 0, 0, (int)IDM_LEASE_TTL_MAX_MS, ctx, GUC_UNIT_MS, NULL,
-                            NULL, NULL);
-    DefineCustomIntVariable("idmint.instagram_sequences",
-                            "How many (database, sequence, shard) idmint_instagram() tracks.", NULL,
-                            &g_ig_sequences, 64, 1, 65536, ctx, 0, NULL, NULL, NULL);
+    define("idmint.layout", "Bit layout of idmint_next()'s ids.",
+           "A preset (twitter, discord, instagram, sonyflake) or a text form such as "
+           "time:41@1ms,datacenter:5,worker:5,seq:12.",
+           &g_layout, "twitter", 0);
+    define("idmint.epoch", "Epoch of idmint.layout (empty: the preset's).",
+           "Unix ms or a UTC time such as 2020-01-01T00:00:00Z; required for a text-form layout.",
+           &g_epoch, "", 0);
+    define("idmint.node", "Node field values of this server's ids.",
+           "name=value pairs, e.g. datacenter=1,worker=7: every node field of the layout but the "
+           "one a lease fills.",
+           &g_node, "", 0);
+    define("idmint.backwards_policy", "What idmint_next() does when the clock steps back.",
+           "logical: mint on from the last tick, up to idmint.max_drift_ms ahead; refuse: an "
+           "error until the clock passes the last tick; wait: sleep up to idmint.max_wait_ms.",
+           &g_backwards, "logical", 0);
+    define("idmint.max_drift_ms", "How far logical time may run ahead of the clock, in ms.",
+           "-1 or empty: the default (10 ms, or a tick if longer).", &g_max_drift, "", 0);
+    define("idmint.max_wait_ms", "The longest a call sleeps for the clock, in ms.",
+           "-1 or empty: the default (5 ms and a tick).", &g_max_wait, "", 0);
+    define("idmint.lease", "Lease URL of a coordinator that hands out this server's worker id.",
+           "file:///dir, etcd://host:port/prefix, etcds://..., zk://host:port/prefix or "
+           "postgres://...; empty: idmint.node is trusted.",
+           &g_lease, "", GUC_SUPERUSER_ONLY);
+    define("idmint.lease_field", "The node field the lease fills.",
+           "Empty: \"worker\" if the layout has it, else its last node field.", &g_lease_field,
+           "", 0);
+    define("idmint.lease_ttl_ms", "The lease's TTL in ms (0 or empty: 10 s).", NULL, &g_lease_ttl,
+           "", 0);
+    define("idmint.instagram_sequences",
+           "How many (database, sequence, shard) idmint_instagram() tracks (default 64).", NULL,
+           &g_ig_sequences, "", 0);
     MarkGUCPrefixReserved("idmint");
+    g_defined = true;
 }
 
 /* -------------------------------------------------------- shared memory */
@@ -305,7 +348,7 @@ static Size shmem_size(void)
     n = add_size(n, mul_size(IDMINT_SLOTS, ALIGN64(idm_snowflake_shared_size())));
     n = add_size(n, ALIGN64(idm_uuid7_gen_shared_size()));
     n = add_size(n, ALIGN64(idm_ulid_gen_shared_size()));
-    n = add_size(n, mul_size((Size)g_ig_sequences, ALIGN64(sizeof(idmint_ig_entry))));
+    n = add_size(n, mul_size((Size)idmint_cfg.instagram_sequences, ALIGN64(sizeof(idmint_ig_entry))));
     return n;
 }
 
@@ -348,9 +391,10 @@ static void shmem_startup(void)
             elog(FATAL, "idmint: %s", idm_error_detail());
         at += ALIGN64(idm_ulid_gen_shared_size());
         sh->ig = (idmint_ig_entry *)at;
-        sh->ig_count = g_ig_sequences;
-        for (int i = 0; i < g_ig_sequences; i++) {
+        sh->ig_count = idmint_cfg.instagram_sequences;
+        for (int i = 0; i < sh->ig_count; i++) {
             sh->ig[i].db = InvalidOid;
+            pg_atomic_init_u64(&sh->ig[i].seen, 0);
             for (int r = 0; r < 1024; r++)
                 pg_atomic_init_u64(&sh->ig[i].last[r], 0);
         }
@@ -371,9 +415,12 @@ void _PG_init(void)
     char err[512];
     BackgroundWorker w;
 
-    define_settings();
+    /* Not preloaded (loaded by CREATE EXTENSION or a call): no settings of
+     * our own (PostgreSQL takes no PGC_POSTMASTER setting after start);
+     * decoding reads their text, minting says it needs preloading. */
     if (!process_shared_preload_libraries_in_progress)
-        return; /* decoding works without; minting says it needs preloading */
+        return;
+    define_settings();
 
     /* Checked now, so that a bad setting stops the server's start. */
     if (!idmint_settings_load(err, sizeof err))

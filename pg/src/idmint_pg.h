@@ -51,6 +51,7 @@ typedef struct idmint_ig_entry {
     Oid db;       /* InvalidOid: free */
     Oid seq;
     int32 shard;
+    pg_atomic_uint64 seen; /* the highest clock reading of its callers */
     pg_atomic_uint64 last[1024];
 } idmint_ig_entry;
 
@@ -113,6 +114,10 @@ extern idmint_settings idmint_cfg;
 
 /* Parse the settings into idmint_cfg; false with a message in errbuf. */
 bool idmint_settings_load(char *errbuf, size_t len);
+
+/* The layout ids are decoded with (idmint.layout and idmint.epoch), also
+ * when not preloaded; NULL with a message in errbuf. */
+const idm_layout *idmint_layout_load(char *errbuf, size_t len);
 
 /* Is idmint in shared_preload_libraries (is idmint_sh set)? An ERROR
  * saying how to fix it otherwise. */

@@ -36,7 +36,12 @@
 PG_FUNCTION_INFO_V1(idmint_instagram);
 
 #define IG_EPOCH INT64CONST(1314220021721)
-#define IG_TIME_MAX ((INT64CONST(1) << 41) - 1)
+/* The 41-bit time field shifted by 23 reaches bit 63 at 2^40 ms (in
+ * 2046): a bigint turns negative there, so that is where it ends. */
+#define IG_TIME_MAX ((INT64CONST(1) << 40) - 1)
+/* How long a call waits out a burst (more than 1,024 ids a millisecond
+ * from one sequence) before it gives up. */
+#define IG_BURST_WAIT_MS 100
 #define IG_SHARD_MAX 8191
 #define IG_LOOKAHEAD_MS 1000
 #define IG_DEFAULT_DRIFT_MS 10
@@ -85,6 +90,15 @@ static idmint_ig_entry *entry_for(Oid seq, int32 shard)
                                sh->ig_count),
                         errhint("Raise idmint.instagram_sequences and restart the server.")));
     return e;
+}
+
+/* Raise the entry's highest clock reading to now; that highest. */
+static int64 note_seen(idmint_ig_entry *e, int64 now)
+{
+    uint64 s = pg_atomic_read_u64(&e->seen);
+    while ((uint64)now > s && !pg_atomic_compare_exchange_u64(&e->seen, &s, (uint64)now))
+        ;
+    return (uint64)now > s ? now : (int64)s;
 }
 
 /* Make sure the mark covers ms: raised a second ahead, written first.
@@ -142,7 +156,8 @@ Datum idmint_instagram(PG_FUNCTION_ARGS)
     Oid seq = PG_GETARG_OID(1);
     idmint_shared *sh;
     idmint_ig_entry *e;
-    int64 n, now, drift, wait_max, waited = 0, want = 0, ahead = 0;
+    int64 n, now, seen, drift, wait_max, waited = 0, want = 0, ahead = 0;
+    bool burst = false;
     uint64 old;
     int r, rc;
 
@@ -152,10 +167,13 @@ Datum idmint_instagram(PG_FUNCTION_ARGS)
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                         errmsg("idmint_instagram: shard %d is outside 0 to %d (13 bits)", shard,
                                IG_SHARD_MAX)));
-    if (get_rel_relkind(seq) != RELKIND_SEQUENCE)
+    if (get_rel_relkind(seq) != RELKIND_SEQUENCE) {
+        if (get_rel_name(seq) == NULL)
+            ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
+                            errmsg("idmint_instagram: there is no relation with OID %u", seq)));
         ereport(ERROR, (errcode(ERRCODE_WRONG_OBJECT_TYPE),
-                        errmsg("idmint_instagram: \"%s\" is not a sequence",
-                               get_rel_name(seq) != NULL ? get_rel_name(seq) : "(dropped)")));
+                        errmsg("idmint_instagram: \"%s\" is not a sequence", get_rel_name(seq))));
+    }
     n = nextval_internal(seq, true);
     if (n < 0)
         ereport(ERROR, (errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
@@ -170,6 +188,7 @@ Datum idmint_instagram(PG_FUNCTION_ARGS)
 
     enter();
     now = wall_ms();
+    seen = note_seen(e, now);
     old = pg_atomic_read_u64(&e->last[r]);
     for (;;) {
         want = now;
@@ -181,15 +200,20 @@ Datum idmint_instagram(PG_FUNCTION_ARGS)
         if (now < IG_EPOCH || want - IG_EPOCH > IG_TIME_MAX)
             break;
         if (ahead > drift) {
-            /* The residue's milliseconds are used up to beyond the bound:
-             * wait for the clock if it can get there within the wait
-             * bound (a burst past 1,024 a millisecond), else refuse (a
-             * clock stepped back). */
-            if (ahead - drift > wait_max - waited)
+            /* The residue's milliseconds are taken up to past the drift
+             * bound. A clock behind what this entry's callers read before
+             * (or behind the restart's mark) stepped back: wait only as
+             * long as the policy's bound. Otherwise it is a burst of more
+             * than 1,024 ids a millisecond: wait for the clock, as a
+             * Snowflake generator does for a spent tick. */
+            int64 bound = now + drift < seen || now <= sh->ig_floor ? wait_max : IG_BURST_WAIT_MS;
+            burst = bound == IG_BURST_WAIT_MS;
+            if (ahead - drift > bound - waited)
                 break;
             pg_usleep((ahead - drift) * 1000L);
             waited += ahead - drift;
             now = wall_ms();
+            seen = note_seen(e, now);
             old = pg_atomic_read_u64(&e->last[r]);
             continue;
         }
@@ -206,7 +230,17 @@ Datum idmint_instagram(PG_FUNCTION_ARGS)
                                    now)));
         if (want - IG_EPOCH > IG_TIME_MAX)
             ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-                            errmsg("idmint_instagram: the 41-bit time field has run out")));
+                            errmsg("idmint_instagram: the time field has run out: from "
+                                   "2046-06-27T17:00:49.497Z its ids would set bit 63 and turn "
+                                   "negative as bigints")));
+        if (burst)
+            ereport(ERROR,
+                    (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+                     errmsg("idmint_instagram: residue %d of sequence \"%s\" (shard %d) stayed "
+                            INT64_FORMAT " ms ahead of the clock for %d ms: more than 1,024 ids "
+                            "a millisecond came from this sequence all that time",
+                            r, get_rel_name(seq), shard, ahead, IG_BURST_WAIT_MS),
+                     errdetail("No id was handed out; the sequence value taken is a gap.")));
         ereport(ERROR,
                 (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
                  errmsg("idmint_instagram: residue %d of sequence \"%s\" (shard %d) would mint "
@@ -214,7 +248,8 @@ Datum idmint_instagram(PG_FUNCTION_ARGS)
                         " ms) even after waiting " INT64_FORMAT " ms",
                         r, get_rel_name(seq), shard, ahead, drift, waited),
                  errdetail("The clock stepped back (or the server restarted with its clock set "
-                           "back); nothing was minted.")));
+                           "back); no id was handed out, and the sequence value taken is a "
+                           "gap.")));
     }
     rc = cover(want);
     leave();

@@ -255,7 +255,7 @@ static long try_open(void)
                          (unsigned)idm_lease_worker(l), url);
     }
     else
-        idmint_set_state(IDMINT_READY, "minting");
+        idmint_set_state(IDMINT_READY, "node values from idmint.node");
     elog(LOG, "idmint keeper: minting (state file %s)", path);
     return FAIL_RETRY_MS;
 }
