@@ -7,6 +7,8 @@
 #                without the optional backends, under ASan+UBSan, under
 #                TSan, and the fuzz targets
 #   make bench   build optimised and run the benchmarks (never fails on speed)
+#   make bench-pg  the PostgreSQL extension's benchmark and B-tree study:
+#                rewrites the figures and plots of docs/btree.md
 #   make soak    the whole-system fault suite, long: a fleet under a nemesis
 #                for SOAK_SECONDS (and at least SOAK_FAULTS faults), seeded
 #                by SOAK_SEED, at least SOAK_IDS ids checked; the checker's
@@ -26,7 +28,7 @@ SOAK_IDS     ?= 100000000
 SOAK_RATE    ?= 15000
 SOAK_REPORT  ?= soak-report.txt
 
-.PHONY: all deps build run test test-plain test-asan test-tsan bench soak install clean
+.PHONY: all deps build run test test-plain test-asan test-tsan bench bench-pg soak install clean
 
 all: build
 
@@ -50,6 +52,11 @@ bench: deps
 	@cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DIDM_TESTS=OFF >/dev/null
 	@cmake --build build-release -j $(JOBS)
 	@bash bench/run.sh build-release
+
+bench-pg: build
+	@$(MAKE) -s -C $(BUILD)/pg -f $(CURDIR)/pg/Makefile install
+	@bash bench/pg/functions.sh --doc docs/btree.md
+	@bash bench/pg/btree.sh
 
 soak: deps
 	@cmake -S . -B build-plain -DCMAKE_BUILD_TYPE=Release -DIDM_BENCH=OFF >/dev/null

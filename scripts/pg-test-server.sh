@@ -21,6 +21,11 @@
 #                                 form: +60 is a minute ahead, +0 the true
 #                                 time); it reads it at its next clock read
 #
+# With IDM_PG_DURABLE=1 in the environment, start makes a server that
+# writes as a production one does (fsync and full_page_writes on), for
+# benchmarks whose figures (WAL bytes, write times) depend on it; a restart
+# keeps it so.
+#
 # With IDM_PG_FAKETIME=OFFSET in the environment, start runs the server
 # under libfaketime (Debian's faketime package): its wall clock (now(),
 # clock_timestamp()) is OFFSET from the true one, read from DIR/faketime
@@ -104,8 +109,10 @@ pg_start() {
         pre=(env "LD_PRELOAD=$(find_faketime)" "FAKETIME_TIMESTAMP_FILE=$2/faketime"
             FAKETIME_NO_CACHE=1 FAKETIME_DONT_FAKE_MONOTONIC=1)
     fi
+    local writes="-c fsync=off -c full_page_writes=off"
+    [ ! -f "$2/durable" ] || writes="-c fsync=on -c full_page_writes=on"
     as_owner ${pre[@]+"${pre[@]}"} "$1/pg_ctl" -D "$2/data" -l "$2/server.log" -w -t 60 \
-        -o "-k $2/sock -h 127.0.0.1 -p $3 -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off -c synchronous_commit=on" \
+        -o "-k $2/sock -h 127.0.0.1 -p $3 -c listen_addresses=127.0.0.1 $writes -c synchronous_commit=on" \
         start >"$2/pg_ctl.log" 2>&1
 }
 
@@ -118,6 +125,9 @@ cmd_start() {
     bin=$(find_bindir) || exit 1
 
     mkdir -p "$dir/sock" || die "start: cannot create '$dir/sock'"
+    if [ "${IDM_PG_DURABLE:-0}" = 1 ]; then
+        : >"$dir/durable" || die "start: cannot write '$dir/durable'"
+    fi
     if [ -n "${IDM_PG_FAKETIME:-}" ]; then
         find_faketime >/dev/null || exit 1
         printf '%s\n' "$IDM_PG_FAKETIME" >"$dir/faketime" || die "start: cannot write '$dir/faketime'"

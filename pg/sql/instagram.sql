@@ -13,26 +13,12 @@ RESET client_min_messages;
 SET TimeZone = 'UTC';
 SET DateStyle = 'ISO, YMD';
 
-CREATE SCHEMA insta5;
-CREATE SEQUENCE insta5.table_id_seq;
+-- Their function as published: one copy (pg_regress names its input
+-- directory in PG_ABS_SRCDIR).
+\getenv abs_srcdir PG_ABS_SRCDIR
+\set published :abs_srcdir '/sql/include/instagram_published.sql'
+\i :published
 CREATE SEQUENCE insta5.our_seq;
--- Their function as published, but for one typo: the post has `%%` (a
--- format string's escape) where PL/pgSQL's modulo is `%`.
-CREATE OR REPLACE FUNCTION insta5.next_id(OUT result bigint) AS $$
-DECLARE
-    our_epoch bigint := 1314220021721;
-    seq_id bigint;
-    now_millis bigint;
-    shard_id int := 5;
-BEGIN
-    SELECT nextval('insta5.table_id_seq') % 1024 INTO seq_id;
-
-    SELECT FLOOR(EXTRACT(EPOCH FROM clock_timestamp()) * 1000) INTO now_millis;
-    result := (now_millis - our_epoch) << 23;
-    result := result | (shard_id << 10);
-    result := result | (seq_id);
-END;
-    $$ LANGUAGE PLPGSQL;
 
 -- 300 pairs, 1 ms apart, ours first on odd rounds and theirs first on even
 -- ones; the clock (Unix ms) read before and after each pair.

@@ -697,23 +697,11 @@ scenario_frozen() {
         "idmint.node = 'datacenter=1,worker=7'"
     dir=$T/frozen
     port=$PORT
+    # Instagram's function as published (insta5.next_id()), the one copy.
+    psql -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$port" -U postgres -d postgres \
+        -f "$ROOT/pg/sql/include/instagram_published.sql" >/dev/null
     sql "$port" "CREATE EXTENSION idmint;
-        CREATE SEQUENCE table_id_seq;
         CREATE SEQUENCE our_seq;
-        CREATE FUNCTION next_id(OUT result bigint) AS \$\$
-        DECLARE
-            our_epoch bigint := 1314220021721;
-            seq_id bigint;
-            now_millis bigint;
-            shard_id int := 5;
-        BEGIN
-            SELECT nextval('table_id_seq') % 1024 INTO seq_id;
-            SELECT FLOOR(EXTRACT(EPOCH FROM clock_timestamp()) * 1000) INTO now_millis;
-            result := (now_millis - our_epoch) << 23;
-            result := result | (shard_id << 10);
-            result := result | (seq_id);
-        END;
-        \$\$ LANGUAGE PLPGSQL;
         CREATE TABLE calls (i int PRIMARY KEY, ours bigint, theirs bigint, err text)"
     # libfaketime: an absolute time (no '+', '-' or '@') stands still.
     "$PGS" faketime "$dir" "2026-01-01 00:00:00"
@@ -735,7 +723,7 @@ scenario_frozen() {
                     o := NULL;
                     e := SQLSTATE || ': ' || SQLERRM;
                 END;
-                INSERT INTO calls VALUES (i, o, next_id(), e);
+                INSERT INTO calls VALUES (i, o, insta5.next_id(), e);
             END LOOP;
         END \$\$"
     "$PGS" faketime "$dir" +0
