@@ -456,6 +456,7 @@ void idmint_require_preload(const char *fn)
 
 void idmint_set_state(idmint_gen_state st, const char *fmt, ...)
 {
+    static idmint_gen_state logged = IDMINT_STARTING;
     char buf[IDMINT_MESSAGE_MAX];
     va_list ap;
     va_start(ap, fmt);
@@ -465,6 +466,11 @@ void idmint_set_state(idmint_gen_state st, const char *fmt, ...)
     idmint_sh->state = st;
     memcpy(idmint_sh->message, buf, sizeof buf);
     SpinLockRelease(&idmint_sh->mu);
+    /* The server's log hears of each change of state (not of each retry:
+     * a clock behind the mark is looked at ten times a second). */
+    if (st != logged && st != IDMINT_READY)
+        elog(LOG, "idmint keeper: not minting: %s", buf);
+    logged = st;
 }
 
 /* How long a backend waits for a keeper that is still starting. */
