@@ -55,8 +55,7 @@ bench: deps
 
 bench-pg: build
 	@$(MAKE) -s -C $(BUILD)/pg -f $(CURDIR)/pg/Makefile install
-	@bash bench/pg/functions.sh --doc docs/btree.md
-	@bash bench/pg/btree.sh
+	@bash bench/pg/run.sh
 
 soak: deps
 	@cmake -S . -B build-plain -DCMAKE_BUILD_TYPE=Release -DIDM_BENCH=OFF >/dev/null
