@@ -52,6 +52,7 @@ bench: deps
 	@cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DIDM_TESTS=OFF >/dev/null
 	@cmake --build build-release -j $(JOBS)
 	@bash bench/run.sh build-release
+	@bash bench/node/run.sh build-release
 
 bench-pg: build
 	@$(MAKE) -s -C $(BUILD)/pg -f $(CURDIR)/pg/Makefile install
