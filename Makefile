@@ -53,6 +53,7 @@ bench: deps
 	@cmake --build build-release -j $(JOBS)
 	@bash bench/run.sh build-release
 	@bash bench/node/run.sh build-release
+	@python3 bench/python/bindings.py build-release
 
 bench-pg: build
 	@$(MAKE) -s -C $(BUILD)/pg -f $(CURDIR)/pg/Makefile install

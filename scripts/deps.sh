@@ -27,7 +27,8 @@ want=(cmake make gcc libc6-dev pkg-config libcmocka-dev python3
       openssl                          # certificates for the etcd TLS tests
       spin                             # the model check of the lease protocol
       procps                           # pgrep: the fault suite freezes servers
-      nodejs:node npm:npm)             # interoperability: npm uuid and ulid
+      python3-venv python3-setuptools python3-wheel   # the Python binding (an offline venv)
+      nodejs:node npm:npm)             # interoperability: npm uuid and ulid; the Node.js binding
 case "${1:-}" in
   "") ;;
   bench) want=(uuid-dev nodejs:node npm:npm wrk) ;;
