@@ -228,18 +228,6 @@ static void expect_byte(const kid_link *l, int k, char want, const kid_report *r
 
 /* ---- the state file, read independently of the library ---- */
 
-static uint32_t crc32_ieee(const void *data, size_t len)
-{
-    const unsigned char *p = data;
-    uint32_t c = 0xffffffffu;
-    for (size_t i = 0; i < len; i++) {
-        c ^= p[i];
-        for (int k = 0; k < 8; k++)
-            c = (c >> 1) ^ (0xedb88320u & (0u - (c & 1u)));
-    }
-    return c ^ 0xffffffffu;
-}
-
 /* The mark of the state file at path, read as state.h gives the format,
  * "idmint-state 1 <mark> <crc>\n" (crc: 8 lower-case hex digits of the
  * CRC-32 of the bytes before the last space); fails the test on anything
@@ -263,7 +251,7 @@ static idm_unix_ms file_mark(const char *path)
         CHECK(buf[i] >= '0' && buf[i] <= '9', "state file %s: mark has '%c'", path, buf[i]);
         mark = mark * 10 + (buf[i] - '0');
     }
-    snprintf(want, sizeof want, "%08x", (unsigned)crc32_ieee(buf, body));
+    snprintf(want, sizeof want, "%08x", (unsigned)idm_test_crc32(buf, body));
     CHECK(memcmp(buf + body + 1, want, 8) == 0, "state file %s has CRC %.8s, expected %s", path,
           buf + body + 1, want);
     return mark;

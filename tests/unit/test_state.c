@@ -34,18 +34,6 @@
 
 /* ---- the file format, independently of the library ---- */
 
-static uint32_t crc32_ieee(const void *data, size_t len)
-{
-    const unsigned char *p = data;
-    uint32_t c = 0xffffffffu;
-    for (size_t i = 0; i < len; i++) {
-        c ^= p[i];
-        for (int k = 0; k < 8; k++)
-            c = (c >> 1) ^ (0xedb88320u & (0u - (c & 1u)));
-    }
-    return c ^ 0xffffffffu;
-}
-
 /* Read a whole file (up to cap - 1 bytes); returns its length or -1. */
 static long slurp(const char *path, char *buf, size_t cap)
 {
@@ -71,7 +59,7 @@ static void spit(const char *path, const void *bytes, size_t len)
 static size_t format_line(char *buf, size_t cap, const char *body)
 {
     int n = snprintf(buf, cap, "%s %08x\n", body,
-                     (unsigned)crc32_ieee(body, strlen(body)));
+                     (unsigned)idm_test_crc32(body, strlen(body)));
     assert_true(n > 0 && (size_t)n < cap);
     return (size_t)n;
 }
@@ -115,7 +103,7 @@ static int read_mark(const char *path, idm_unix_ms *mark)
             return -2;
         crc = crc << 4 | (uint32_t)d;
     }
-    if (crc != crc32_ieee(buf, sp))
+    if (crc != idm_test_crc32(buf, sp))
         return -2;
     *mark = v;
     return 0;

@@ -186,3 +186,15 @@ int idm_test_threads_now(void)
     assert_true(n > 0);
     return n;
 }
+
+uint32_t idm_test_crc32(const void *data, size_t len)
+{
+    const unsigned char *p = data;
+    uint32_t c = 0xffffffffu;
+    for (size_t i = 0; i < len; i++) {
+        c ^= p[i];
+        for (int k = 0; k < 8; k++)
+            c = (c >> 1) ^ (0xedb88320u & (0u - (c & 1u)));
+    }
+    return c ^ 0xffffffffu;
+}

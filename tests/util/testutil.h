@@ -81,4 +81,8 @@ void idm_test_scope_of(const char *preset, const char *text, idm_unix_ms epoch,
 /* The threads of this process ("Threads:" in /proc/self/status). */
 int idm_test_threads_now(void);
 
+/* CRC-32 (IEEE 802.3, as zlib's crc32), written apart from the library's,
+ * for tests that read its files independently of it. */
+uint32_t idm_test_crc32(const void *data, size_t len);
+
 #endif /* IDM_TESTUTIL_H */
