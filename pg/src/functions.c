@@ -147,6 +147,24 @@ Datum idmint_time(PG_FUNCTION_ARGS)
     PG_RETURN_TIMESTAMPTZ(idmint_ms_to_ts(d.unix_ms));
 }
 
+/* The node fields of l whose bit is in set, {"name": value, ...}, as
+ * jsonb. */
+static Datum node_json(const idm_layout *l, const uint64 *values, uint32 set)
+{
+    StringInfoData s;
+    initStringInfo(&s);
+    appendStringInfoChar(&s, '{');
+    for (size_t i = 0; i < idm_layout_field_count(l); i++) {
+        idm_field_info fi;
+        idm_layout_field(l, i, &fi);
+        if (fi.kind == IDM_FIELD_NODE && (set & (UINT32_C(1) << i)))
+            appendStringInfo(&s, "%s\"%s\": " UINT64_FORMAT, s.len > 1 ? ", " : "", fi.name,
+                             values[i]);
+    }
+    appendStringInfoChar(&s, '}');
+    return DirectFunctionCall1(jsonb_in, CStringGetDatum(s.data));
+}
+
 Datum idmint_decode(PG_FUNCTION_ARGS)
 {
     const idm_layout *l;
@@ -154,26 +172,14 @@ Datum idmint_decode(PG_FUNCTION_ARGS)
     TupleDesc desc;
     Datum values[3];
     bool nulls[3] = {false, false, false};
-    StringInfoData node;
     if (PG_ARGISNULL(0))
         PG_RETURN_NULL();
     l = layout_arg(fcinfo, 1, "idmint_decode");
     decode(l, PG_GETARG_INT64(0), &d, "idmint_decode");
     if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
         elog(ERROR, "idmint_decode: the return type must be a row type");
-    initStringInfo(&node);
-    appendStringInfoChar(&node, '{');
-    for (size_t i = 0; i < idm_layout_field_count(l); i++) {
-        idm_field_info fi;
-        idm_layout_field(l, i, &fi);
-        if (fi.kind != IDM_FIELD_NODE)
-            continue;
-        appendStringInfo(&node, "%s\"%s\": " UINT64_FORMAT, node.len > 1 ? ", " : "", fi.name,
-                         (uint64)d.value[i]);
-    }
-    appendStringInfoChar(&node, '}');
     values[0] = TimestampTzGetDatum(idmint_ms_to_ts(d.unix_ms));
-    values[1] = DirectFunctionCall1(jsonb_in, CStringGetDatum(node.data));
+    values[1] = node_json(l, d.value, UINT32_MAX);
     values[2] = Int64GetDatum((int64)d.seq);
     PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));
 }
@@ -253,7 +259,8 @@ Datum idmint_status(PG_FUNCTION_ARGS)
     uint64 node[IDM_LAYOUT_MAX_FIELDS];
     uint32 node_set;
     idmint_gen_state st;
-    StringInfoData nodes, full;
+    StringInfoData full;
+    idm_snowflake *g;
     int slot;
     idm_snowflake_stats stats;
     bool have_stats = false;
@@ -280,34 +287,20 @@ Datum idmint_status(PG_FUNCTION_ARGS)
     }
 
     /* The counters of the generator in use, entered as a mint would. */
-    slot = (int)pg_atomic_read_u32(&sh->current) - 1;
-    if (slot >= 0) {
-        pg_atomic_fetch_add_u32(&sh->users[slot], 1);
-        if ((int)pg_atomic_read_u32(&sh->current) - 1 == slot) {
-            idm_snowflake_stats_get(sh->gen[slot], &stats);
-            have_stats = true;
-        }
-        pg_atomic_fetch_sub_u32(&sh->users[slot], 1);
+    if ((g = idmint_gen_try_enter(&slot)) != NULL) {
+        idm_snowflake_stats_get(g, &stats);
+        have_stats = true;
+        idmint_gen_leave(slot);
     }
 
     idm_layout_format(idmint_cfg.layout, layout_text, sizeof layout_text);
-    initStringInfo(&nodes);
-    appendStringInfoChar(&nodes, '{');
-    for (size_t i = 0; i < idm_layout_field_count(idmint_cfg.layout); i++) {
-        idm_field_info fi;
-        idm_layout_field(idmint_cfg.layout, i, &fi);
-        if (fi.kind == IDM_FIELD_NODE && (node_set & (UINT32_C(1) << i)))
-            appendStringInfo(&nodes, "%s\"%s\": " UINT64_FORMAT, nodes.len > 1 ? ", " : "",
-                             fi.name, node[i]);
-    }
-    appendStringInfoChar(&nodes, '}');
     initStringInfo(&full);
     appendStringInfo(&full, "%s: %s", state_name(st), msg);
 
     values[0] = BoolGetDatum(st == IDMINT_READY && have_stats);
     values[1] = CStringGetTextDatum(layout_text);
     values[2] = TimestampTzGetDatum(idmint_ms_to_ts(idm_layout_epoch(idmint_cfg.layout)));
-    values[3] = DirectFunctionCall1(jsonb_in, CStringGetDatum(nodes.data));
+    values[3] = node_json(idmint_cfg.layout, node, node_set);
     if (idmint_cfg.lease_url != NULL) {
         char url[512];
         idm__url_mask(idmint_cfg.lease_url, url, sizeof url);

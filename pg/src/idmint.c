@@ -476,26 +476,35 @@ void idmint_set_state(idmint_gen_state st, const char *fmt, ...)
 /* How long a backend waits for a keeper that is still starting. */
 #define START_WAIT_MS 5000
 
+idm_snowflake *idmint_gen_try_enter(int *slot)
+{
+    idmint_shared *sh = idmint_sh;
+    for (;;) {
+        uint32 cur = pg_atomic_read_u32(&sh->current);
+        if (cur == 0)
+            return NULL;
+        /* A full barrier, then the check: the keeper moves current first
+         * and reads users after, so one of us sees the other. */
+        pg_atomic_fetch_add_u32(&sh->users[cur - 1], 1);
+        if (pg_atomic_read_u32(&sh->current) == cur) {
+            *slot = (int)cur - 1;
+            return sh->gen[cur - 1];
+        }
+        pg_atomic_fetch_sub_u32(&sh->users[cur - 1], 1);
+    }
+}
+
 idm_snowflake *idmint_gen_enter(const char *fn, int *slot)
 {
     idmint_shared *sh = idmint_sh;
     int waited = 0;
     idmint_require_preload(fn);
     for (;;) {
-        uint32 cur = pg_atomic_read_u32(&sh->current);
+        idm_snowflake *g = idmint_gen_try_enter(slot);
         idmint_gen_state st;
         char msg[IDMINT_MESSAGE_MAX];
-        if (cur != 0) {
-            /* A full barrier, then the check: the keeper moves current
-             * first and reads users after, so one of us sees the other. */
-            pg_atomic_fetch_add_u32(&sh->users[cur - 1], 1);
-            if (pg_atomic_read_u32(&sh->current) == cur) {
-                *slot = (int)cur - 1;
-                return sh->gen[cur - 1];
-            }
-            pg_atomic_fetch_sub_u32(&sh->users[cur - 1], 1);
-            continue;
-        }
+        if (g != NULL)
+            return g;
         SpinLockAcquire(&sh->mu);
         st = sh->state;
         memcpy(msg, sh->message, sizeof msg);

@@ -126,6 +126,8 @@ void idmint_require_preload(const char *fn);
 /* The generator to mint on, its slot entered (*slot), waiting a little for
  * a keeper that is still starting; an ERROR naming why there is none. */
 idm_snowflake *idmint_gen_enter(const char *fn, int *slot);
+/* The same, at once: NULL (nothing entered) if no generator is published. */
+idm_snowflake *idmint_gen_try_enter(int *slot);
 void idmint_gen_leave(int slot);
 
 /* Raise the ERROR for a failed idmint call rc (with the library's detail),
