@@ -875,64 +875,59 @@ static void gens_init(void)
     g_init_err = err;
 }
 
+/* What a minting call gives JavaScript: its id's text (len characters), or
+ * the error err thrown. */
+static napi_value minted(napi_env env, int err, const char *text, size_t len)
+{
+    napi_value out;
+    if (err < 0)
+        return throw_idm(env, err), NULL;
+    NAPI_OK(napi_create_string_latin1(env, text, len, &out));
+    return out;
+}
+
 static napi_value js_uuidv7(napi_env env, napi_callback_info info)
 {
     idm_uuid u;
     char text[IDM_UUID_TEXT_MAX];
-    napi_value out;
-    int err;
+    int err = idm_uuid7_next(g_uuid7, &u);
     (void)info;
-    err = idm_uuid7_next(g_uuid7, &u);
-    if (err < 0)
-        return throw_idm(env, err), NULL;
-    idm_uuid_format(&u, text);
-    NAPI_OK(napi_create_string_latin1(env, text, 36, &out));
-    return out;
+    if (err == 0)
+        idm_uuid_format(&u, text);
+    return minted(env, err, text, 36);
 }
 
 static napi_value js_uuidv4(napi_env env, napi_callback_info info)
 {
     idm_uuid u;
     char text[IDM_UUID_TEXT_MAX];
-    napi_value out;
-    int err;
+    int err = idm_uuid4(NULL, &u);
     (void)info;
-    err = idm_uuid4(NULL, &u);
-    if (err < 0)
-        return throw_idm(env, err), NULL;
-    idm_uuid_format(&u, text);
-    NAPI_OK(napi_create_string_latin1(env, text, 36, &out));
-    return out;
+    if (err == 0)
+        idm_uuid_format(&u, text);
+    return minted(env, err, text, 36);
 }
 
 static napi_value js_ulid(napi_env env, napi_callback_info info)
 {
     idm_ulid u;
     char text[IDM_ULID_TEXT_MAX];
-    napi_value out;
-    int err;
+    int err = idm_ulid_next(g_ulid, &u);
     (void)info;
-    err = idm_ulid_next(g_ulid, &u);
-    if (err < 0)
-        return throw_idm(env, err), NULL;
-    idm_ulid_format(&u, text);
-    NAPI_OK(napi_create_string_latin1(env, text, 26, &out));
-    return out;
+    if (err == 0)
+        idm_ulid_format(&u, text);
+    return minted(env, err, text, 26);
 }
 
 static napi_value js_objectId(napi_env env, napi_callback_info info)
 {
     idm_objectid o;
     char text[IDM_OBJECTID_TEXT_MAX];
-    napi_value out;
-    int err;
+    int err = idm_objectid_next(g_oid, &o);
     (void)info;
-    err = idm_objectid_next(g_oid, &o);
-    if (err < 0)
-        return throw_idm(env, err), NULL;
-    idm_objectid_format(&o, text);
-    NAPI_OK(napi_create_string_latin1(env, text, 24, &out));
-    return out;
+    if (err == 0)
+        idm_objectid_format(&o, text);
+    return minted(env, err, text, 24);
 }
 
 /* The one text argument of a parser, into buf (too long: IDM_EPARSE). */
