@@ -21,7 +21,7 @@ import threading
 import uuid as _uuid
 from ctypes import byref, c_int64, c_uint64, c_void_p, create_string_buffer
 from typing import (Dict, Iterable, List, Mapping, NamedTuple, Optional, Tuple,
-                    Union)
+                    TypeVar, Union)
 
 from . import _native
 from .errors import (BusyError, ClockBackwardsError, CorruptError, EpochError, Error,
@@ -223,7 +223,30 @@ _BACKWARDS = {"logical": 0, "refuse": 1, "wait": 2, "change-worker": 3}
 _EXHAUST = {"wait": 0, "borrow": 1}
 
 
-class Snowflake:
+_T = TypeVar("_T", bound="_Closing")
+
+
+class _Closing:
+    """What a handle on a C object with a close() gives: use in a with
+    statement, and close() when collected."""
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self: _T) -> _T:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+class Snowflake(_Closing):
     """A Snowflake generator on one layout, for one set of node values.
 
     node: the node fields' values by name ({"datacenter": 1, "worker": 7}).
@@ -376,17 +399,6 @@ class Snowflake:
             return  # the keeper threads are the parent's: leave the copy
         _check(self._close(g), "close")
 
-    def __enter__(self) -> "Snowflake":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
 
 
 # ------------------------------------------------- 128-bit and 96-bit ids
@@ -578,7 +590,7 @@ def create_sequence(name: str, stores: Union[str, Iterable[str]], start: int = 1
             slib.idm_store_close(s)
 
 
-class Sequence:
+class Sequence(_Closing):
     """Dense integer ids from a named counter in one or more ticket stores,
     taken in blocks (a crash leaves a gap, never a repeat); next() is one
     atomic add, a background thread fetches the next block. Thread-safe.
@@ -660,14 +672,3 @@ class Sequence:
             self._lib.idm_seq_close(q)
         self._close_stores()
 
-    def __enter__(self) -> "Sequence":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
