@@ -69,6 +69,16 @@ def free_port():
         return s.getsockname()[1]
 
 
+def signal_pid(pid, sig):
+    """Sends sig to pid; False when the process is gone (a cli run that just
+    ended, a PostgreSQL backend that just exited): races a fault must ride."""
+    try:
+        os.kill(pid, sig)
+        return True
+    except ProcessLookupError:
+        return False
+
+
 def say(msg):
     sys.stderr.write("fleet: %s\n" % msg)
     sys.stderr.flush()
@@ -224,17 +234,16 @@ class Fleet:
         elif kind == "pause":
             m = self.minters[self.pick(sorted(self.minters))]
             target, affected = m.name, [m.name]
-            pid = m.pid()
+            pid = None
             for _ in range(40):        # a cli loop between two runs
-                if pid:
-                    break
-                time.sleep(0.025)
                 pid = m.pid()
-            if pid:
-                os.kill(pid, signal.SIGSTOP)
+                if pid and signal_pid(pid, signal.SIGSTOP):
+                    break
+                pid = None
+                time.sleep(0.025)
             self.hold(past_ttl)
             if pid:
-                os.kill(pid, signal.SIGCONT)
+                signal_pid(pid, signal.SIGCONT)
             detail = "pid %s stopped %.1f s" % (pid, past_ttl)
         elif kind == "leader":
             n = self.script("etcd-test-server.sh", "leader", self.etcd_dir, check=False)
@@ -257,11 +266,10 @@ class Fleet:
             target, affected = which, self.users(which)
             if which == "pg":  # the odd ticket store's server too
                 affected += [n + "-tickets" for n in self.users("tickets")]
-            for pid in pids:
-                os.kill(pid, signal.SIGSTOP)
+            pids = [pid for pid in pids if signal_pid(pid, signal.SIGSTOP)]
             self.hold(past_ttl)
             for pid in pids:
-                os.kill(pid, signal.SIGCONT)
+                signal_pid(pid, signal.SIGCONT)
             detail = "%d processes frozen %.1f s" % (len(pids), past_ttl)
         elif kind == "cut":
             name = self.pick(sorted(self.proxies))
