@@ -201,6 +201,54 @@ test('bad options and ids throw with the C error name', () => {
   assert.throws(() => g.idToDate('x'), { code: 'IDM_EPARSE' });
   g.close();
   assert.throws(() => g.nextId(), { code: 'IDM_EINVAL', message: /closed/ });
+  assert.throws(() => g.nextBigInt(), { code: 'IDM_EINVAL', message: /closed/ });
+  assert.throws(() => idmint.Generator.prototype.nextId.call(g), { code: 'IDM_EINVAL', message: /closed/ });
   assert.throws(() => g.nextBatch(2), { code: 'IDM_EINVAL' });
   g.close(); // twice is fine
+});
+
+// nextId and nextBigInt are the object's own bound functions (no unwrap per
+// call): one kept after its generator was collected still mints, from the
+// same generator, and the prototype's methods mint from any generator.
+test('a method kept after its generator is collected still mints', async () => {
+  const v8 = require('node:v8');
+  const vm = require('node:vm');
+  v8.setFlagsFromString('--expose-gc');
+  const gc = vm.runInNewContext('gc');
+  let g = idmint.createGenerator(TWITTER);
+  const next = g.nextId;
+  const nextBig = g.nextBigInt;
+  const a = next();
+  g = null;
+  for (let i = 0; i < 10; i++) {
+    gc();
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  const b = next();
+  const c = nextBig();
+  assert.ok(less(a, b), `${b} is not above ${a}`);
+  assert.ok(c > BigInt(b), `${c} is not above ${b}`);
+  const h = idmint.createGenerator(TWITTER);
+  const d = idmint.Generator.prototype.nextId.call(h);
+  assert.ok(less(d, h.nextId()));
+  assert.ok(Object.prototype.hasOwnProperty.call(h, 'nextId'));
+  h.close();
+});
+
+// The decimal text the addon makes for ids, at every length: decode()
+// gives each id back as text, from 0 to the layout's largest (63 bits).
+test('ids as text at every length, 0 to 2^63 - 1', () => {
+  const g = idmint.createGenerator(TWITTER);
+  const ids = [0n, 2n ** 63n - 1n];
+  for (let p = 1n; p < 2n ** 63n; p *= 10n) ids.push(p - 1n, p, p + 1n, p * 5n);
+  for (const v of ids) {
+    if (v >= 2n ** 63n) continue;
+    assert.equal(g.decode(v).id, v.toString(), `decode(${v}).id`);
+    assert.equal(g.decode(v.toString()).id, v.toString());
+  }
+  for (let i = 0; i < 1000; i++) {
+    const t = g.nextId();
+    assert.equal(t, BigInt(t).toString());
+  }
+  g.close();
 });
