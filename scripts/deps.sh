@@ -28,6 +28,7 @@ want=(cmake make gcc libc6-dev pkg-config libcmocka-dev python3
       spin                             # the model check of the lease protocol
       procps                           # pgrep: the fault suite freezes servers
       python3-venv python3-setuptools python3-wheel   # the Python binding (an offline venv)
+      python3-dev                      # ... and its compiled accelerator (Python.h)
       nodejs:node npm:npm)             # interoperability: npm uuid and ulid; the Node.js binding
 case "${1:-}" in
   "") ;;

@@ -4,9 +4,15 @@
 The package under test is the one `import idmint` finds: run-tests.sh
 installs it into a fresh venv first.
 """
+import copy
+import ctypes
 import datetime as dt
+import importlib
+import inspect
 import os
+import pickle
 import shutil
+import sysconfig
 import subprocess
 import sys
 import tempfile
@@ -21,6 +27,7 @@ UTC = dt.timezone.utc
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE_DIR = os.environ.get("IDMINT_SOURCE_DIR",
                             os.path.normpath(os.path.join(HERE, "..", "..", "..")))
+ACCELERATED = idmint._native_path == "accelerator"
 
 
 class TempDirCase(unittest.TestCase):
@@ -297,6 +304,223 @@ class TestErrors(unittest.TestCase):
         self.assertEqual((e.code, e.errno), ("IDM_UNKNOWN", -99))
         self.assertTrue(issubclass(idmint.ParseError, ValueError))
         self.assertFalse(issubclass(idmint.ClockBackwardsError, ValueError))
+
+
+def _manual_clock_uuid7_gen(start_ms):
+    """A uuid7 generator on a manual clock at start_ms, for a C error on
+    demand (a clock before 1970: IDM_ERANGE; the manual clock counts ns in
+    an int64, so it cannot reach 2^48 ms, the other bound); (gen, free)."""
+    lib = _native.core
+    P = ctypes.c_void_p
+    new_clock = lib["idm_manual_clock_new"]
+    new_clock.argtypes = [ctypes.POINTER(P), ctypes.c_int64, ctypes.c_bool]
+    clock_of = lib["idm_manual_clock_clock"]
+    clock_of.restype, clock_of.argtypes = P, [P]
+    free_clock = lib["idm_manual_clock_free"]
+    free_clock.restype, free_clock.argtypes = None, [P]
+    mc, gen = P(), P()
+    assert new_clock(ctypes.byref(mc), start_ms, False) == 0
+    assert lib.idm_uuid7_gen_new(ctypes.byref(gen), clock_of(mc), None) == 0
+
+    def free():
+        lib.idm_uuid7_gen_free(gen)
+        free_clock(mc)
+    return gen.value, free
+
+
+class TestNativePath(unittest.TestCase):
+    """The optional accelerator (idmint._speedups) against the ctypes path,
+    whose functions the package keeps as _uuid7_ctypes and friends."""
+
+    def test_path_reported_and_pure_honoured(self):
+        self.assertIn(idmint._native_path, ("accelerator", "ctypes"))
+        if os.environ.get("IDMINT_PURE") == "1":
+            self.assertEqual(idmint._native_path, "ctypes")
+            self.assertIs(idmint.uuid7, idmint._uuid7_ctypes)
+        try:
+            importlib.import_module("idmint._speedups")
+            built = "accelerator"
+        except ImportError:
+            built = "ctypes"
+        if os.environ.get("IDMINT_PURE") != "1":
+            self.assertEqual(idmint._native_path, built)
+        code = "import idmint; print(idmint._native_path, idmint.uuid7.__name__)"
+        for pure, want in (("1", "ctypes"), ("0", built), ("", built)):
+            r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                               env=dict(os.environ, IDMINT_PURE=pure),
+                               cwd=tempfile.gettempdir(), check=True)
+            self.assertEqual(r.stdout.split(), [want, "uuid7"], pure)
+
+    @unittest.skipUnless(ACCELERATED, "the ctypes path is in use")
+    def test_accelerated_functions_in_use(self):
+        from idmint import _speedups
+        self.assertIs(idmint.uuid7, _speedups.uuid7)
+        self.assertIs(idmint.uuid4, _speedups.uuid4)
+        self.assertIs(idmint.ulid, _speedups.ulid)
+        self.assertIs(idmint.Snowflake.next, idmint._snowflake_next_accelerated)
+        self.assertEqual(idmint.uuid7.__doc__, inspect.getdoc(idmint._uuid7_ctypes))
+
+    def _same_kind(self, a, c):
+        """a (accelerator) and c (ctypes) are UUIDs alike in every way."""
+        for u in (a, c):
+            self.assertIs(type(u), uuid.UUID)
+            self.assertIs(type(u.int), int)
+            self.assertIs(u.is_safe, uuid.SafeUUID.unknown)
+            self.assertEqual(u.variant, uuid.RFC_4122)
+            self.assertFalse(hasattr(u, "__dict__"))
+            self.assertRegex(str(u), r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-"
+                                     r"[0-9a-f]{4}-[0-9a-f]{12}$")
+            # what uuid.UUID's own constructor makes of the same value
+            std = uuid.UUID(str(u))
+            self.assertEqual(std, u)
+            self.assertEqual((std.int, std.is_safe, std.bytes, std.hex, std.urn),
+                             (u.int, u.is_safe, u.bytes, u.hex, u.urn))
+            self.assertEqual(hash(u), hash(std))
+            self.assertEqual(hash(u), hash(u.int))
+            self.assertEqual(repr(u), repr(std))
+            self.assertEqual({u: 1}[std], 1)
+            back = pickle.loads(pickle.dumps(u))
+            self.assertIs(type(back), uuid.UUID)
+            self.assertEqual((back, back.is_safe), (u, u.is_safe))
+            self.assertEqual(copy.deepcopy(u), u)
+            with self.assertRaises(TypeError):
+                u.int = 5  # still immutable
+        self.assertEqual(a.version, c.version)
+
+    @unittest.skipUnless(ACCELERATED, "the ctypes path is in use")
+    def test_uuid7_same_kind_as_ctypes(self):
+        a, c = idmint.uuid7(), idmint._uuid7_ctypes()
+        self._same_kind(a, c)
+        self.assertEqual(a.version, 7)
+        # one generator behind both paths: still increasing across them
+        self.assertLess(a, c)
+        self.assertLess(c, idmint.uuid7())
+        self.assertEqual(idmint.uuid7_time(a).year, dt.datetime.now(UTC).year)
+        a4, c4 = idmint.uuid4(), idmint._uuid4_ctypes()
+        self._same_kind(a4, c4)
+        self.assertEqual(a4.version, 4)
+        la, lc = idmint.ulid(), idmint._ulid_ctypes()
+        self.assertIs(type(la), str)
+        self.assertRegex(la, r"^[0-9A-HJKMNP-TV-Z]{26}$")
+        self.assertLess(la, lc)
+        self.assertLess(lc, idmint.ulid())
+
+    @unittest.skipUnless(ACCELERATED, "the ctypes path is in use")
+    def test_uuid7_monotonic_100k(self):
+        us = [idmint.uuid7() for _ in range(100000)]
+        self.assertTrue(all(x < y for x, y in zip(us, us[1:])))
+        self.assertEqual(len({u.int for u in us}), 100000)
+
+    @unittest.skipUnless(ACCELERATED, "the ctypes path is in use")
+    def test_uuid7_four_threads_both_paths(self):
+        out = [None] * 4
+
+        def run(k):
+            fast, slow = idmint.uuid7, idmint._uuid7_ctypes
+            out[k] = [fast() if i % 3 else slow() for i in range(30000)]
+
+        ts = [threading.Thread(target=run, args=(k,)) for k in range(4)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        for us in out:
+            self.assertTrue(all(x < y for x, y in zip(us, us[1:])))
+        self.assertEqual(len({u for us in out for u in us}), 120000)
+
+    @unittest.skipUnless(ACCELERATED, "the ctypes path is in use")
+    def test_uuid7_after_fork_unique(self):
+        before = [idmint.uuid7() for _ in range(1000)]
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                os.close(r)
+                text = "\n".join(str(idmint.uuid7()) for _ in range(20000)) + "\n"
+                with os.fdopen(w, "w") as f:
+                    f.write(text)
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(w)
+        mine = [idmint.uuid7() for _ in range(20000)]
+        with os.fdopen(r) as f:
+            child = [uuid.UUID(x) for x in f.read().split()]
+        _, status = os.waitpid(pid, 0)
+        self.assertEqual(status, 0)
+        self.assertEqual(len(child), 20000)
+        self.assertEqual(len(set(before) | set(mine) | set(child)), 41000)
+
+    @unittest.skipUnless(ACCELERATED, "the ctypes path is in use")
+    def test_c_error_raises_the_same_exception(self):
+        from idmint import _speedups
+        lib = _native.core
+        for start_ms in (-5, -86400000):
+            gen, free = _manual_clock_uuid7_gen(start_ms)
+            try:
+                with self.assertRaises(idmint.RangeError) as cm:
+                    _speedups.uuid7_from(gen)
+                fast = cm.exception
+                rc = lib.idm_uuid7_next(gen, _native.Bytes16())
+                slow = idmint.errors.from_code(rc, "uuid7")
+            finally:
+                free()
+            self.assertIs(type(fast), type(slow))
+            self.assertEqual((str(fast), fast.code, fast.errno),
+                             (str(slow), slow.code, slow.errno))
+            self.assertEqual(fast.errno, -5)
+            self.assertIn(str(start_ms), str(fast))
+
+    @unittest.skipUnless(ACCELERATED, "the ctypes path is in use")
+    def test_snowflake_error_through_the_accelerator(self):
+        """A Snowflake's copy in a forked child: the C library refuses it
+        (IDM_EFORKED); both paths raise the same ForkedError."""
+        g = idmint.Snowflake(node={"datacenter": 3, "worker": 3})
+        first = g.next()
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                os.close(r)
+                got = []
+                for f in (g.next, lambda: idmint._snowflake_next_ctypes(g)):
+                    try:
+                        got.append("minted %d" % f())
+                    except idmint.Error as e:
+                        got.append("%s|%s|%s" % (type(e).__name__, e.code, e))
+                with os.fdopen(w, "w") as out:
+                    out.write("\n".join(got))
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(w)
+        with os.fdopen(r) as f:
+            got = f.read().split("\n")
+        _, status = os.waitpid(pid, 0)
+        self.assertEqual(status, 0)
+        self.assertEqual(len(got), 2, got)
+        self.assertTrue(got[0].startswith("ForkedError|IDM_EFORKED|"), got)
+        self.assertEqual(got[0], got[1])
+        self.assertGreater(g.next(), first)
+        g.close()
+        with self.assertRaises(idmint.InvalidArgumentError):
+            g.next()
+
+    @unittest.skipUnless(shutil.which("cc"), "no C compiler")
+    def test_speedups_compile_warning_free(self):
+        src = os.path.join(SOURCE_DIR, "bindings", "python", "src", "idmint", "_speedups.c")
+        inc = sysconfig.get_paths()["include"]
+        if not os.path.exists(src):
+            self.skipTest("no %s (set IDMINT_SOURCE_DIR)" % src)
+        if not os.path.exists(os.path.join(inc, "Python.h")):
+            self.skipTest("no Python headers")
+        with open(src) as f:
+            self.assertTrue(f.readline().startswith("/* SPDX-License-Identifier: MIT */"))
+        r = subprocess.run(["cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-fsyntax-only",
+                            "-I", inc, src], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
 
 
 class TestSequence(TempDirCase):

@@ -9,8 +9,14 @@
     idmint.ulid()                          # "01J..." (26 characters)
 
 Every call goes to libidmint through ctypes, which releases the GIL for the
-call: threads mint in parallel on one generator. A generator belongs to the
-process that opened it: after os.fork() the child's copy raises ForkedError
+call: threads mint in parallel on one generator. Where the optional compiled
+accelerator (idmint._speedups) was built, uuid7(), uuid4(), ulid() and
+Snowflake.next() call the C functions through it instead, with the same
+results and exceptions (the first three keep the GIL through their short C
+call, which never waits); IDMINT_PURE=1 in the environment at import keeps
+every call on ctypes, and _native_path says which path is in use
+("accelerator" or "ctypes"). A generator belongs to the process that
+opened it: after os.fork() the child's copy raises ForkedError
 (open a generator, with its own worker id, in each process); the module's
 uuid7(), uuid4(), ulid() and objectid() reseed by themselves in a child.
 """
@@ -19,8 +25,8 @@ import datetime as _dt
 import os
 import threading
 import uuid as _uuid
-from ctypes import byref, c_int64, c_uint64, c_void_p, create_string_buffer
-from typing import (Dict, Iterable, List, Mapping, NamedTuple, Optional, Tuple,
+from ctypes import byref, c_int64, c_uint64, c_void_p, cast, create_string_buffer
+from typing import (Any, Dict, Iterable, List, Mapping, NamedTuple, Optional, Tuple,
                     TypeVar, Union)
 
 from . import _native
@@ -64,6 +70,12 @@ os.register_at_fork(after_in_child=_after_fork)
 def library_version() -> str:
     """The version of the libidmint actually loaded."""
     return _lib.idm_version().decode()
+
+
+def _address(fn: object) -> int:
+    """The address of a C function of the loaded libraries (a ctypes
+    function), for the accelerator."""
+    return cast(fn, c_void_p).value  # type: ignore[arg-type,return-value]
 
 
 def _text(value: object, what: str) -> bytes:
@@ -323,6 +335,7 @@ class Snowflake(_Closing):
             lopts.reclaim = reclaim
             _check(llib.idm_leased_open(byref(handle), byref(lopts)), "lease %s" % lease)
             self._next1 = llib.idm_leased_next
+            self._next1_addr = _address(llib.idm_leased_next)
             self._nextn = llib.idm_leased_next_batch
             self._close = llib.idm_leased_close
         else:
@@ -334,6 +347,7 @@ class Snowflake(_Closing):
                     else state_fresh
             _check(_lib.idm_snowflake_open(byref(handle), byref(gen)), "snowflake")
             self._next1 = _lib.idm_snowflake_next
+            self._next1_addr = _address(_lib.idm_snowflake_next)
             self._nextn = _lib.idm_snowflake_next_batch
             self._close = _lib.idm_snowflake_close
         self._g = handle.value
@@ -354,6 +368,8 @@ class Snowflake(_Closing):
 
     def next(self) -> int:
         """One id, above every id this generator handed out before."""
+        # The ctypes path; with the accelerator, _snowflake_next_accelerated
+        # below takes its place.
         try:
             out = self._local.out
         except AttributeError:
@@ -410,6 +426,7 @@ class _PerProcess:
     def __init__(self, make: str, free: str, *args: object) -> None:
         self.make, self.free, self.args = make, free, args
         self.ptr: Optional[int] = None
+        self.cptr: Optional[c_void_p] = None  # the same, for a call without argtypes
         self.lock = threading.Lock()
 
     def get(self) -> int:
@@ -420,9 +437,14 @@ class _PerProcess:
                     p = c_void_p()
                     _check(getattr(_lib, self.make)(byref(p), None, None, *self.args),
                            self.make)
+                    self.cptr = c_void_p(p.value)
                     self.ptr = p.value
                 ptr = self.ptr
         return ptr  # type: ignore[return-value]
+
+    def cget(self) -> c_void_p:
+        self.get()
+        return self.cptr  # type: ignore[return-value]
 
 
 _uuid7_gen = _PerProcess("idm_uuid7_gen_new", "idm_uuid7_gen_free")
@@ -432,9 +454,15 @@ _tls = threading.local()
 _UUID = _uuid.UUID
 _SAFE = _uuid.SafeUUID.unknown
 _new = object.__new__
-_set = object.__setattr__
+# The slots' own setters: uuid.UUID.__setattr__ refuses (UUIDs are
+# immutable), and object.__setattr__ looks the name up first.
+_set_int = _UUID.__dict__["int"].__set__
+_set_safe = _UUID.__dict__["is_safe"].__set__
 _from_bytes = int.from_bytes
-_uuid7_next = _lib.idm_uuid7_next
+# idm_uuid7_next without argtypes (lib[name] is a new function object): it
+# is handed a c_void_p and a Bytes16, which ctypes passes as they are, and so
+# skips converting them on every call.
+_uuid7_next = _lib["idm_uuid7_next"]
 
 
 def _buf16() -> "_native.Bytes16":
@@ -445,12 +473,12 @@ def _buf16() -> "_native.Bytes16":
         return _tls.b16
 
 
-def _as_uuid(b: bytes) -> _uuid.UUID:
+def _as_uuid(b: object) -> _uuid.UUID:
     # uuid.UUID(int=...) checks and converts in Python; the bytes are
     # already a valid UUID, so set the two slots directly.
     u = _new(_UUID)
-    _set(u, "int", _from_bytes(b, "big"))
-    _set(u, "is_safe", _SAFE)
+    _set_int(u, _from_bytes(b, "big"))  # type: ignore[arg-type]
+    _set_safe(u, _SAFE)
     return u
 
 
@@ -461,13 +489,12 @@ def uuid7() -> _uuid.UUID:
         b = _tls.b16
     except AttributeError:
         b = _buf16()
-    g = _uuid7_gen.ptr or _uuid7_gen.get()
-    rc = _uuid7_next(g, b)
+    rc = _uuid7_next(_uuid7_gen.cptr or _uuid7_gen.cget(), b)
     if rc != 0:
         raise _from_code(rc, "uuid7")
     u = _new(_UUID)
-    _set(u, "int", _from_bytes(b, "big"))
-    _set(u, "is_safe", _SAFE)
+    _set_int(u, _from_bytes(b, "big"))
+    _set_safe(u, _SAFE)
     return u
 
 
@@ -475,7 +502,7 @@ def uuid4() -> _uuid.UUID:
     """A UUIDv4 from idmint's CSPRNG."""
     b = _buf16()
     _check(_lib.idm_uuid4(None, b), "uuid4")
-    return _as_uuid(bytes(b))
+    return _as_uuid(b)
 
 
 def ulid() -> str:
@@ -485,6 +512,58 @@ def ulid() -> str:
     out = create_string_buffer(27)
     _lib.idm_ulid_format(b, out)
     return out.value.decode()
+
+
+# The ctypes versions, kept under these names whichever path is in use (the
+# tests and the benchmark compare the two).
+_uuid7_ctypes, _uuid4_ctypes, _ulid_ctypes = uuid7, uuid4, ulid
+_snowflake_next_ctypes = Snowflake.next
+
+
+def _raise(rc: int, context: str) -> None:
+    """What the accelerator calls for a nonzero C code: the exception the
+    ctypes path raises."""
+    raise _from_code(rc, context)
+
+
+def _snowflake_next_accelerated(self: Snowflake) -> int:
+    g = self._g
+    if g is None:
+        self._handle()
+    return _next_u64(self._next1_addr, g)
+
+
+def _accelerate() -> Tuple[Any, str]:
+    """The bound accelerator module and "accelerator", or None and "ctypes"
+    (IDMINT_PURE=1, or the package was installed without it: no compiler
+    or no Python headers at build time)."""
+    if os.environ.get("IDMINT_PURE") == "1":
+        return None, "ctypes"
+    try:
+        from . import _speedups  # type: ignore[attr-defined]
+    except ImportError:
+        return None, "ctypes"
+    _speedups.bind(uuid7_next=_address(_lib.idm_uuid7_next),
+                   uuid4=_address(_lib.idm_uuid4),
+                   ulid_next=_address(_lib.idm_ulid_next),
+                   ulid_format=_address(_lib.idm_ulid_format),
+                   uuid7_gen=_uuid7_gen.get, ulid_gen=_ulid_gen.get,
+                   uuid_type=_UUID, int_slot=_UUID.__dict__["int"],
+                   safe_slot=_UUID.__dict__["is_safe"], safe_unknown=_SAFE,
+                   raiser=_raise)
+    return _speedups, "accelerator"
+
+
+_speedups, _native_path = _accelerate()
+if _speedups is not None:
+    _next_u64 = _speedups.next_u64
+    uuid7 = _speedups.uuid7  # noqa: F811
+    uuid4 = _speedups.uuid4  # noqa: F811
+    ulid = _speedups.ulid  # noqa: F811
+    _snowflake_next_accelerated.__doc__ = Snowflake.next.__doc__
+    _snowflake_next_accelerated.__name__ = "next"
+    _snowflake_next_accelerated.__qualname__ = "Snowflake.next"
+    Snowflake.next = _snowflake_next_accelerated  # type: ignore[assignment]
 
 
 def objectid() -> str:
