@@ -52,6 +52,13 @@
  * Thread-safety: idm_leased_next, _next_batch, _check, _status_get, _layout
  * from any number of threads at once; idm_leased_close once, by the owner,
  * after every minting thread has returned.
+ *
+ * Fork: a leased generator belongs to the process that opened it (its
+ * worker id, claim and threads are that process's). In a forked child,
+ * idm_leased_next and _next_batch are IDM_EFORKED, _status_get reports
+ * IDM_EFORKED, and idm_leased_close frees the child's copy only (no thread
+ * joined, nothing released or written) and returns IDM_EFORKED. A child
+ * that mints opens its own, with its own worker id.
  */
 #ifndef IDMINT_LEASED_H
 #define IDMINT_LEASED_H

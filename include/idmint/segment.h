@@ -148,6 +148,13 @@ IDM_EXTERN int idm_store_identity(idm_store *s, char *out, size_t cap);
  */
 #define IDM_STORE_TIMEOUT_MS 5000
 IDM_EXTERN int idm_store_set_timeout(idm_store *s, int64_t ms);
+/* Fork: a store belongs to the process that opened it. In a forked child
+ * its calls are IDM_EFORKED and idm_store_close frees the child's copy
+ * without using or closing the parent's connection. A child opens its own
+ * stores, on the parent's SQLite files too: fork() waits until no thread
+ * of the library is inside SQLite (a thread waiting for another
+ * connection's lock gives way and tries again after the fork, within its
+ * deadline), so the child never finds SQLite's mutexes held. */
 IDM_EXTERN void idm_store_close(idm_store *s);
 
 /* -------------------------------------------------------------- allocator */
@@ -235,7 +242,9 @@ IDM_EXTERN int idm_seq_next(idm_seq *q, int64_t *id);
 IDM_EXTERN void idm_seq_stats_get(const idm_seq *q, idm_seq_stats *out);
 /* Close the allocator (the last one of its store stops the store's prefetch
  * thread); the ids in hand are abandoned (gaps). Close every allocator of a
- * store before the store. */
+ * store before the store. In a forked child an allocator of the parent's
+ * hands out nothing (idm_seq_next is IDM_EFORKED: its blocks are the
+ * parent's) and its close frees the child's copy only. */
 IDM_EXTERN void idm_seq_close(idm_seq *q);
 
 #endif /* IDMINT_SEGMENT_H */

@@ -9,6 +9,12 @@
  * own path. A slot that is no longer current keeps its generator (guard
  * dropped: it mints nothing) until idm_leased_close, because other threads
  * may still be inside it; its lease is closed at the switch.
+ *
+ * Fork: a leased generator belongs to the process that opened it. In a
+ * forked child its generators refuse to mint (IDM_EFORKED: the worker id
+ * is the parent's), and idm_leased_close frees the child's copy without
+ * the supervisor thread (the parent's), the release of the claim, or a
+ * write or unlink of the claim and state files, which stay the parent's.
  */
 #include <errno.h>
 #include <dirent.h>
@@ -83,6 +89,7 @@ struct idm_leased {
     int64_t retry_at_ns;     /* a failed re-claim is tried again then */
     pthread_t sup;
     bool sup_running;
+    pid_t pid; /* the process that opened it: a forked child is another */
 
     _Atomic uint64_t reclaims, losses, changes, switch_failures;
     _Atomic int64_t last_switch_ns;
@@ -783,6 +790,13 @@ void idm_leased_status_get(idm_leased *lg, idm_leased_status *out)
     bool has_lease;
     memset(out, 0, sizeof *out);
     out->worker = s->worker;
+    if (lg->pid != getpid()) {
+        /* A forked child: mu may have been held at fork; it mints nothing. */
+        out->last_error = IDM_EFORKED;
+        snprintf(out->last_detail, sizeof out->last_detail,
+                 "leased: opened in the parent process; a forked child must open its own");
+        return;
+    }
     /* A switch takes the old slot's lease out under mu. */
     pthread_mutex_lock(&lg->mu);
     has_lease = s->lease != NULL;
@@ -815,6 +829,19 @@ void idm_leased_stats_get(idm_leased *lg, idm_snowflake_stats *out)
 
 /* Free everything; the state files of the slots are removed but keep's
  * (NULL: none), which a claim file left for a restart names. */
+/* The claim descriptor and the memory left once the slots are gone. */
+static void leased_free_rest(idm_leased *lg)
+{
+    if (lg->claim_fd >= 0)
+        close(lg->claim_fd);
+    idm_layout_free(lg->layout);
+    free(lg->url);
+    free(lg->holder);
+    free(lg->boot_file);
+    free(lg->dir);
+    free(lg);
+}
+
 static void leased_free_keep(idm_leased *lg, const slot *keep)
 {
     slot *s = lg->all;
@@ -835,18 +862,11 @@ static void leased_free_keep(idm_leased *lg, const slot *keep)
         free(s);
         s = next;
     }
-    if (lg->claim_fd >= 0)
-        close(lg->claim_fd);
     pthread_cond_destroy(&lg->cv);
     pthread_cond_destroy(&lg->done_cv);
     pthread_mutex_destroy(&lg->mu);
     pthread_mutex_destroy(&lg->file_mu);
-    idm_layout_free(lg->layout);
-    free(lg->url);
-    free(lg->holder);
-    free(lg->boot_file);
-    free(lg->dir);
-    free(lg);
+    leased_free_rest(lg);
 }
 
 /* On a failed open: nothing of ours is in the claim file yet but a resumed
@@ -993,6 +1013,7 @@ int idm_leased_open(idm_leased **out, const idm_leased_opts *opts)
         return IDM_ENOMEM;
     lg->claim_fd = -1;
     lg->claim_k = -1;
+    lg->pid = getpid();
     pthread_mutex_init(&lg->mu, NULL);
     pthread_mutex_init(&lg->file_mu, NULL);
     idm__cond_init_mono(&lg->cv);
@@ -1096,12 +1117,41 @@ int idm_leased_open(idm_leased **out, const idm_leased_opts *opts)
     return 0;
 }
 
+/* idm_leased_close in a forked child: only the forking thread is here, so
+ * the supervisor and the leases' keepers are not, and any of the mutexes
+ * and condition variables may have been copied held or waited on: none is
+ * locked or destroyed (glibc's condition variable destroy waits for the
+ * waiters it counts), their memory is freed with the rest. Each lease and
+ * generator frees its child's copy and writes nothing (their own fork
+ * checks); closing the child's descriptors of the claim lock and the state
+ * files leaves the parent's locks, which belong to the open file
+ * descriptions the parent still has. No file is written or removed. The
+ * list of slots may miss one a switch was adding at fork (left, never
+ * freed). */
+static int leased_close_child(idm_leased *lg)
+{
+    slot *s = lg->all;
+    while (s != NULL) {
+        slot *next = s->next;
+        if (s->lease != NULL)
+            (void)idm_lease_close(s->lease);
+        (void)idm_snowflake_close(s->gen);
+        free(s);
+        s = next;
+    }
+    leased_free_rest(lg);
+    return idm_error_fail(IDM_EFORKED, "leased: opened in the parent process, whose worker id "
+                                       "and claim it keeps; a forked child must open its own");
+}
+
 int idm_leased_close(idm_leased *lg)
 {
     slot *cur;
     int rc = 0;
     if (lg == NULL)
         return 0;
+    if (lg->pid != getpid())
+        return leased_close_child(lg);
     if (lg->sup_running) {
         pthread_mutex_lock(&lg->mu);
         lg->stop = true;

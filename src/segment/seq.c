@@ -52,6 +52,14 @@
  *
  * Generations are 24 bits: a reader would have to stall between its add and
  * its check for 2^24 block switches to be fooled by the wrap.
+ *
+ * Fork: an allocator belongs to the process that opened it. A forked child
+ * has a copy of its blocks, the same ids the parent goes on handing out,
+ * and none of its keeper threads: every call fails there with IDM_EFORKED
+ * (the fork generation it was opened under, bumped by a pthread_atfork
+ * child handler, differs: one load and compare on the common path), and
+ * its close frees the child's copy without touching the keeper. The child
+ * starts with no keepers, so its own allocators start their own.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -113,9 +121,14 @@ typedef struct keeper {
 static pthread_mutex_t keepers_mu = PTHREAD_MUTEX_INITIALIZER;
 static keeper *keepers;
 
+/* Forks this process is from (see the top). */
+static _Atomic uint64_t fork_gen;
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+
 struct idm_seq {
     _Alignas(64) _Atomic uint64_t word;
     _Alignas(64) slot slots[2];
+    uint64_t fork_gen; /* fork_gen at open: a forked child differs */
 
     /* Everything below is under k->mu. */
     _Alignas(64) keeper *k;
@@ -157,6 +170,34 @@ struct idm_seq {
     int pct;
     const idm_clock *clock;
 };
+
+/* In a forked child only the forking thread exists: the parent's keepers
+ * (their threads are not here, their mutexes may be held) are left, never
+ * found by an allocator the child opens. */
+static void after_fork(void)
+{
+    pthread_mutex_init(&keepers_mu, NULL);
+    keepers = NULL;
+    atomic_fetch_add_explicit(&fork_gen, 1, memory_order_relaxed);
+}
+
+static void fork_register(void)
+{
+    pthread_atfork(NULL, NULL, after_fork);
+}
+
+static bool forked(const idm_seq *q)
+{
+    return __builtin_expect(q->fork_gen != atomic_load_explicit(&fork_gen, memory_order_relaxed),
+                            0);
+}
+
+static int refuse_forked(const idm_seq *q)
+{
+    return idm__seg_fail(IDM_EFORKED, "sequence %s: opened in the parent process; a forked child "
+                                      "must open its own stores and allocators",
+                         q->name);
+}
 
 static struct timespec abs_ts(int64_t ns)
 {
@@ -702,6 +743,8 @@ int idm_seq_next(idm_seq *q, int64_t *id)
 {
     if (q == NULL || id == NULL)
         return idm__seg_fail(IDM_EINVAL, "seq: no allocator or output");
+    if (forked(q))
+        return refuse_forked(q);
     for (;;) {
         uint64_t w = atomic_fetch_add_explicit(&q->word, 1, memory_order_acquire);
         uint64_t g = w >> POS_BITS;
@@ -995,6 +1038,8 @@ int idm_seq_open(idm_seq **out, const idm_seq_opts *opts)
     if (q == NULL)
         return IDM_ENOMEM;
     memset(q, 0, sizeof *q);
+    pthread_once(&fork_once, fork_register);
+    q->fork_gen = atomic_load(&fork_gen);
     idm__cond_init_mono(&q->cv_done);
     q->stores = malloc(opts->nstores * sizeof *q->stores);
     q->st = calloc(opts->nstores, sizeof *q->st);
@@ -1048,6 +1093,12 @@ void idm_seq_stats_get(const idm_seq *q, idm_seq_stats *out)
     if (q == NULL || out == NULL)
         return;
     memset(out, 0, sizeof *out);
+    if (forked(q)) {
+        /* The keeper's mutex may have been held at fork. */
+        out->last_error = refuse_forked(q);
+        snprintf(out->last_detail, sizeof out->last_detail, "%s", idm_error_detail());
+        return;
+    }
     pthread_mutex_lock(&q->k->mu);
     used = (int64_t)(atomic_load_explicit(&q->word, memory_order_relaxed) & POS_MASK);
     if (used > q->cur.size)
@@ -1074,6 +1125,17 @@ void idm_seq_close(idm_seq *q)
 {
     if (q == NULL)
         return;
+    if (forked(q)) {
+        /* A child's copy: the keeper (its thread, its mutex, its list) is
+         * the parent's, and the condition variable may have had waiters
+         * of the parent's (destroying it could wait for them): the memory
+         * is freed, nothing else touched. */
+        free(q->st);
+        free(q->floor_file);
+        free(q->stores);
+        free(q);
+        return;
+    }
     detach(q);
     destroy(q);
 }

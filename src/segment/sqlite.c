@@ -45,12 +45,26 @@
  * (sqlite:///a/b.db and sqlite:///a/./b.db, a symbolic or hard link) is
  * known as one store.
  *
+ * Fork: a child forked while another thread was inside SQLite would get
+ * SQLite's internal mutexes (its static ones, the unix VFS's list of open
+ * files) copied held, and hang in its first SQLite call. So every SQLite
+ * call of this file is counted inside (fork_enter), and a pthread_atfork
+ * prepare handler waits until no thread of the library is inside SQLite
+ * (see fork_prepare for what it may wait for) and keeps others out until
+ * the fork is done. A connection of the parent is never used or closed in
+ * the child (SQLite forbids carrying one across fork; store.c refuses the
+ * parent's stores there and leaves their connections alone), and the
+ * child takes the locks by which a process says it has a file open for
+ * the files its parent had open (see fork_child).
+ *
  * What it does not do: URI options (?mode=ro, ?vfs=...), relative paths,
  * percent-escapes in the path, or network filesystems (SQLite's locking is
  * not reliable there; that is SQLite's own caveat).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -58,6 +72,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <sqlite3.h>
 
@@ -77,6 +92,7 @@ typedef struct sq_store {
     sqlite3_stmt *create, *take, *next_of, *list, *floor_get, *floor_raise;
     int64_t timeout_ms; /* the longest a call may take */
     int64_t deadline; /* the call in progress must end by then (monotonic ns) */
+    bool yielded; /* the busy handler gave up for a fork (see fork_yield) */
     struct file_turn *turn; /* the writers' queue of this process on the file */
     dev_t dev; /* the file's, at open: its identity */
     ino_t ino;
@@ -133,7 +149,8 @@ static int sq_fail(sq_store *s, int rc, const char *what)
 
 /* One per database file in use in this process: its writers take turns
  * (held, under mu; waiters sleep on cv, which runs on CLOCK_MONOTONIC),
- * where SQLite's lock is polled. */
+ * where SQLite's lock is polled. And, for a forked child, the file's
+ * names and the locks it holds in the parent's stead (see fork_child). */
 typedef struct file_turn {
     dev_t dev;
     ino_t ino;
@@ -141,12 +158,14 @@ typedef struct file_turn {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     bool held;
+    char *db_path, *shm_path; /* as SQLite names them; NULL if unknown */
+    int db_fd, shm_fd;        /* a child's, holding its locks; -1: none */
+    bool stale;               /* a child that could not take them */
     struct file_turn *next;
 } file_turn;
 
 static pthread_mutex_t turns_mu = PTHREAD_MUTEX_INITIALIZER;
 static file_turn *turns;
-static pthread_once_t turns_once = PTHREAD_ONCE_INIT;
 
 /* A free turn. */
 static void turn_init(file_turn *t)
@@ -156,31 +175,176 @@ static void turn_init(file_turn *t)
     t->held = false;
 }
 
-/* In a forked child only the forking thread exists: a turn (or the list)
- * held by another thread of the parent would be held forever, and a store
- * the child opens on that file would wait on it. Every turn starts free. */
-static void turns_after_fork(void)
+/* ------------------------------------------------------------------ fork */
+
+/* The threads inside SQLite (fork_enter to fork_leave) and the forks
+ * waiting for them, under fork_mu: fork_prepare sets forking and waits
+ * until inside is 0; while forking, no thread enters (a fork is not starved
+ * by threads entering one after the other). A thread already inside must
+ * therefore never enter again: no path does (each store operation enters
+ * once, after its turn: a thread waiting for its turn is not inside, and
+ * calls only helpers that expect to be inside). fork_mu itself is not held
+ * across fork(). (A mutex and a count rather than a read-write lock: the
+ * forking thread would hold such a lock across fork(), and in the child,
+ * where that thread has another id, it could not be unlocked, only made
+ * anew over the lock ThreadSanitizer sees held.) */
+static pthread_mutex_t fork_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t fork_cv = PTHREAD_COND_INITIALIZER; /* inside 0, fork done */
+static unsigned inside, forking;
+/* Read without fork_mu by the busy handler: give up at once then. */
+static _Atomic int forks_waiting;
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+
+/* fork() waits here until no thread is inside SQLite. That is the SQLite
+ * work in progress, never another connection's lock: a thread waiting for
+ * SQLite's lock (the busy handler) gives up its try when a fork waits,
+ * leaves, and tries again after the fork, within its call's deadline
+ * (fork_yield). What is left: the statements' own work, at most an fsync
+ * of the file or its WAL per commit (synchronous=FULL), an open's creation
+ * of the file, a close's checkpoint, and SQLite's own brief retries of a
+ * read snapshot while other processes reset the WAL under it. */
+static void fork_prepare(void)
 {
+    atomic_fetch_add(&forks_waiting, 1);
+    pthread_mutex_lock(&fork_mu);
+    forking++;
+    while (inside > 0)
+        pthread_cond_wait(&fork_cv, &fork_mu);
+    pthread_mutex_unlock(&fork_mu);
+}
+
+static void fork_parent(void)
+{
+    pthread_mutex_lock(&fork_mu);
+    forking--;
+    pthread_cond_broadcast(&fork_cv);
+    pthread_mutex_unlock(&fork_mu);
+    atomic_fetch_sub(&forks_waiting, 1);
+}
+
+/* A read lock on len bytes of fd from start, taken at once, or false. */
+static bool read_lock(int fd, off_t start, off_t len)
+{
+    struct flock fl = {.l_type = F_RDLCK, .l_whence = SEEK_SET, .l_start = start, .l_len = len};
+    return fd >= 0 && fcntl(fd, F_SETLK, &fl) == 0;
+}
+
+/* The locks by which a process tells others it has a database file open,
+ * in SQLite's unix locking (its file format's lock bytes): the shared lock
+ * of the file (bytes PENDING + 2 on, 510 of them) and the shared lock of
+ * the wal-index's "DMS" byte (128 of the -shm file). SQLite takes them
+ * once per process and file, when its first connection opens the file. */
+#define SQ_SHARED_FIRST (0x40000000 + 2)
+#define SQ_SHARED_SIZE 510
+#define SQ_SHM_DMS 128
+
+/* A file the parent had open, in the child (see fork_child): its locks,
+ * on descriptors of the child's own, kept open for good (closing one would
+ * drop every lock the process has on the file, SQLite's too). */
+static void hold_in_child(file_turn *t)
+{
+    /* A grandchild: its parent's descriptors hold nothing here (locks are
+     * not inherited), and no lock of this process is on the file yet. */
+    if (t->db_fd >= 0)
+        close(t->db_fd);
+    if (t->shm_fd >= 0)
+        close(t->shm_fd);
+    t->db_fd = t->db_path != NULL ? open(t->db_path, O_RDONLY | O_CLOEXEC) : -1;
+    t->shm_fd = t->shm_path != NULL ? open(t->shm_path, O_RDWR | O_CLOEXEC) : -1;
+    t->stale = !read_lock(t->db_fd, SQ_SHARED_FIRST, SQ_SHARED_SIZE) ||
+               !read_lock(t->shm_fd, SQ_SHM_DMS, 1);
+}
+
+/* In a forked child only the forking thread exists: fork_mu (taken for a
+ * moment by threads entering and leaving) and fork_cv (waited on by
+ * threads of the parent) are made anew, with no fork waiting and no
+ * thread inside. A turn (or the list) held by another thread of the parent
+ * would be held forever, and a store the child opens on that file would
+ * wait on it: every turn starts free.
+ *
+ * No thread was inside SQLite at fork, so the parent's connections were
+ * idle: the child inherits no lock held in SQLite's record of each file
+ * (one per file and process, which its own connections to the file share).
+ * But that record says the locks SQLite takes once per process and file
+ * are held, and they are not: they were the parent's, and fcntl locks are
+ * not inherited. Another process would take the child's connections to
+ * the file for none: the parent closing its last one would checkpoint and
+ * delete the WAL under them (the child's later commits lost, its blocks
+ * handed out again), and a new process would reset the wal-index as its
+ * first user. So the child takes those locks itself, at once, while the
+ * parent still holds them (a read lock is refused only beside a write
+ * lock, which no process can hold on them then). A file whose locks the
+ * child cannot take is marked stale: its stores do not open. */
+static void fork_child(void)
+{
+    pthread_mutex_init(&fork_mu, NULL);
+    pthread_cond_init(&fork_cv, NULL);
+    inside = 0;
+    forking = 0;
+    atomic_store(&forks_waiting, 0);
     pthread_mutex_init(&turns_mu, NULL);
-    for (file_turn *t = turns; t != NULL; t = t->next)
+    for (file_turn *t = turns; t != NULL; t = t->next) {
         turn_init(t);
+        hold_in_child(t);
+    }
 }
 
-static void turns_register(void)
+static void fork_register(void)
 {
-    pthread_atfork(NULL, NULL, turns_after_fork);
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
-static file_turn *turn_get(dev_t dev, ino_t ino)
+/* Into SQLite (after any fork waiting) and out: see inside. */
+static void fork_enter(void)
+{
+    pthread_mutex_lock(&fork_mu);
+    while (forking > 0)
+        pthread_cond_wait(&fork_cv, &fork_mu);
+    inside++;
+    pthread_mutex_unlock(&fork_mu);
+}
+
+static void fork_leave(void)
+{
+    pthread_mutex_lock(&fork_mu);
+    if (--inside == 0 && forking > 0)
+        pthread_cond_broadcast(&fork_cv);
+    pthread_mutex_unlock(&fork_mu);
+}
+
+/* A SQLite call answered busy because the busy handler gave up for a fork
+ * (s->yielded): it wrote nothing, and the caller has reset it. Let the
+ * fork happen: the thread leaves and enters again, which waits for the
+ * fork to end. true: run it again (the call's deadline still bounds
+ * the wait for SQLite's lock). */
+static bool fork_yield(sq_store *s)
+{
+    s->yielded = false;
+    fork_leave();
+    fork_enter();
+    return idm__mono_ns() < s->deadline;
+}
+
+/* Whether SQLite's answer rc is the busy handler's giving up for a fork. */
+static bool for_fork(const sq_store *s, int rc)
+{
+    return (rc & 0xff) == SQLITE_BUSY && s->yielded;
+}
+
+/* The turn of the file dev, ino, which SQLite calls db_path. */
+static file_turn *turn_get(dev_t dev, ino_t ino, const char *db_path)
 {
     file_turn *t;
-    pthread_once(&turns_once, turns_register);
     pthread_mutex_lock(&turns_mu);
     for (t = turns; t != NULL && !(t->dev == dev && t->ino == ino); t = t->next)
         ;
     if (t == NULL && (t = calloc(1, sizeof *t)) != NULL) {
         t->dev = dev;
         t->ino = ino;
+        t->db_fd = t->shm_fd = -1;
+        if (db_path != NULL && (t->db_path = strdup(db_path)) != NULL &&
+            (t->shm_path = malloc(strlen(db_path) + 5)) != NULL)
+            sprintf(t->shm_path, "%s-shm", db_path);
         turn_init(t);
         t->next = turns;
         turns = t;
@@ -203,6 +367,10 @@ static void turn_put(file_turn *t)
         *pp = t->next;
         pthread_cond_destroy(&t->cv);
         pthread_mutex_destroy(&t->mu);
+        /* A child's descriptors would be here only with a store of the
+         * parent's on the file, which keeps refs above 0 for good. */
+        free(t->db_path);
+        free(t->shm_path);
         free(t);
     }
     pthread_mutex_unlock(&turns_mu);
@@ -250,10 +418,16 @@ static void turn_give(sq_store *s)
  * not starved by writers that commit back to back. arg is the store. */
 static int busy_wait(void *arg, int count)
 {
-    const sq_store *s = arg;
+    sq_store *s = arg;
     int64_t left = s->deadline - idm__mono_ns(), pause_ns;
     if (left <= 0)
         return 0;
+    /* A fork waits for this thread to leave SQLite: give up this try
+     * (nothing written), to be made again after the fork (fork_yield). */
+    if (atomic_load(&forks_waiting) > 0) {
+        s->yielded = true;
+        return 0;
+    }
     pause_ns = (count < 10 ? 100 * (int64_t)(count + 1) : 1000) * 1000;
     if (pause_ns > left)
         pause_ns = left;
@@ -263,18 +437,27 @@ static int busy_wait(void *arg, int count)
 
 /* Step st (its parameters bound) once; retry a busy step that wrote nothing.
  * Returns SQLITE_ROW, SQLITE_DONE or an error code (statement not reset). */
-static int step(sqlite3_stmt *st)
+static int step(sq_store *s, sqlite3_stmt *st)
 {
     int rc = SQLITE_OK;
-    for (int i = 0; i <= BUSY_RETRIES; i++) {
+    for (int i = 0; i <= BUSY_RETRIES;) {
+        s->yielded = false;
         rc = sqlite3_step(st);
         /* A busy error from the first step means the statement never got
          * the write lock: nothing was written and it may run again. Plain
          * SQLITE_BUSY has already waited busy_timeout, so only the quick
-         * variants (a stale snapshot) are retried. */
+         * variants (a stale snapshot) are retried, and a wait cut short for
+         * a fork (not counted: the fork ends). */
+        if (for_fork(s, rc)) {
+            sqlite3_reset(st);
+            if (!fork_yield(s))
+                return rc;
+            continue;
+        }
         if (rc != SQLITE_BUSY_SNAPSHOT && rc != SQLITE_BUSY_RECOVERY)
             return rc;
         sqlite3_reset(st);
+        i++;
     }
     return rc;
 }
@@ -282,7 +465,7 @@ static int step(sqlite3_stmt *st)
 /* Step a statement that returns no rows to SQLITE_DONE. */
 static int run_done(sq_store *s, sqlite3_stmt *st, const char *what)
 {
-    int rc = step(st);
+    int rc = step(s, st);
     if (rc == SQLITE_DONE)
         rc = 0;
     else if (rc == SQLITE_ROW)
@@ -337,11 +520,12 @@ static int sq_create(void *ctx, const char *name, int64_t start, uint32_t k, uin
     begin_call(s);
     if ((rc = turn_take(s, "cannot create the sequence")) != 0)
         return rc;
+    fork_enter();
     sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int64(st, 2, start);
     sqlite3_bind_int64(st, 3, (sqlite3_int64)k);
     sqlite3_bind_int64(st, 4, (sqlite3_int64)n);
-    rc = step(st);
+    rc = step(s, st);
     /* On the primary key (EEXIST) the INSERT changed nothing. */
     if (rc == SQLITE_DONE)
         rc = 0;
@@ -350,13 +534,14 @@ static int sq_create(void *ctx, const char *name, int64_t start, uint32_t k, uin
     else
         rc = sq_fail(s, rc, "cannot create the sequence");
     sqlite3_reset(st);
+    fork_leave();
     turn_give(s);
     return rc;
 }
 
 /* Why a take matched no row: no such sequence, another k of n, or its
  * counter too near the limit. Only for the message and code; nothing was
- * taken. */
+ * taken. Inside SQLite (fork_enter) already. */
 static int take_miss(sq_store *s, const char *name, int64_t size, uint32_t k, uint32_t n)
 {
     sqlite3_stmt *st = s->next_of;
@@ -364,7 +549,7 @@ static int take_miss(sq_store *s, const char *name, int64_t size, uint32_t k, ui
     uint32_t vk = 0, vn = 0;
     int rc;
     sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
-    rc = step(st);
+    rc = step(s, st);
     if (rc == SQLITE_DONE)
         rc = idm__seg_fail(IDM_ENOSEQ, "sequence %s does not exist in %s", name, s->url);
     else if (rc != SQLITE_ROW)
@@ -401,12 +586,13 @@ static int sq_take(void *ctx, const char *name, int64_t size, uint32_t k, uint32
         return idm__seg_fail(IDM_EINVAL, "sequence %s: block size %lld is outside 1 to 2^62",
                              name, (long long)size);
     }
+    fork_enter();
     sqlite3_bind_int64(st, 1, size);
     sqlite3_bind_text(st, 2, name, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int64(st, 3, limit);
     sqlite3_bind_int64(st, 4, (sqlite3_int64)k);
     sqlite3_bind_int64(st, 5, (sqlite3_int64)n);
-    rc = step(st);
+    rc = step(s, st);
     if (rc == SQLITE_DONE) {
         sqlite3_reset(st);
         rc = take_miss(s, name, size, k, n);
@@ -429,6 +615,7 @@ static int sq_take(void *ctx, const char *name, int64_t size, uint32_t k, uint32
     /* After a bad value the UPDATE may still commit when the statement is
      * reset: the block is abandoned, which is safe (a gap). */
     sqlite3_reset(st);
+    fork_leave();
     turn_give(s);
     return rc;
 }
@@ -443,7 +630,8 @@ static int sq_list(void *ctx, idm_seq_info **out, size_t *count)
     *out = NULL;
     *count = 0;
     begin_call(s);
-    while ((rc = step(st)) == SQLITE_ROW) {
+    fork_enter();
+    while ((rc = step(s, st)) == SQLITE_ROW) {
         const unsigned char *name = sqlite3_column_text(st, 0);
         int nlen = sqlite3_column_bytes(st, 0);
         idm_seq_info *e;
@@ -476,12 +664,14 @@ static int sq_list(void *ctx, idm_seq_info **out, size_t *count)
         goto fail;
     }
     sqlite3_reset(st);
+    fork_leave();
     *out = v;
     *count = len;
     return 0;
 fail:
     free(v);
     sqlite3_reset(st);
+    fork_leave();
     return rc;
 }
 
@@ -491,9 +681,10 @@ static int sq_floor_get(void *ctx, const char *name, uint32_t k, int64_t *floor)
     sqlite3_stmt *st = s->floor_get;
     int rc;
     begin_call(s);
+    fork_enter();
     sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int64(st, 2, (sqlite3_int64)k);
-    rc = step(st);
+    rc = step(s, st);
     if (rc == SQLITE_DONE) {
         *floor = 0; /* never recorded */
         rc = 0;
@@ -503,6 +694,7 @@ static int sq_floor_get(void *ctx, const char *name, uint32_t k, int64_t *floor)
         rc = sq_fail(s, rc, "cannot read a floor");
     }
     sqlite3_reset(st);
+    fork_leave();
     return rc;
 }
 
@@ -519,20 +711,20 @@ static int sq_floor_raise(void *ctx, const char *name, uint32_t k, int64_t floor
         rc = idm__seg_fail(IDM_EINVAL, "sequence %s: floor %lld is outside 0 to 2^62", name,
                            (long long)floor);
     } else {
+        fork_enter();
         sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
         sqlite3_bind_int64(st, 2, (sqlite3_int64)k);
         sqlite3_bind_int64(st, 3, floor);
         rc = run_done(s, st, "cannot raise a floor");
+        fork_leave();
     }
     turn_give(s);
     return rc;
 }
 
-static void sq_close(void *ctx)
+/* Close, inside SQLite (fork_enter) already; the turn is let go after. */
+static void close_db(sq_store *s)
 {
-    sq_store *s = ctx;
-    if (s == NULL)
-        return;
     sqlite3_finalize(s->create);
     sqlite3_finalize(s->take);
     sqlite3_finalize(s->next_of);
@@ -540,7 +732,21 @@ static void sq_close(void *ctx)
     sqlite3_finalize(s->floor_get);
     sqlite3_finalize(s->floor_raise);
     sqlite3_close(s->db);
+}
+
+/* Never called in a forked child on the parent's store: store.c leaves a
+ * connection of the parent alone there (see the top). */
+static void sq_close(void *ctx)
+{
+    sq_store *s = ctx;
+    if (s == NULL)
+        return;
+    /* The turn goes with the connection, both inside: at a fork, a file
+     * has a turn exactly when a connection of the parent has it open. */
+    fork_enter();
+    close_db(s);
     turn_put(s->turn);
+    fork_leave();
     free(s);
 }
 
@@ -610,17 +816,35 @@ static int pragma_cb(void *arg, int ncol, char **vals, char **names)
     return 0;
 }
 
+/* Run sql, again after a wait for SQLite's lock cut short for a fork (a
+ * transaction it opened rolled back first). */
 static int exec(sq_store *s, const char *sql, const char *what, char *answer)
 {
-    int rc = sqlite3_exec(s->db, sql, answer != NULL ? pragma_cb : NULL, answer, NULL);
+    int rc;
+    for (;;) {
+        s->yielded = false;
+        rc = sqlite3_exec(s->db, sql, answer != NULL ? pragma_cb : NULL, answer, NULL);
+        if (!for_fork(s, rc))
+            break;
+        if (!sqlite3_get_autocommit(s->db))
+            sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+        if (!fork_yield(s))
+            break;
+    }
     if (rc != SQLITE_OK)
         return sq_fail(s, rc, what);
     return 0;
 }
 
+/* Prepare sql (reading the schema may wait for SQLite's lock: again after
+ * a wait cut short for a fork). */
 static int prepare(sq_store *s, const char *sql, sqlite3_stmt **st)
 {
-    int rc = sqlite3_prepare_v3(s->db, sql, -1, SQLITE_PREPARE_PERSISTENT, st, NULL);
+    int rc;
+    do {
+        s->yielded = false;
+        rc = sqlite3_prepare_v3(s->db, sql, -1, SQLITE_PREPARE_PERSISTENT, st, NULL);
+    } while (for_fork(s, rc) && fork_yield(s));
     if (rc != SQLITE_OK)
         return sq_fail(s, rc, "cannot prepare a statement");
     return 0;
@@ -693,9 +917,17 @@ static int take_identity(sq_store *s, const char *path)
                              strerror(errno));
     s->dev = st.st_dev;
     s->ino = st.st_ino;
-    s->turn = turn_get(s->dev, s->ino);
+    s->turn = turn_get(s->dev, s->ino, sqlite3_db_filename(s->db, "main"));
     if (s->turn == NULL)
         return idm__seg_fail(IDM_ENOMEM, "store %s: out of memory", s->url);
+    if (s->turn->stale)
+        return idm__seg_fail(IDM_EFORKED,
+                             "store %s: this process was forked from one with the file open, "
+                             "and could not then take the file's locks in its stead (another "
+                             "process held them): SQLite's record of the file in this process "
+                             "cannot be trusted; open it from a process forked before the "
+                             "file was opened, or from a new one",
+                             s->url);
     return 0;
 }
 
@@ -740,26 +972,36 @@ static int sq_open(void **ctx, const char *url, int64_t timeout_ms)
     if (s == NULL)
         return idm__seg_fail(IDM_ENOMEM, "store %s: out of memory", url);
     snprintf(s->url, sizeof s->url, "%s", url);
+    /* Before the first call into SQLite: fork() waits for the calls. */
+    pthread_once(&fork_once, fork_register);
     /* Opening is one call. */
     s->timeout_ms = timeout_ms;
     begin_call(s);
+    fork_enter();
     rc = sqlite3_open_v2(path, &s->db,
                          SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
     if (rc != SQLITE_OK) {
         if (s->db == NULL) {
+            fork_leave();
             free(s);
             return idm__seg_fail(IDM_ENOMEM, "store %s: out of memory", url);
         }
         rc = idm__seg_fail(IDM_EUNAVAIL, "store %s: cannot open %s: %s", url, path,
                            sqlite3_errmsg(s->db));
-        sq_close(s);
-        return rc;
+    } else {
+        sqlite3_extended_result_codes(s->db, 1);
+        sqlite3_busy_handler(s->db, busy_wait, s);
+        if ((rc = set_modes(s, answer)) == 0 && (rc = ensure_tables(s, answer)) == 0 &&
+            (rc = take_identity(s, path)) == 0)
+            rc = prepare_all(s);
     }
-    sqlite3_extended_result_codes(s->db, 1);
-    sqlite3_busy_handler(s->db, busy_wait, s);
-    if ((rc = set_modes(s, answer)) != 0 || (rc = ensure_tables(s, answer)) != 0 ||
-        (rc = take_identity(s, path)) != 0 || (rc = prepare_all(s)) != 0) {
-        sq_close(s);
+    if (rc != 0) {
+        close_db(s);
+        turn_put(s->turn);
+    }
+    fork_leave();
+    if (rc != 0) {
+        free(s);
         return rc;
     }
     *ctx = s;

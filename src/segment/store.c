@@ -25,12 +25,20 @@
  * serves from the others, and takes that one in when it answers), and every
  * store keeps how its calls went (idm__store_health), read without its
  * mutex, so a health check never waits behind a call in progress.
+ *
+ * A store belongs to the process that opened it: in a forked child its
+ * calls fail with IDM_EFORKED before its mutex (which a thread of the
+ * parent may have held at fork) is touched, and its close frees the
+ * child's copy without closing the backend's connection, which is the
+ * parent's (SQLite forbids using or closing a connection across fork;
+ * closing a libpq one would say goodbye on the parent's socket).
  */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "segment_internal.h"
 
@@ -58,6 +66,7 @@ struct idm_store {
     const idm_store_ops *ops;
     const idm__store_backend *be; /* NULL for a custom store */
     void *ctx;
+    pid_t pid; /* the process that opened it: a forked child is another */
     pthread_mutex_t mu;
     int64_t timeout_ms; /* under mu; what the backend was given */
     char url[256]; /* for messages; password masked */
@@ -81,6 +90,19 @@ static void wipe(char *p)
     volatile char *v = p;
     while (*v != '\0')
         *v++ = '\0';
+}
+
+/* Whether s was opened by another process: this is a forked child. */
+static bool forked(const idm_store *s)
+{
+    return s->pid != getpid();
+}
+
+static int refuse_forked(const idm_store *s)
+{
+    return idm__seg_fail(IDM_EFORKED, "store %s: opened in the parent process; a forked child "
+                                      "must open its own stores",
+                         s->url);
 }
 
 /* A call starts, under mu: a store opened late gets its backend first (its
@@ -136,6 +158,7 @@ static int wrap(idm_store **out, const idm__store_backend *be, const idm_store_o
     s->be = be;
     s->ctx = ctx;
     s->timeout_ms = IDM_STORE_TIMEOUT_MS;
+    s->pid = getpid();
     pthread_mutex_init(&s->mu, NULL);
     pthread_mutex_init(&s->hmu, NULL);
     idm__url_mask(url, s->url, sizeof s->url);
@@ -198,6 +221,7 @@ int idm__store_open_late(idm_store **out, const char *url, int64_t timeout_ms)
     s->ops = ops;
     s->be = row->backend;
     s->timeout_ms = timeout_ms;
+    s->pid = getpid();
     pthread_mutex_init(&s->mu, NULL);
     pthread_mutex_init(&s->hmu, NULL);
     idm__url_mask(url, s->url, sizeof s->url);
@@ -302,6 +326,8 @@ int idm_store_create(idm_store *s, const char *name, int64_t start, uint32_t k, 
                              (long long)start);
     /* The first local value whose id (v*n + k) is at least start. */
     local = start <= (int64_t)k ? 0 : (start - (int64_t)k + (int64_t)n - 1) / (int64_t)n;
+    if (forked(s))
+        return refuse_forked(s);
     pthread_mutex_lock(&s->mu);
     if ((rc = call_begin(s)) == 0)
         rc = s->ops->create(s->ctx, name, local, k, n);
@@ -327,6 +353,8 @@ int idm_store_take(idm_store *s, const char *name, int64_t size, uint32_t k, uin
      * nothing, as is a mismatch of k or n (stores listed in another order
      * than at creation). */
     limit = (IDM_SEQ_MAX - 1 - (int64_t)k) / (int64_t)n + 1;
+    if (forked(s))
+        return refuse_forked(s);
     pthread_mutex_lock(&s->mu);
     if ((rc = call_begin(s)) == 0)
         rc = s->ops->take(s->ctx, name, size, k, n, limit, &start);
@@ -348,6 +376,8 @@ int idm_store_list(idm_store *s, idm_seq_info **out, size_t *count)
         return idm__seg_fail(IDM_EINVAL, "store: no store or output");
     *out = NULL;
     *count = 0;
+    if (forked(s))
+        return refuse_forked(s);
     pthread_mutex_lock(&s->mu);
     if ((rc = call_begin(s)) == 0)
         rc = s->ops->list(s->ctx, out, count);
@@ -363,6 +393,8 @@ int idm__store_floor_get(idm_store *s, const char *name, uint32_t k, int64_t *fl
     if (s == NULL || floor == NULL || (rc = idm__seq_check_name(name)) != 0)
         return s == NULL || floor == NULL ? idm__seg_fail(IDM_EINVAL, "store: no store or output")
                                           : rc;
+    if (forked(s))
+        return refuse_forked(s);
     pthread_mutex_lock(&s->mu);
     if ((rc = call_begin(s)) == 0)
         rc = s->ops->floor_get(s->ctx, name, k, floor);
@@ -379,6 +411,8 @@ int idm__store_floor_raise(idm_store *s, const char *name, uint32_t k, int64_t f
     if (floor < 0 || floor > IDM_SEQ_MAX)
         return idm__seg_fail(IDM_EINVAL, "sequence %s: floor %lld is outside 0 to 2^62", name,
                              (long long)floor);
+    if (forked(s))
+        return refuse_forked(s);
     pthread_mutex_lock(&s->mu);
     if ((rc = call_begin(s)) == 0)
         rc = s->ops->floor_raise(s->ctx, name, k, floor);
@@ -394,6 +428,8 @@ int idm_store_identity(idm_store *s, char *out, size_t cap)
     if (s == NULL || out == NULL || cap == 0)
         return idm__seg_fail(IDM_EINVAL, "store: no store or output");
     out[0] = '\0';
+    if (forked(s))
+        return refuse_forked(s);
     pthread_mutex_lock(&s->mu);
     if (s->be != NULL && (rc = call_begin(s)) != 0)
         call_end(s, rc);
@@ -417,6 +453,8 @@ int idm_store_set_timeout(idm_store *s, int64_t ms)
         return idm__seg_fail(IDM_EINVAL,
                              "store %s: timeout %lld ms is outside 1 to %lld ms (an hour)", s->url,
                              (long long)ms, (long long)IDM__STORE_TIMEOUT_MAX_MS);
+    if (forked(s))
+        return refuse_forked(s);
     pthread_mutex_lock(&s->mu);
     s->timeout_ms = ms;
     if (s->be != NULL && s->be->set_timeout != NULL && s->ctx != NULL)
@@ -427,15 +465,23 @@ int idm_store_set_timeout(idm_store *s, int64_t ms)
 
 void idm_store_close(idm_store *s)
 {
+    bool child;
     if (s == NULL)
         return;
-    if (s->ctx != NULL || s->late_url == NULL)
+    child = forked(s);
+    /* In a forked child a backend's connection is the parent's: left as
+     * it is (its memory too). A custom store's close is its own. */
+    if ((s->ctx != NULL || s->late_url == NULL) && !(child && s->be != NULL))
         s->ops->close(s->ctx);
     if (s->late_url != NULL) {
         wipe(s->late_url);
         free(s->late_url);
     }
-    pthread_mutex_destroy(&s->mu);
-    pthread_mutex_destroy(&s->hmu);
+    /* The mutexes, copied into a child, may be held by a thread of the
+     * parent that is not there: not destroyed (freeing them is safe). */
+    if (!child) {
+        pthread_mutex_destroy(&s->mu);
+        pthread_mutex_destroy(&s->hmu);
+    }
     free(s);
 }
