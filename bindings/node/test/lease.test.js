@@ -60,10 +60,21 @@ test(`a cluster of ${PROCESSES} processes leasing worker ids: every id unique`, 
     IDMINT_TEST_LEASE: `file://${dir}/leases`,
     IDMINT_TEST_IDS: String(IDS),
   };
+  // Every process holds its lease before any mints (a barrier: each says
+  // ready, then all are told go), so all hold at once: distinct worker ids.
+  const procs = [];
+  let ready = 0;
   const reports = await Promise.all(Array.from({ length: PROCESSES }, () => new Promise((resolve, reject) => {
     const w = cluster.fork(env);
+    procs.push(w);
     let report = null;
-    w.on('message', (m) => { report = m; });
+    w.on('message', (m) => {
+      if (m && m.ready) {
+        if (++ready === PROCESSES) for (const p of procs) p.send('go');
+      } else {
+        report = m;
+      }
+    });
     w.on('exit', (code, signal) => {
       if (code === 0 && report) resolve(report);
       else reject(new Error(`worker exited with ${code ?? signal} and ${report ? 'a' : 'no'} report`));
@@ -71,6 +82,7 @@ test(`a cluster of ${PROCESSES} processes leasing worker ids: every id unique`, 
   })));
   const workers = reports.map((r) => r.worker);
   assert.equal(new Set(workers).size, PROCESSES, `worker ids ${workers}`);
+  assert.deepEqual(reports.map((r) => r.still), workers, 'each kept its worker id while minting');
   const seen = new Set();
   const files = fs.readdirSync(dir).filter((f) => f.startsWith('ids-'));
   assert.equal(files.length, PROCESSES);

@@ -11,12 +11,15 @@ import importlib
 import inspect
 import os
 import pickle
+import select
 import shutil
+import signal
 import sysconfig
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 import unittest
 import uuid
 
@@ -597,9 +600,20 @@ class TestConcurrency(TempDirCase):
         self.assertEqual(len({u for us, _ in out for u in us}), 80000)
         self.assertEqual(len({s for _, ls in out for s in ls}), 20000)
 
-    def _fork_children(self, child):
-        """Run child(k, write_fd) in 4 forked processes; their output lines."""
+    def _barrier(self):
+        """In a child of _fork_children(barrier=True): say ready, then wait
+        until every child has said so."""
+        os.write(self._ready_w, b"r")
+        if os.read(self._go_r, 1) != b"g":
+            raise RuntimeError("no go from the parent")
+
+    def _fork_children(self, child, barrier=False):
+        """Run child(k, write_fd) in 4 forked processes; their output lines.
+        With barrier, each child calls self._barrier() once, and none goes on
+        until all 4 have."""
         procs = []
+        ready_r, self._ready_w = os.pipe()
+        self._go_r, go_w = os.pipe()
         for k in range(4):
             r, w = os.pipe()
             pid = os.fork()
@@ -615,6 +629,18 @@ class TestConcurrency(TempDirCase):
                     os._exit(code)
             os.close(w)
             procs.append((pid, r))
+        if barrier:
+            got = b""
+            while len(got) < 4:
+                readable, _, _ = select.select([ready_r], [], [], 60)
+                if not readable:
+                    for pid, _ in procs:
+                        os.kill(pid, signal.SIGKILL)
+                    self.fail("the forked children did not all reach the barrier")
+                got += os.read(ready_r, 4 - len(got))
+            os.write(go_w, b"gggg")
+        for fd in (ready_r, self._ready_w, self._go_r, go_w):
+            os.close(fd)
         lines = []
         for pid, r in procs:
             with os.fdopen(r, "rb") as f:
@@ -639,13 +665,15 @@ class TestConcurrency(TempDirCase):
                 pass
             parent.close()  # frees nothing of the parent's
             with idmint.Snowflake(node={"datacenter": 9}, lease=url) as g:
+                # all 4 hold their leases at once: 4 worker ids
+                self._barrier()
                 ids = [g.next() for _ in range(self.PER)]
             us = [idmint.uuid7() for _ in range(1000)]
             assert ids == sorted(ids)
             os.write(w, ("\n".join(map(str, ids)) + "\n").encode())
             os.write(w, ("\n".join(map(str, us)) + "\n").encode())
 
-        lines = self._fork_children(child)
+        lines = self._fork_children(child, barrier=True)
         self.assertFalse([x for x in lines if x.startswith("ERROR")], lines[:5])
         sf = [int(x) for x in lines if "-" not in x]
         us = [uuid.UUID(x) for x in lines if "-" in x]
@@ -675,19 +703,32 @@ class TestConcurrency(TempDirCase):
         lines = self._fork_children(refuse)
         self.assertEqual(lines, [])
         got.append(q.next())
-        # A child opens its own allocator; not while the parent's runs: its
-        # prefetch thread may be inside SQLite at the fork, whose global
-        # locks the child then inherits held (see README.md).
+
+        # Children open their own allocators on the same file while the
+        # parent's goes on taking blocks (its prefetch thread may be inside
+        # SQLite at the fork: fork waits for it to leave).
+        stop = threading.Event()
+
+        def parent_takes():
+            while not stop.is_set():
+                got.extend(q.next() for _ in range(100))
+                time.sleep(0.0005)
+
+        t = threading.Thread(target=parent_takes)
+        t.start()
+        try:
+            def child(k, w):
+                with idmint.Sequence("s", url) as mine:
+                    os.write(w, ("\n".join(str(mine.next()) for _ in range(500)) + "\n").encode())
+
+            lines = self._fork_children(child)
+        finally:
+            stop.set()
+            t.join()
         q.close()
-
-        def child(k, w):
-            with idmint.Sequence("s", url) as mine:
-                os.write(w, ("\n".join(str(mine.next()) for _ in range(500)) + "\n").encode())
-
-        lines = self._fork_children(child)
         self.assertFalse([x for x in lines if x.startswith("ERROR")], lines[:5])
         values = [int(x) for x in lines] + got
-        self.assertEqual(len(values), 2002)
+        self.assertEqual(len(values), 2000 + len(got))
         self.assertEqual(len(set(values)), len(values))
 
 
