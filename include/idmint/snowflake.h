@@ -82,8 +82,8 @@
  * (its own lease) and its own state file.
  *
  * Thread-safety, call by call, on one generator:
- *   idm_snowflake_next, _next_batch   any number of threads at once, and at
- *                                     the same time as _stats_get, _guard,
+ *   idm_snowflake_next, _next_batch,  any number of threads at once, and at
+ *   _next_local                       the same time as _stats_get, _guard,
  *                                     _guard_drop and _layout.
  *   idm_snowflake_guard, _guard_drop  any thread, at the same time as mints
  *                                     and each other (the lease keeper calls
@@ -145,6 +145,10 @@ typedef struct idm_snowflake_opts {
     idm_unix_ms after_ms;          /* < 0: none; else never mint at or below
                                       this time (a previous holder's mark),
                                       as with a state file's mark */
+    uint32_t local_block;          /* states a thread takes at once for
+                                      idm_snowflake_next_local: 0 auto (64,
+                                      at most a quarter of a tick's); else
+                                      1 to a tick's states */
 } idm_snowflake_opts;
 
 typedef struct idm_snowflake idm_snowflake;
@@ -205,6 +209,35 @@ IDM_EXTERN int idm_snowflake_next(idm_snowflake *g, uint64_t *id);
  */
 IDM_EXTERN int idm_snowflake_next_batch(idm_snowflake *g, uint64_t *ids,
                                         size_t n);
+
+/*
+ * Mint one id from the calling thread's block: a run of up to
+ * opts.local_block consecutive states of the current tick, taken from the
+ * generator with one compare-and-swap (the same path as a batch: the
+ * clock policies, the state file and the lease guard apply to it as to
+ * any mint) and handed out one per call with no shared write. A block
+ * holds only the states left in the clock's tick; when the tick is full
+ * (or the state runs ahead of the clock), a call mints one id through the
+ * exhaustion and backwards policies as idm_snowflake_next does. Ids are
+ * unique across every thread and every call of any kind, and the ids a
+ * thread gets from this call strictly increase (an idm_snowflake_next or
+ * _next_batch by the same thread in between may be above the rest of its
+ * block); across threads they are k-sorted within a tick (a thread's id
+ * may be below an id another thread got earlier in the same tick). A block
+ * never outlives its tick: a call whose clock reading is in another tick
+ * than the block's (a later one, or an earlier one after a step back)
+ * takes a new block, and the states left in the old one are a gap, never
+ * handed out. The lease guard (both deadlines) and the process
+ * (IDM_EFORKED) are checked on every call; the lease's mark and the state
+ * file's were checked for the block's tick when it was taken. A thread
+ * keeps blocks for a few generators at once; minting on more abandons a
+ * block (a gap), and so does the thread's exit. Shared generators
+ * (idm_snowflake_open_shared) work too: each process's threads take their
+ * own blocks from the shared state, and a child forked while its parent's
+ * thread holds a block never hands that block out. Errors as
+ * idm_snowflake_next.
+ */
+IDM_EXTERN int idm_snowflake_next_local(idm_snowflake *g, uint64_t *id);
 
 /*
  * Would a mint succeed now? Checks what idm_snowflake_next would check for

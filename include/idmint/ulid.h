@@ -53,6 +53,11 @@ IDM_EXTERN int idm_ulid_gen_init_shared(idm_ulid_gen **out, void *mem, size_t si
  * IDM_ERANGE (clock outside 0 to 2^48-1 ms), IDM_ERANDOM. On failure *out
  * is untouched and the state did not move. */
 IDM_EXTERN int idm_ulid_next(idm_ulid_gen *g, idm_ulid *out);
+/* A ULID from g's per-thread sequence, as idm_uuid7_next_local (uuid.h):
+ * monotonic within the calling thread in monotonic mode, no shared write;
+ * without monotonic mode the same as idm_ulid_next. Errors as
+ * idm_ulid_next. */
+IDM_EXTERN int idm_ulid_next_local(idm_ulid_gen *g, idm_ulid *out);
 
 /* Upper-case canonical text. */
 IDM_EXTERN void idm_ulid_format(const idm_ulid *u, char out[IDM_ULID_TEXT_MAX]);

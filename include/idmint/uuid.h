@@ -85,6 +85,25 @@ IDM_EXTERN int idm_uuid7_gen_init_shared(idm_uuid7_gen **out, void *mem, size_t 
  * the rng fails. On failure *out is untouched and the state did not move. */
 IDM_EXTERN int idm_uuid7_next(idm_uuid7_gen *g, idm_uuid *out);
 
+/*
+ * A UUIDv7 from g's per-thread sequence: the calling thread's own state for
+ * g (made on first use, with g's clock and rng), so threads share no lock
+ * and no written cache line, and throughput grows with cores. Order: ids of
+ * one thread from one generator strictly increase (RFC 9562 section 6.2
+ * allows a generator per thread); ids of different threads in the same
+ * millisecond are in no particular order, and are not ordered against
+ * idm_uuid7_next's. Each thread's sequence is built as above (74 random
+ * bits at each new millisecond, random increments), so two threads repeat
+ * a UUID no more often than random 74-bit values do. A thread keeps the
+ * state of a few generators; one it had to drop restarts after the latest
+ * millisecond dropped from its set, so its ids still increase: they run
+ * ahead of the clock only while a thread uses, in turn within one
+ * millisecond, more generators than it keeps. Resets in a forked child, as
+ * idm_uuid7_next.
+ * Errors as idm_uuid7_next.
+ */
+IDM_EXTERN int idm_uuid7_next_local(idm_uuid7_gen *g, idm_uuid *out);
+
 /* Lower-case canonical text, e.g. "017f22e2-79b0-7cc3-98c4-dc0c0c07398f". */
 IDM_EXTERN void idm_uuid_format(const idm_uuid *u, char out[IDM_UUID_TEXT_MAX]);
 /*

@@ -83,31 +83,47 @@ extern ssize_t (*idm__rng_getrandom_test_hook)(void *buf, size_t n, unsigned fla
 extern void (*idm__snowflake_test_hook)(const char *point, struct idm_snowflake *g);
 #endif
 
-/* ---- a small spinlock for critical sections of a few instructions ---- */
+/* ---- a short lock for critical sections of a few instructions ---- */
 
-#include <sched.h>
+/*
+ * The lock of the UUIDv7 and ULID generators' shared state. Taking it free
+ * is one exchange and letting it go one store, as cheap as a plain
+ * spinlock. A thread that finds it taken spins on loads with exponential
+ * backoff for a bounded time (a running holder needs a few instructions),
+ * yields the CPU a few times, then sleeps (a futex on Linux, yields
+ * elsewhere) until the holder lets go, so nobody spins long on a lock
+ * whose holder was descheduled. spin.c holds the slow paths and the
+ * reasoning.
+ */
 typedef struct idm__spin {
-    atomic_flag f;
+    _Atomic uint32_t w;        /* 0 free, 1 held */
+    _Atomic uint32_t sleepers; /* threads asleep, or about to be, on w */
+    uint32_t shared;           /* 1: in memory several processes map */
 } idm__spin;
+
+void idm__spin_lock_slow(idm__spin *s);
+void idm__spin_wake(idm__spin *s);
+
+/* Free, with nobody asleep on it (also for a lock a forked child found
+ * held: nobody of the child can hold it or sleep on it yet). */
+static inline void idm__spin_init(idm__spin *s, int shared)
+{
+    atomic_store_explicit(&s->w, 0, memory_order_relaxed);
+    atomic_store_explicit(&s->sleepers, 0, memory_order_relaxed);
+    s->shared = shared != 0;
+}
 
 static inline void idm__spin_lock(idm__spin *s)
 {
-    unsigned n = 0;
-    while (atomic_flag_test_and_set_explicit(&s->f, memory_order_acquire)) {
-        /* Held for a few instructions; if the holder was preempted, let it
-         * run rather than burn the core. */
-        if (++n % 64 == 0)
-            sched_yield();
-#if defined(__x86_64__) || defined(__i386__)
-        else
-            __builtin_ia32_pause();
-#endif
-    }
+    if (IDM__UNLIKELY(atomic_exchange_explicit(&s->w, 1, memory_order_acquire) != 0))
+        idm__spin_lock_slow(s);
 }
 
 static inline void idm__spin_unlock(idm__spin *s)
 {
-    atomic_flag_clear_explicit(&s->f, memory_order_release);
+    atomic_store_explicit(&s->w, 0, memory_order_release);
+    if (IDM__UNLIKELY(atomic_load_explicit(&s->sleepers, memory_order_relaxed) != 0))
+        idm__spin_wake(s);
 }
 
 /* Make a spinlocked generator whose *fork_gen differs from the process's
@@ -120,6 +136,76 @@ void idm__spin_after_fork(_Atomic uint64_t *fork_gen, idm__spin *lock, idm_unix_
 /* A UUIDv7 or ULID generator's lock, for tests that hold it across fork(). */
 idm__spin *idm__uuid7_gen_lock(idm_uuid7_gen *g);
 idm__spin *idm__ulid_gen_lock(idm_ulid_gen *g);
+
+/* ---- per-thread sequences of the 128-bit generators (local.c) ---- */
+
+/*
+ * idm_uuid7_next_local and idm_ulid_next_local keep, per thread, the last
+ * timestamp and random part of each generator the thread minted from,
+ * keyed by the generator's serial: a number no other generator of the
+ * process ever has, so a generator freed and another made at its address
+ * never share a state. Process-local generators take 1, 2, 3, ...; one in
+ * shared memory takes IDM__SERIAL_SHARED and 63 bits mixed from the time,
+ * the process and the address, made anew by every initialisation.
+ */
+#define IDM__SERIAL_SHARED (UINT64_C(1) << 63)
+uint64_t idm__serial_new(void);
+uint64_t idm__serial_new_shared(const void *mem);
+
+/* One generator's sequence in one thread. last_ms -1: never minted. hi
+ * IDM__TSEQ_RESTART: a new state whose next id must start afresh above
+ * last_ms (a floor, see idm__tseq_set); else the random part (UUIDv7: the
+ * top 10 of 74 bits in hi; ULID: the top 16 of 80). */
+typedef struct idm__tseq {
+    uint64_t serial; /* 0: empty */
+    idm_unix_ms last_ms;
+    uint64_t hi, lo;
+} idm__tseq;
+#define IDM__TSEQ_RESTART UINT64_MAX
+
+/*
+ * A thread's states for one kind of generator: IDM__TSEQ_SETS sets of
+ * IDM__TSEQ_WAYS, a generator always in set serial % IDM__TSEQ_SETS, most
+ * recently used first. A full set drops its least recently used state and
+ * raises its floor to that state's last_ms. A state made for a generator
+ * that may have been dropped before (its serial is not above every serial
+ * the set dropped) starts above the floor, so a dropped generator's ids
+ * still increase in this thread; a generator made since the last drop
+ * starts at its clock.
+ */
+#define IDM__TSEQ_SETS 4
+#define IDM__TSEQ_WAYS 4
+typedef struct idm__tseq_set {
+    idm__tseq way[IDM__TSEQ_WAYS];
+    idm_unix_ms floor_ms;    /* -1: nothing dropped */
+    uint64_t dropped_serial; /* the highest serial dropped; 0: none */
+} idm__tseq_set;
+
+enum { IDM__TSEQ_UUID7, IDM__TSEQ_ULID, IDM__TSEQ_KINDS };
+
+typedef struct idm__tseq_thread {
+    uint64_t fork_gen; /* a forked child drops every state */
+    idm__tseq_set set[IDM__TSEQ_KINDS][IDM__TSEQ_SETS];
+} idm__tseq_thread;
+
+/* The thread's states, on the heap behind one initial-exec pointer as the
+ * rng's (rng.c says why); freed when the thread exits. */
+extern _Thread_local idm__tseq_thread *idm__tseq_tls __attribute__((tls_model("initial-exec")));
+
+/* The calling thread's state of the generator serial of kind, made (or
+ * reset, in a forked child) if need be; NULL if there is no memory. */
+idm__tseq *idm__tseq_find_slow(int kind, uint64_t serial);
+
+static inline idm__tseq *idm__tseq_find(int kind, uint64_t serial)
+{
+    idm__tseq_thread *t = idm__tseq_tls;
+    if (IDM__LIKELY(t != NULL && t->fork_gen == idm__fork_gen_now())) {
+        idm__tseq *e = &t->set[kind][serial % IDM__TSEQ_SETS].way[0];
+        if (IDM__LIKELY(e->serial == serial))
+            return e;
+    }
+    return idm__tseq_find_slow(kind, serial);
+}
 
 /* Big-endian loads and stores of 64 bits. */
 static inline uint64_t idm__load_be64(const uint8_t *p)

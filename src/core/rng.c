@@ -245,7 +245,7 @@ void idm__spin_after_fork(_Atomic uint64_t *fork_gen, idm__spin *lock, idm_unix_
         } else if (atomic_compare_exchange_weak_explicit(fork_gen, &seen, gen | FORK_RESETTING,
                                                          memory_order_acquire,
                                                          memory_order_acquire)) {
-            atomic_flag_clear_explicit(&lock->f, memory_order_relaxed);
+            idm__spin_init(lock, (int)lock->shared);
             *last_ms = -1;
             atomic_store_explicit(fork_gen, gen, memory_order_release);
             return;

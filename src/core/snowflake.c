@@ -34,6 +34,15 @@ void (*idm__snowflake_test_hook)(const char *point, struct idm_snowflake *g);
 #define TEST_HOOK(point, g) ((void)0)
 #endif
 
+/* The longest pause after a failed compare-and-swap: 2 << this many
+ * pauses, at most (see cas_backoff). */
+#define CAS_BACKOFF_MAX_SHIFT 5u
+#if defined(__GNUC__)
+#define SF_NOINLINE __attribute__((noinline))
+#else
+#define SF_NOINLINE
+#endif
+
 /* The longest max_drift_ms and max_wait_ms accepted: one day. */
 #define IDM__MAX_BOUND_MS INT64_C(86400000)
 
@@ -69,6 +78,9 @@ struct idm_snowflake {
     idm_exhaust_policy exhaust;
     int64_t max_drift_ns;
     int64_t max_wait_ns;
+    uint64_t serial;      /* never the same for two generators: what threads'
+                             block caches key on (an address is reused) */
+    uint64_t local_block; /* most states a next_local block takes */
 
     /* Counters, touched only on slow paths. */
     _Alignas(CACHELINE) _Atomic uint64_t refused_backwards;
@@ -503,19 +515,57 @@ static IDM__ALWAYS_INLINE int after_cas(idm_snowflake *g, enum ahead_action act,
 }
 
 /*
+ * After a failed compare-and-swap: another call moved the word first. Retrying
+ * at once would take the state's cache line from the thread that just won it
+ * and likely lose again; a short pause of random length, growing with each
+ * failure (up to 64 pause instructions, a few microseconds), lets the winner
+ * mint on with the line in its cache, so threads take it in turns instead of
+ * all at once. Nothing is held meanwhile: a thread that is descheduled here
+ * delays only itself. A call whose first CAS succeeds never comes here.
+ */
+static SF_NOINLINE void cas_backoff(unsigned *fails, uint64_t seed)
+{
+    unsigned cap = *fails < CAS_BACKOFF_MAX_SHIFT ? *fails : CAS_BACKOFF_MAX_SHIFT;
+    /* A cheap mix of the call's stack address (one per thread) and a value
+     * of the moment: threads that failed together pause for different
+     * lengths. */
+    uint64_t x = (seed ^ (uint64_t)(uintptr_t)&seed) * UINT64_C(0x9E3779B97F4A7C15);
+    unsigned spins = 1 + (unsigned)((x >> 32) & ((UINT32_C(2) << cap) - 1));
+    (*fails)++;
+    while (spins-- > 0) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#elif defined(__aarch64__)
+        __asm__ __volatile__("yield" ::: "memory");
+#else
+        atomic_signal_fence(memory_order_seq_cst);
+#endif
+    }
+}
+
+/*
  * Reserve n consecutive states; the first goes to *first_out. The whole policy
- * lives here so next and next_batch cannot disagree.
+ * lives here so next, next_batch and next_local cannot disagree.
+ *
+ * With tick_block (next_local's blocks), n is the most to take: the call takes
+ * the states left in the clock's current tick, at most n, and only one state
+ * when the next state is not in the clock's tick (the tick is full, or the
+ * state runs ahead on logical time or borrowed ticks: that one state goes
+ * through the policies as next's would). The number taken goes to *n_out.
  *
  * Waiting reserves first and sleeps after: the states are taken with the CAS,
  * then handed out only once the clock has reached the tick of the last one.
  * (Sleeping first and retrying would let a batch spanning several ticks chase
  * the clock forever.) Under a guard, see idm_snowflake_guard_drop.
  */
-static IDM__ALWAYS_INLINE int mint(idm_snowflake *g, uint64_t n, uint64_t *first_out)
+static IDM__ALWAYS_INLINE int mint_run(idm_snowflake *g, uint64_t n, bool tick_block,
+                                        uint64_t *first_out, uint64_t *n_out)
 {
     int64_t now_ns = 0;
     bool fresh = false; /* now_ns was read after the state was first seen */
     uint64_t wall_seen = 0; /* max_wall_tick, loaded just before that read */
+    uint64_t most = n;      /* tick_block: the largest block to take */
+    unsigned fails = 0;     /* failed compare-and-swaps, for the backoff */
     int rc;
 
     if (forked(g))
@@ -543,6 +593,11 @@ static IDM__ALWAYS_INLINE int mint(idm_snowflake *g, uint64_t n, uint64_t *first
         need_ns = 0;
         back_ms = 0;
         first = old + 1 > now_tick << g->sb ? old + 1 : now_tick << g->sb;
+        if (tick_block) {
+            /* The states left in first's tick (at least first itself). */
+            uint64_t left = g->seq_mask - (first & g->seq_mask) + 1;
+            n = (first >> g->sb) != now_tick ? 1 : most < left ? most : left;
+        }
         if (IDM__UNLIKELY(old >= g->max_state || n - 1 > g->max_state - first))
             return refuse_time_over(g);
         end = first + (n - 1);
@@ -581,14 +636,32 @@ static IDM__ALWAYS_INLINE int mint(idm_snowflake *g, uint64_t n, uint64_t *first
         }
 
         TEST_HOOK("before-cas", g);
-        if (!atomic_compare_exchange_weak_explicit(&g->state, &old, end, memory_order_seq_cst,
-                                                   memory_order_relaxed))
+        if (IDM__UNLIKELY(!atomic_compare_exchange_weak_explicit(
+                &g->state, &old, end, memory_order_seq_cst, memory_order_relaxed))) {
+            cas_backoff(&fails, old ^ (uint64_t)now_ns);
+            /* The value the CAS failed on is stale after the pause. And the
+             * word moved since our reading: if it is now ahead of that
+             * reading, read the clock again before calling it a policy case
+             * (a thread descheduled between its reading and its CAS would
+             * otherwise judge a state others minted on a later clock by its
+             * old reading). */
+            old = atomic_load_explicit(&g->state, memory_order_relaxed);
+            fresh = false;
             goto retry;
+        }
         rc = after_cas(g, act, end, old, now_tick, now_ns, need_ns, back_ms);
-        if (rc == 0)
+        if (rc == 0) {
             *first_out = first;
+            if (tick_block)
+                *n_out = n;
+        }
         return rc;
     }
+}
+
+static IDM__ALWAYS_INLINE int mint(idm_snowflake *g, uint64_t n, uint64_t *first_out)
+{
+    return mint_run(g, n, false, first_out, NULL);
 }
 
 int idm_snowflake_check(const idm_snowflake *cg)
@@ -678,6 +751,133 @@ int idm_snowflake_next_batch(idm_snowflake *g, uint64_t *ids, size_t n)
     return 0;
 }
 
+/*
+ * next_local: each thread keeps, per generator, a block of consecutive states
+ * taken with one mint (mint_run with tick_block) and hands them out with no
+ * shared write. A block holds states of one tick, the clock's tick when it was
+ * taken; a call finding the clock on another tick (or the block used up, or
+ * no block) takes a new one through the full path, and what was left of the
+ * old block is a gap. Every call checks the process and the lease guard as
+ * a mint does (read_guarded), so a drop or a passed deadline stops a thread's
+ * block at once; the state file's and the lease's limits held for the block's
+ * tick when it was taken, and neither comes down.
+ *
+ * The cache is a few slots per thread, keyed by the generator's serial, which
+ * no other generator has (a freed generator's address is reused; its serial
+ * is not). A thread minting on more generators than slots abandons a block
+ * (a gap) when it reuses a slot. The slots live on the heap behind one
+ * initial-exec TLS pointer, as the CSPRNG's state does (rng.c); a pthread key
+ * frees them when the thread exits. In a forked child the copy of the
+ * forking thread's cache is emptied before use: its blocks stay the parent's.
+ */
+#define LOCAL_SLOTS 4
+
+struct local_slot {
+    uint64_t serial; /* the generator's serial; 0: empty */
+    uint64_t tick;   /* the tick of the block's states */
+    uint64_t next;   /* the next state to hand out */
+    uint64_t end;    /* the block's last state */
+};
+
+struct local_cache {
+    uint64_t fork_gen; /* idm__fork_gen the slots were filled under */
+    unsigned victim;   /* the slot to reuse next when none is empty */
+    struct local_slot slot[LOCAL_SLOTS];
+};
+
+static _Thread_local struct local_cache *tls_local __attribute__((tls_model("initial-exec")));
+static pthread_key_t local_key;
+static pthread_once_t local_key_once = PTHREAD_ONCE_INIT;
+
+static void free_local(void *p)
+{
+    free(p);
+    /* Runs in the exiting thread: a later destructor that mints gets a new
+     * cache instead of this freed one. */
+    tls_local = NULL;
+}
+
+static void make_local_key(void)
+{
+    pthread_key_create(&local_key, free_local);
+}
+
+/* Take a new block for g into a slot of the calling thread's cache (sl if
+ * it is g's) and hand out its first state. */
+static SF_NOINLINE int local_refill(idm_snowflake *g, struct local_cache *c,
+                                      struct local_slot *sl, uint64_t *id)
+{
+    uint64_t gen = idm__fork_gen_now(), first = 0, n = 0;
+    int rc;
+    if (c == NULL) {
+        c = calloc(1, sizeof *c);
+        if (c == NULL) /* no cache: one id as next mints it, still above the
+                          thread's earlier ones */
+            return idm_snowflake_next(g, id);
+        c->fork_gen = gen;
+        pthread_once(&local_key_once, make_local_key);
+        pthread_setspecific(local_key, c);
+        tls_local = c;
+    }
+    if (c->fork_gen != gen) {
+        /* A forked child's copy of its parent thread's cache. */
+        memset(c->slot, 0, sizeof c->slot);
+        c->fork_gen = gen;
+        sl = NULL;
+    }
+    if (sl == NULL) {
+        for (unsigned i = 0; i < LOCAL_SLOTS && sl == NULL; i++)
+            if (c->slot[i].serial == 0)
+                sl = &c->slot[i];
+        if (sl == NULL) {
+            sl = &c->slot[c->victim];
+            c->victim = (c->victim + 1) % LOCAL_SLOTS;
+        }
+    }
+    /* What is left of the slot's block is a gap from here on, whether or not
+     * a new block comes. */
+    sl->serial = 0;
+    rc = mint_run(g, g->local_block, true, &first, &n);
+    if (rc != 0)
+        return rc;
+    sl->tick = first >> g->sb;
+    sl->next = first + 1;
+    sl->end = first + (n - 1);
+    sl->serial = g->serial;
+    *id = compose(g, first);
+    return 0;
+}
+
+int idm_snowflake_next_local(idm_snowflake *g, uint64_t *id)
+{
+    struct local_cache *c = tls_local;
+    uint64_t gen = idm__fork_gen_now();
+    if (IDM__UNLIKELY(g->fork_gen != gen) && !g->shared)
+        return refuse_forked();
+    if (IDM__LIKELY(c != NULL) && IDM__LIKELY(c->fork_gen == gen)) {
+        for (unsigned i = 0; i < LOCAL_SLOTS; i++) {
+            struct local_slot *sl = &c->slot[i];
+            int64_t now_ns = 0;
+            int rc;
+            if (sl->serial != g->serial)
+                continue;
+            if (IDM__UNLIKELY(sl->next > sl->end))
+                return local_refill(g, c, sl, id);
+            /* The same reading with the same guard checks as a mint's. */
+            rc = read_guarded(g, &now_ns);
+            if (IDM__UNLIKELY(rc != 0))
+                return rc;
+            if (IDM__LIKELY(now_ns >= g->epoch_ns) &&
+                IDM__LIKELY(tick_of(g, now_ns - g->epoch_ns) == sl->tick)) {
+                *id = compose(g, sl->next++);
+                return 0;
+            }
+            return local_refill(g, c, sl, id);
+        }
+    }
+    return local_refill(g, c, NULL, id);
+}
+
 const idm_layout *idm_snowflake_layout(const idm_snowflake *g)
 {
     return g->layout;
@@ -742,6 +942,11 @@ static int check_opts(const idm_snowflake_opts *opts)
     if (opts->max_wait_ms > IDM__MAX_BOUND_MS)
         return idm__fail(IDM_EINVAL, "snowflake: max_wait_ms %lld is over one day (%lld)",
                          (long long)opts->max_wait_ms, (long long)IDM__MAX_BOUND_MS);
+    /* A tick's states, max + 1, cannot overflow: the time field has bits. */
+    if ((uint64_t)opts->local_block > l->f[l->seq_index].max + 1)
+        return idm__fail(IDM_EINVAL, "snowflake: local_block %lu is over the %llu states of a tick",
+                         (unsigned long)opts->local_block,
+                         (unsigned long long)l->f[l->seq_index].max + 1);
     if (opts->state_path != NULL &&
         (opts->state_lookahead_ms < l->tick_ms || opts->state_lookahead_ms > 86400000))
         return idm__fail(IDM_EINVAL,
@@ -779,6 +984,19 @@ static idm_snowflake *new_gen(const idm_snowflake_opts *opts, void *mem)
         pthread_mutex_init(&g->state_mu, NULL);
     }
     g->fork_gen = idm__fork_generation();
+    /* Serials as the 128-bit generators take them (local.c): a shared
+     * generator's is made by its opener and never equals a process-local
+     * one of any process using it. */
+    g->serial = mem != NULL ? idm__serial_new_shared(mem) : idm__serial_new();
+    if (opts->local_block > 0) {
+        g->local_block = opts->local_block;
+    } else {
+        /* Auto: 64, at most a quarter of a tick's states, at least 1. */
+        uint64_t quarter = (l->f[l->seq_index].max + 1) / 4;
+        g->local_block = quarter < 64 ? quarter : 64;
+        if (g->local_block == 0)
+            g->local_block = 1;
+    }
     g->clock = opts->clock != NULL ? opts->clock : idm_clock_system();
     g->wall_ns = g->clock == idm_clock_system() ? NULL : g->clock->wall_ns;
     g->clock_ctx = g->clock->ctx;

@@ -2,7 +2,10 @@
 /*
  * ULIDs per the ULID specification: 48-bit ms and 80 random bits, Crockford
  * base32 text, and the spec's monotonic mode (the random part plus one
- * within a millisecond; overflow is an error, never a wrap).
+ * within a millisecond; overflow is an error, never a wrap). A monotonic
+ * generator's state lives under a short lock (idm__spin, see spin.c);
+ * idm_ulid_next_local runs the same steps on the calling thread's own
+ * state for the generator (local.c), with no lock.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +34,11 @@ int idm_ulid_build(idm_unix_ms ms, const uint8_t rand[10], idm_ulid *out)
 struct idm_ulid_gen {
     const idm_clock *clock;
     const idm_rng *rng;
+    uint64_t serial; /* the key of its per-thread states (local.c) */
     bool monotonic;
+    /* What idm_ulid_next writes sits at least a cache line away from what
+     * idm_ulid_next_local reads. */
+    char pad_[64];
     idm__spin lock;
     idm_unix_ms last_ms; /* -1 before the first id */
     uint16_t last_hi;    /* the 80-bit random part: top 16 bits */
@@ -54,7 +61,8 @@ int idm_ulid_gen_new(idm_ulid_gen **out, const idm_clock *clock, const idm_rng *
     g->clock = clock == idm_clock_system() ? NULL : clock;
     g->rng = rng;
     g->monotonic = monotonic;
-    atomic_flag_clear(&g->lock.f);
+    g->serial = idm__serial_new();
+    idm__spin_init(&g->lock, 0);
     g->last_ms = -1;
     atomic_init(&g->fork_gen, idm__fork_generation());
     *out = g;
@@ -83,7 +91,8 @@ int idm_ulid_gen_init_shared(idm_ulid_gen **out, void *mem, size_t size, const i
     g->clock = clock == idm_clock_system() ? NULL : clock;
     g->rng = rng;
     g->monotonic = monotonic;
-    atomic_flag_clear(&g->lock.f);
+    g->serial = idm__serial_new_shared(mem);
+    idm__spin_init(&g->lock, 1);
     g->last_ms = -1;
     atomic_init(&g->fork_gen, IDM__FORK_SHARED);
     *out = g;
@@ -150,6 +159,60 @@ emit:
     hi = g->last_hi;
     lo = g->last_lo;
     idm__spin_unlock(&g->lock);
+    idm__store_be64(out->b, (uint64_t)ms << 16 | hi);
+    idm__store_be64(out->b + 8, lo);
+    return 0;
+}
+
+/*
+ * The calling thread's own sequence for g (local.c keeps it): the same
+ * steps as idm_ulid_next in monotonic mode with no lock and no shared
+ * write. A state new to this thread (hi IDM__TSEQ_RESTART) starts afresh
+ * above its floor.
+ */
+int idm_ulid_next_local(idm_ulid_gen *g, idm_ulid *out)
+{
+    uint8_t rnd[10];
+    idm_unix_ms now, ms;
+    idm__tseq *e;
+    uint64_t hi, lo;
+    int rc;
+
+    if (!g->monotonic)
+        return idm_ulid_next(g, out);
+    now = idm__clock_ms(g->clock);
+    if (IDM__UNLIKELY(now < 0 || now >= MS_LIMIT))
+        return idm__fail(IDM_ERANGE, "ulid: the clock reads %lld ms, outside 0 to 2^48-1",
+                         (long long)now);
+    e = idm__tseq_find(IDM__TSEQ_ULID, g->serial);
+    if (IDM__UNLIKELY(e == NULL))
+        return idm__fail(IDM_ENOMEM, "ulid: no memory for the thread's sequences");
+    if (now > e->last_ms) {
+        ms = now;
+    } else if (IDM__UNLIKELY(e->hi == IDM__TSEQ_RESTART)) {
+        ms = e->last_ms + 1;
+        if (IDM__UNLIKELY(ms >= MS_LIMIT))
+            return idm__fail(IDM_ERANGE, "ulid: the 48-bit timestamp is exhausted");
+    } else {
+        /* The spec's monotonic step: the 80-bit random part plus one. */
+        if (IDM__UNLIKELY(e->lo == UINT64_MAX && e->hi == UINT16_MAX))
+            return idm__fail(IDM_EOVERFLOW,
+                             "ulid: the random part overflowed within millisecond %lld",
+                             (long long)e->last_ms);
+        ms = e->last_ms;
+        lo = e->lo + 1;
+        hi = e->hi + (lo == 0);
+        goto emit;
+    }
+    rc = idm__rng_fill(g->rng, rnd, sizeof rnd);
+    if (rc != 0)
+        return rc;
+    hi = (uint64_t)rnd[0] << 8 | rnd[1];
+    lo = idm__load_be64(rnd + 2);
+emit:
+    e->last_ms = ms;
+    e->hi = hi;
+    e->lo = lo;
     idm__store_be64(out->b, (uint64_t)ms << 16 | hi);
     idm__store_be64(out->b + 8, lo);
     return 0;

@@ -4,11 +4,13 @@
  * 6.2, method 2), and the canonical text form. See uuid.h for the choices.
  *
  * The v7 generator's state (last timestamp and last 74-bit value) is more
- * than one word, so it lives under a spinlock held for a few instructions;
+ * than one word, so it lives under a short lock held for a few
+ * instructions (idm__spin: spins briefly, then sleeps; see spin.c);
  * randomness is drawn before the lock is taken. fork() may copy that lock
  * held (another thread of the parent was inside it), so a forked child
  * resets the lock and the sequence before any of its threads takes the lock:
- * see idm__spin_after_fork.
+ * see idm__spin_after_fork. idm_uuid7_next_local runs the same steps on the
+ * calling thread's own state for the generator (local.c), with no lock.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -73,6 +75,10 @@ int idm_uuid7_build(idm_unix_ms ms, const uint8_t rand[10], idm_uuid *out)
 struct idm_uuid7_gen {
     const idm_clock *clock; /* NULL: the system clock */
     const idm_rng *rng;     /* NULL: the system rng */
+    uint64_t serial;        /* the key of its per-thread states (local.c) */
+    /* What idm_uuid7_next writes sits at least a cache line away from what
+     * idm_uuid7_next_local reads. */
+    char pad_[64];
     idm__spin lock;
     idm_unix_ms last_ms;    /* -1 before the first id */
     r74 last;
@@ -93,7 +99,8 @@ int idm_uuid7_gen_new(idm_uuid7_gen **out, const idm_clock *clock, const idm_rng
         return IDM_ENOMEM;
     g->clock = clock == idm_clock_system() ? NULL : clock;
     g->rng = rng;
-    atomic_flag_clear(&g->lock.f);
+    g->serial = idm__serial_new();
+    idm__spin_init(&g->lock, 0);
     g->last_ms = -1;
     atomic_init(&g->fork_gen, idm__fork_generation());
     *out = g;
@@ -121,7 +128,8 @@ int idm_uuid7_gen_init_shared(idm_uuid7_gen **out, void *mem, size_t size,
     memset(g, 0, sizeof *g);
     g->clock = clock == idm_clock_system() ? NULL : clock;
     g->rng = rng;
-    atomic_flag_clear(&g->lock.f);
+    g->serial = idm__serial_new_shared(mem);
+    idm__spin_init(&g->lock, 1);
     g->last_ms = -1;
     atomic_init(&g->fork_gen, IDM__FORK_SHARED);
     *out = g;
@@ -222,6 +230,57 @@ done:
     g->last_ms = ms;
     g->last = v;
     idm__spin_unlock(&g->lock);
+    compose7(ms, v, out);
+    return 0;
+}
+
+/*
+ * The calling thread's own sequence for g (local.c keeps it): the same
+ * steps as idm_uuid7_next with no lock and no shared write. A state new to
+ * this thread (hi IDM__TSEQ_RESTART) starts afresh above its floor.
+ */
+int idm_uuid7_next_local(idm_uuid7_gen *g, idm_uuid *out)
+{
+    uint8_t rnd[10];
+    uint32_t inc32;
+    idm_unix_ms now = idm__clock_ms(g->clock), ms;
+    idm__tseq *e;
+    r74 v;
+    int rc;
+
+    if (IDM__UNLIKELY(now < 0 || now >= MS_LIMIT))
+        return idm__fail(IDM_ERANGE, "uuid7: the clock reads %lld ms, outside 0 to 2^48-1",
+                         (long long)now);
+    /* The increment first, as idm_uuid7_next draws it (uuid.h). */
+    rc = next_increment(g->rng, idm__fork_gen_now(), &inc32);
+    if (IDM__UNLIKELY(rc != 0))
+        return rc;
+    e = idm__tseq_find(IDM__TSEQ_UUID7, g->serial);
+    if (IDM__UNLIKELY(e == NULL))
+        return idm__fail(IDM_ENOMEM, "uuid7: no memory for the thread's sequences");
+    if (now > e->last_ms) {
+        ms = now;
+    } else if (IDM__UNLIKELY(e->hi == IDM__TSEQ_RESTART)) {
+        ms = e->last_ms + 1;
+    } else {
+        /* Same millisecond, or the clock stepped back: as idm_uuid7_next. */
+        ms = e->last_ms;
+        v.lo = e->lo + 1 + inc32;
+        v.hi = e->hi + (v.lo < e->lo);
+        if (IDM__LIKELY(v.hi <= R74_HI_MASK))
+            goto done;
+        ms++;
+    }
+    if (IDM__UNLIKELY(ms >= MS_LIMIT))
+        return idm__fail(IDM_ERANGE, "uuid7: the 48-bit timestamp is exhausted");
+    rc = idm__rng_fill(g->rng, rnd, sizeof rnd);
+    if (IDM__UNLIKELY(rc != 0))
+        return rc;
+    v = r74_from_bytes(rnd);
+done:
+    e->last_ms = ms;
+    e->hi = v.hi;
+    e->lo = v.lo;
     compose7(ms, v, out);
     return 0;
 }

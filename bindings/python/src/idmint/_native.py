@@ -101,7 +101,8 @@ class SnowflakeOpts(Structure):
                 ("state_fresh", c_bool),
                 ("state_lookahead_ms", c_int64),
                 ("guarded", c_bool),
-                ("after_ms", c_int64)]
+                ("after_ms", c_int64),
+                ("local_block", c_uint32)]
 
 
 class SnowflakeStats(Structure):
