@@ -5,10 +5,11 @@
 #
 #     bash bench/run.sh BUILD_DIR
 #
-# Builds the idm_bench, idm_bench128, idm_bench_lease and idm_bench_seg
-# targets in BUILD_DIR (configuring a Release build there if BUILD_DIR is not
-# configured yet), runs them (the Snowflake generator, then the 128-bit ids
-# with libuuid as a C peer where it is installed, then worker-id lease claims
+# Builds the idm_bench, idm_bench128, idm_bench_threads, idm_bench_lease and
+# idm_bench_seg targets in BUILD_DIR (configuring a Release build there if
+# BUILD_DIR is not configured yet), runs them (the Snowflake generator, then
+# the 128-bit ids with libuuid as a C peer where it is installed, then the
+# generators with 1, 2, 4 and 8 threads at once, then worker-id lease claims
 # and renewals with every coordinator: file://, and throwaway servers started
 # with scripts/etcd-test-server.sh (plain, and over TLS with certificates from
 # scripts/etcd-test-certs.sh), scripts/zk-test-server.sh and
@@ -52,16 +53,17 @@ if [ ! -f "$build_dir/CMakeCache.txt" ]; then
         exit 1
     fi
 fi
-if ! cmake --build "$build_dir" --target idm_bench idm_bench128 idm_bench_lease idm_bench_seg -j2 >"$build_dir/bench-build.log" 2>&1; then
+if ! cmake --build "$build_dir" --target idm_bench idm_bench128 idm_bench_threads idm_bench_lease idm_bench_seg -j2 >"$build_dir/bench-build.log" 2>&1; then
     cat "$build_dir/bench-build.log" >&2
-    echo "run.sh: FAILED: could not build idm_bench, idm_bench128, idm_bench_lease and idm_bench_seg" >&2
+    echo "run.sh: FAILED: could not build idm_bench, idm_bench128, idm_bench_threads, idm_bench_lease and idm_bench_seg" >&2
     exit 1
 fi
 bin=$build_dir/bench/idm_bench
 bin128=$build_dir/bench/idm_bench128
+binthreads=$build_dir/bench/idm_bench_threads
 binlease=$build_dir/bench/idm_bench_lease
 binseg=$build_dir/bench/idm_bench_seg
-for b in "$bin" "$bin128" "$binlease" "$binseg"; do
+for b in "$bin" "$bin128" "$binthreads" "$binlease" "$binseg"; do
     if [ ! -x "$b" ]; then
         echo "run.sh: FAILED: $b was not built (is IDM_BENCH off?)" >&2
         exit 1
@@ -127,6 +129,15 @@ if [ -z "$libuuid_status" ]; then
         libuuid_status="did not run"
     fi
 fi
+
+# ---- the generators with 1, 2, 4 and 8 threads minting at once
+IDM_BENCH_SECONDS=$seconds IDM_BENCH_ROUNDS=$rounds "$binthreads" | tee "$work/threads.txt"
+rc=${PIPESTATUS[0]}
+case $rc in
+    0) threads_status="ok" ;;
+    2) threads_status="FAILED (a correctness check failed: see WRONG above)"; failed=1 ;;
+    *) threads_status="FAILED (idm_bench_threads exited with status $rc)"; failed=1 ;;
+esac
 
 # ---- worker-id leases: file:// here; etcd://, etcds:// (HTTPS with client
 # certificates), zk:// and postgres:// on throwaway servers started here
@@ -284,13 +295,14 @@ fi
 echo
 echo "== summary =="
 grep -m1 '^machine:' "$work/c.txt" || true
-grep -hE ' (PASS|BELOW)$' "$work/c.txt" "$work/c128.txt" "$work/lease.txt" "$work/seg.txt" "$work/idmintd.txt" || true
-pass=$(cat "$work/c.txt" "$work/c128.txt" "$work/lease.txt" "$work/seg.txt" "$work/idmintd.txt" | grep -cE ' PASS$' || true)
-below=$(cat "$work/c.txt" "$work/c128.txt" "$work/lease.txt" "$work/seg.txt" "$work/idmintd.txt" | grep -cE ' BELOW$' || true)
+grep -hE ' (PASS|BELOW)$' "$work/c.txt" "$work/c128.txt" "$work/threads.txt" "$work/lease.txt" "$work/seg.txt" "$work/idmintd.txt" || true
+pass=$(cat "$work/c.txt" "$work/c128.txt" "$work/threads.txt" "$work/lease.txt" "$work/seg.txt" "$work/idmintd.txt" | grep -cE ' PASS$' || true)
+below=$(cat "$work/c.txt" "$work/c128.txt" "$work/threads.txt" "$work/lease.txt" "$work/seg.txt" "$work/idmintd.txt" | grep -cE ' BELOW$' || true)
 echo "targets: $pass PASS, $below BELOW (BELOW is reported, never fatal)"
 echo "idm_bench: $c_status"
 echo "idm_bench128: $c128_status"
 echo "libuuid peer: $libuuid_status"
+echo "idm_bench_threads: $threads_status"
 echo "idm_bench_lease: $lease_status"
 echo "idm_bench_seg: $seg_status"
 echo "idmintd.sh: $idmintd_status"
