@@ -60,7 +60,7 @@
 #define YIELDS 16
 /* The longest sleep before looking at the word again: long enough that a
  * sleeper costs nothing, short enough to bound a lost wake. */
-#define SLEEP_NS 1000000
+#define SLEEP_NS 100000000
 
 static inline void cpu_relax(void)
 {
