@@ -309,6 +309,33 @@ class TestErrors(unittest.TestCase):
         self.assertFalse(issubclass(idmint.ClockBackwardsError, ValueError))
 
 
+def _start_forked(child):
+    """Fork a process that runs child(write_fd) and exits 0, or writes
+    "ERROR ..." to write_fd and exits 1 if child raised (it never returns
+    into unittest). Returns (pid, finish); finish() reads all the child
+    wrote and reaps it: (wait status, text)."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        code = 0
+        try:
+            child(w)
+        except BaseException as e:
+            os.write(w, ("ERROR %r\n" % e).encode())
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(w)
+
+    def finish():
+        with os.fdopen(r, "rb") as f:
+            data = f.read().decode()
+        _, status = os.waitpid(pid, 0)
+        return status, data
+    return pid, finish
+
+
 def _manual_clock_uuid7_gen(start_ms):
     """A uuid7 generator on a manual clock at start_ms, for a C error on
     demand (a clock before 1970: IDM_ERANGE; the manual clock counts ns in
@@ -434,24 +461,15 @@ class TestNativePath(unittest.TestCase):
     @unittest.skipUnless(ACCELERATED, "the ctypes path is in use")
     def test_uuid7_after_fork_unique(self):
         before = [idmint.uuid7() for _ in range(1000)]
-        r, w = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            code = 1
-            try:
-                os.close(r)
-                text = "\n".join(str(idmint.uuid7()) for _ in range(20000)) + "\n"
-                with os.fdopen(w, "w") as f:
-                    f.write(text)
-                code = 0
-            finally:
-                os._exit(code)
-        os.close(w)
+
+        def mint(w):
+            os.write(w, ("\n".join(str(idmint.uuid7()) for _ in range(20000)) + "\n").encode())
+
+        _, finish = _start_forked(mint)
         mine = [idmint.uuid7() for _ in range(20000)]
-        with os.fdopen(r) as f:
-            child = [uuid.UUID(x) for x in f.read().split()]
-        _, status = os.waitpid(pid, 0)
-        self.assertEqual(status, 0)
+        status, text = finish()
+        self.assertEqual(status, 0, text[-500:])
+        child = [uuid.UUID(x) for x in text.split()]
         self.assertEqual(len(child), 20000)
         self.assertEqual(len(set(before) | set(mine) | set(child)), 41000)
 
@@ -481,28 +499,19 @@ class TestNativePath(unittest.TestCase):
         (IDM_EFORKED); both paths raise the same ForkedError."""
         g = idmint.Snowflake(node={"datacenter": 3, "worker": 3})
         first = g.next()
-        r, w = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            code = 1
-            try:
-                os.close(r)
-                got = []
-                for f in (g.next, lambda: idmint._snowflake_next_ctypes(g)):
-                    try:
-                        got.append("minted %d" % f())
-                    except idmint.Error as e:
-                        got.append("%s|%s|%s" % (type(e).__name__, e.code, e))
-                with os.fdopen(w, "w") as out:
-                    out.write("\n".join(got))
-                code = 0
-            finally:
-                os._exit(code)
-        os.close(w)
-        with os.fdopen(r) as f:
-            got = f.read().split("\n")
-        _, status = os.waitpid(pid, 0)
-        self.assertEqual(status, 0)
+
+        def both_paths(w):
+            got = []
+            for f in (g.next, lambda: idmint._snowflake_next_ctypes(g)):
+                try:
+                    got.append("minted %d" % f())
+                except idmint.Error as e:
+                    got.append("%s|%s|%s" % (type(e).__name__, e.code, e))
+            os.write(w, "\n".join(got).encode())
+
+        status, text = _start_forked(both_paths)[1]()
+        self.assertEqual(status, 0, text)
+        got = text.split("\n")
         self.assertEqual(len(got), 2, got)
         self.assertTrue(got[0].startswith("ForkedError|IDM_EFORKED|"), got)
         self.assertEqual(got[0], got[1])
@@ -615,20 +624,7 @@ class TestConcurrency(TempDirCase):
         ready_r, self._ready_w = os.pipe()
         self._go_r, go_w = os.pipe()
         for k in range(4):
-            r, w = os.pipe()
-            pid = os.fork()
-            if pid == 0:
-                os.close(r)
-                code = 0
-                try:
-                    child(k, w)
-                except BaseException as e:  # report, never return into unittest
-                    os.write(w, ("ERROR %r\n" % e).encode())
-                    code = 1
-                finally:
-                    os._exit(code)
-            os.close(w)
-            procs.append((pid, r))
+            procs.append(_start_forked(lambda w, k=k: child(k, w)))
         if barrier:
             got = b""
             while len(got) < 4:
@@ -642,10 +638,8 @@ class TestConcurrency(TempDirCase):
         for fd in (ready_r, self._ready_w, self._go_r, go_w):
             os.close(fd)
         lines = []
-        for pid, r in procs:
-            with os.fdopen(r, "rb") as f:
-                data = f.read().decode()
-            _, status = os.waitpid(pid, 0)
+        for _, finish in procs:
+            status, data = finish()
             self.assertEqual(status, 0, data[-500:])
             lines.extend(data.split())
         return lines
