@@ -7,7 +7,11 @@
  * forward with compare-and-swap: the next state is
  *     max(now_tick << seq_bits, last + 1),
  * so ids from one generator strictly increase and none repeats. When that
- * state runs ahead of the wall clock, the policies below decide.
+ * state runs ahead of the wall clock, the policies below decide. Threads
+ * calling idm_snowflake_next at once on a generator on the system clock
+ * take turns in runs of some microseconds (a thread waits, without touching
+ * the state, while another mints), so together they mint about as many
+ * ids as one thread alone; idm_snowflake_next_local scales with threads.
  *
  * Clock regression (the wall clock is behind the last tick minted):
  *   IDM_BACKWARDS_REFUSE   fail with IDM_ECLOCKBACK, mint nothing.

@@ -36,7 +36,8 @@ IDM_EXTERN int idm_ulid_build(idm_unix_ms ms, const uint8_t rand[10], idm_ulid *
 
 /* A ULID generator. Thread-safe: any number of threads may call
  * idm_ulid_next on one generator; in monotonic mode they share one sequence
- * under a short lock. */
+ * under a short lock, in the order of the calls, and take turns in runs as
+ * idm_uuid7_next's threads do (uuid.h). */
 typedef struct idm_ulid_gen idm_ulid_gen;
 
 /* clock and rng may be NULL for the system's. */

@@ -64,7 +64,12 @@ IDM_EXTERN void idm_uuid4_from_bytes(const uint8_t random[16], idm_uuid *out);
 IDM_EXTERN int idm_uuid7_build(idm_unix_ms ms, const uint8_t rand[10], idm_uuid *out);
 
 /* A UUIDv7 generator: monotonic as described above. Thread-safe: any
- * number of threads may call idm_uuid7_next on one generator at once. */
+ * number of threads may call idm_uuid7_next on one generator at once, and
+ * its ids are in the order of the calls (a call that returned before
+ * another began has the lower id). Threads that call at once take turns in
+ * runs of some microseconds, so together they mint about as many ids as
+ * one thread alone (one sequence is one thread's work at a time); for ids
+ * that scale with threads, see idm_uuid7_next_local. */
 typedef struct idm_uuid7_gen idm_uuid7_gen;
 
 /* clock and rng may be NULL for the system's. */

@@ -126,6 +126,65 @@ static inline void idm__spin_unlock(idm__spin *s)
         idm__spin_wake(s);
 }
 
+/* ---- runs: one thread at a time mints a run on a contended line ---- */
+
+/*
+ * When threads take turns at a shared generator id by id, its cache line
+ * moves between cores for every id, and the line's trip costs more than an
+ * id: two threads together mint less than one alone. A run is a few
+ * microseconds in which one thread mints alone while the others wait
+ * without touching the line, so the line stays put and the total stays at
+ * one thread's. Nothing about the ids depends on runs: they only decide
+ * when a thread goes to the lock or the compare-and-swap, which decide
+ * everything else.
+ *
+ * The word holds the last minter's tag (a per-thread number) and the low
+ * 48 bits of its wall-clock reading. A thread about to mint compares with
+ * its own reading (which the generator reads anyway): the same tag, or a
+ * stamp older than IDM__RUN_WINDOW_NS, means no run is on and costs
+ * nothing more; another thread's recent stamp means one is, and the thread
+ * waits in idm__runs_defer (spin.c) until that thread goes quiet or
+ * IDM__RUN_MAX_NS passes, then reads the clock again, stamps the word (so
+ * that the other thread's next call waits, rather than race it to the lock)
+ * and mints: its own run. Only generators on the system clock form runs: an injected
+ * clock's readings say nothing about the present.
+ */
+typedef struct idm__runs {
+    _Atomic uint64_t last; /* (wall ns mod 2^48) << 16 | tag; 0 none */
+} idm__runs;
+
+#define IDM__RUN_WINDOW_NS 500 /* a stamp this recent: a run is on */
+#define IDM__RUN_MAX_NS 16000  /* the longest a thread waits for a run */
+#define IDM__RUN_STAMP_MASK ((UINT64_C(1) << 48) - 1)
+
+extern _Thread_local uint64_t idm__run_tag_tls __attribute__((tls_model("initial-exec")));
+uint64_t idm__runs_tag_new(void);
+void idm__runs_defer(const idm__runs *r);
+
+/* This thread's tag, 1 to 65535 (two threads may share one: they then do
+ * not wait for each other, which costs speed, never correctness). */
+static inline uint64_t idm__runs_tag(void)
+{
+    uint64_t t = idm__run_tag_tls;
+    return IDM__LIKELY(t != 0) ? t : idm__runs_tag_new();
+}
+
+/* Is another thread's run on, judged by this thread's reading now_ns? */
+static inline bool idm__runs_other(const idm__runs *r, idm_wall_ns now_ns)
+{
+    uint64_t v = atomic_load_explicit(&r->last, memory_order_relaxed);
+    return (v & 0xFFFF) != idm__runs_tag() &&
+           (((uint64_t)now_ns - (v >> 16)) & IDM__RUN_STAMP_MASK) < IDM__RUN_WINDOW_NS;
+}
+
+/* After a mint: stamp the word with this thread and its reading (a store
+ * to a line the minter owns at that moment anyway). */
+static inline void idm__runs_mark(idm__runs *r, idm_wall_ns now_ns)
+{
+    atomic_store_explicit(&r->last, ((uint64_t)now_ns & IDM__RUN_STAMP_MASK) << 16 | idm__runs_tag(),
+                          memory_order_relaxed);
+}
+
 /* Make a spinlocked generator whose *fork_gen differs from the process's
  * usable in this forked child. See rng.c. */
 void idm__spin_after_fork(_Atomic uint64_t *fork_gen, idm__spin *lock, idm_unix_ms *last_ms);
@@ -251,10 +310,18 @@ static inline int idm__unbase32(unsigned char c)
 }
 
 /* Wall time in ms from a clock (NULL: the system clock). */
+static inline idm_wall_ns idm__clock_ns(const idm_clock *c)
+{
+    return c == NULL ? idm__sys_wall_ns() : c->wall_ns(c->ctx);
+}
+
 static inline idm_unix_ms idm__clock_ms(const idm_clock *c)
 {
-    idm_wall_ns ns = c == NULL ? idm__sys_wall_ns() : c->wall_ns(c->ctx);
-    return idm__floordiv(ns, IDM__NS_PER_MS);
+    return idm__floordiv(idm__clock_ns(c), IDM__NS_PER_MS);
 }
+
+/* Zeroed memory for a generator, starting on a cache line's boundary (its
+ * first fields are the ones every mint writes); free() frees it. */
+void *idm__alloc_lines(size_t size);
 
 #endif /* IDM_INTERNAL_H */

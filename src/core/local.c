@@ -2,11 +2,13 @@
 /*
  * The per-thread states behind idm_uuid7_next_local and
  * idm_ulid_next_local (see internal.h): generator serials, and each
- * thread's small cache of sequences. The minting itself is in uuid.c and
+ * thread's small cache of sequences; and the generators' line-aligned
+ * allocation. The minting itself is in uuid.c and
  * ulid.c.
  */
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -17,6 +19,15 @@ static _Atomic uint64_t next_serial = 1;
 uint64_t idm__serial_new(void)
 {
     return atomic_fetch_add_explicit(&next_serial, 1, memory_order_relaxed);
+}
+
+void *idm__alloc_lines(size_t size)
+{
+    size_t rounded = (size + 63) / 64 * 64;
+    void *p = aligned_alloc(64, rounded);
+    if (p != NULL)
+        memset(p, 0, rounded);
+    return p;
 }
 
 /* splitmix64's finaliser: every input bit moves every output bit. */

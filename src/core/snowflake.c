@@ -51,6 +51,7 @@ struct idm_snowflake {
      * successful mint has seen, on one line of their own. */
     _Alignas(CACHELINE) _Atomic uint64_t state;
     _Atomic uint64_t max_wall_tick;
+    idm__runs runs; /* which thread mints a run now (internal.h) */
 
     /* Read on every mint, written only by slow paths: the highest tick
      * allowed (the lower of the state file's and the lease's limits) and
@@ -566,6 +567,8 @@ static IDM__ALWAYS_INLINE int mint_run(idm_snowflake *g, uint64_t n, bool tick_b
     uint64_t wall_seen = 0; /* max_wall_tick, loaded just before that read */
     uint64_t most = n;      /* tick_block: the largest block to take */
     unsigned fails = 0;     /* failed compare-and-swaps, for the backoff */
+    /* Single ids on the system clock form runs (internal.h). */
+    bool run = n == 1 && !tick_block && g->wall_ns == NULL;
     int rc;
 
     if (forked(g))
@@ -573,6 +576,16 @@ static IDM__ALWAYS_INLINE int mint_run(idm_snowflake *g, uint64_t n, bool tick_b
     rc = read_guarded(g, &now_ns);
     if (IDM__UNLIKELY(rc != 0))
         return rc;
+    /* Another thread minting a run of single ids on this generator: wait
+     * for its end, then read the clock again (see idm__runs). Batches and
+     * next_local's blocks take many states with one CAS and go at once. */
+    if (run && IDM__UNLIKELY(idm__runs_other(&g->runs, now_ns))) {
+        idm__runs_defer(&g->runs);
+        rc = read_guarded(g, &now_ns);
+        if (IDM__UNLIKELY(rc != 0))
+            return rc;
+        idm__runs_mark(&g->runs, now_ns); /* this thread's run now */
+    }
 
     for (;;) {
         int64_t since = now_ns - g->epoch_ns;
@@ -651,6 +664,8 @@ static IDM__ALWAYS_INLINE int mint_run(idm_snowflake *g, uint64_t n, bool tick_b
         }
         rc = after_cas(g, act, end, old, now_tick, now_ns, need_ns, back_ms);
         if (rc == 0) {
+            if (run)
+                idm__runs_mark(&g->runs, now_ns);
             *first_out = first;
             if (tick_block)
                 *n_out = n;

@@ -18,12 +18,12 @@
  *
  * Under contention a lock taken by each thread in turn moves its cache
  * line between cores for every id, so threads sharing a generator mint
- * fewer ids together than one alone (about 0.6 to 0.7 of one thread's on
- * two cores). Letting a thread that did not take the lock last wait while
- * another mints a run brought the total near one thread's, but made every
- * call from another thread than the last wait some pauses even on an idle
- * lock; it is not done. The per-thread sequences (local.c) are the way to
- * scale.
+ * fewer ids together than one alone (about 0.6 of one thread's on two
+ * cores). Generators therefore form runs (internal.h, idm__runs): a thread
+ * that finds another thread minting right now waits, without touching the
+ * line, until that thread goes quiet or a few microseconds pass; the
+ * waiting is idm__runs_defer below. The per-thread sequences (local.c) are
+ * the way to scale beyond one thread's figure.
  *
  * The unlock is a plain store and then a load of sleepers, so that an
  * uncontended lock and unlock cost one atomic exchange, as the spinlock
@@ -42,6 +42,8 @@
  * (waking every SLEEP_NS to look) until the memory is re-initialised.
  */
 #include <sched.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -119,4 +121,64 @@ void idm__spin_wake(idm__spin *s)
 #else
     (void)s;
 #endif
+}
+
+/* ------------------------------------------------------------------ runs */
+
+_Thread_local uint64_t idm__run_tag_tls __attribute__((tls_model("initial-exec")));
+
+uint64_t idm__runs_tag_new(void)
+{
+    static _Atomic uint32_t next;
+    uint64_t t;
+    /* 1 to 65535 in turn; threads of different processes sharing a
+     * generator's memory start apart (the process id mixed in). */
+    do
+        t = (atomic_fetch_add_explicit(&next, 1, memory_order_relaxed) +
+             (uint32_t)getpid() * UINT32_C(40503)) & 0xFFFF;
+    while (t == 0);
+    idm__run_tag_tls = t;
+    return t;
+}
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* The first look at the word after RUN_LOOK_NS, each next one twice as
+ * long after the last: a look moves the line to this core and makes the
+ * minter wait for it, so a waiting thread looks seldom. A minter that has
+ * stopped is seen at the first look. */
+#define RUN_LOOK_NS 2000
+/* Pauses between two readings of the clock: some hundreds of ns (a pause
+ * is 10 to 150 cycles, depending on the CPU). */
+#define RUN_PAUSES 32
+
+void idm__runs_defer(const idm__runs *r)
+{
+    uint64_t me = idm__runs_tag();
+    uint64_t seen = atomic_load_explicit(&r->last, memory_order_relaxed);
+    int64_t start = mono_ns(), gap = RUN_LOOK_NS, look = start + gap;
+
+    for (;;) {
+        int64_t now;
+        for (int i = 0; i < RUN_PAUSES; i++)
+            cpu_relax();
+        now = mono_ns();
+        if (now - start >= IDM__RUN_MAX_NS)
+            return;
+        if (now >= look) {
+            uint64_t cur = atomic_load_explicit(&r->last, memory_order_relaxed);
+            /* The minter went quiet (its stamp has not moved), or the run
+             * has passed to this thread's tag: stop waiting. */
+            if (cur == seen || (cur & 0xFFFF) == me)
+                return;
+            seen = cur;
+            gap *= 2;
+            look = now + gap;
+        }
+    }
 }

@@ -32,20 +32,22 @@ int idm_ulid_build(idm_unix_ms ms, const uint8_t rand[10], idm_ulid *out)
 }
 
 struct idm_ulid_gen {
-    const idm_clock *clock;
-    const idm_rng *rng;
-    uint64_t serial; /* the key of its per-thread states (local.c) */
-    bool monotonic;
-    /* What idm_ulid_next writes sits at least a cache line away from what
-     * idm_ulid_next_local reads. */
-    char pad_[64];
+    /* What idm_ulid_next writes, first: on one cache line of a generator
+     * from idm_ulid_gen_new (allocated on a line's boundary). */
     idm__spin lock;
+    idm__runs runs;      /* idm_ulid_next's runs (internal.h) */
     idm_unix_ms last_ms; /* -1 before the first id */
     uint16_t last_hi;    /* the 80-bit random part: top 16 bits */
     uint64_t last_lo;    /* and low 64 bits */
     /* The fork generation the lock and state belong to (| FORK_RESETTING
      * while being reset); see idm__spin_after_fork. */
     _Atomic uint64_t fork_gen;
+    /* What idm_ulid_next_local reads sits a cache line away from that. */
+    char pad_[64];
+    const idm_clock *clock;
+    const idm_rng *rng;
+    uint64_t serial; /* the key of its per-thread states (local.c) */
+    bool monotonic;
 };
 
 int idm_ulid_gen_new(idm_ulid_gen **out, const idm_clock *clock, const idm_rng *rng,
@@ -55,7 +57,7 @@ int idm_ulid_gen_new(idm_ulid_gen **out, const idm_clock *clock, const idm_rng *
     idm__clear_detail();
     if (out == NULL)
         return idm__fail(IDM_EINVAL, "ulid: no output pointer");
-    g = calloc(1, sizeof *g);
+    g = idm__alloc_lines(sizeof *g);
     if (g == NULL)
         return IDM_ENOMEM;
     g->clock = clock == idm_clock_system() ? NULL : clock;
@@ -107,11 +109,20 @@ idm__spin *idm__ulid_gen_lock(idm_ulid_gen *g)
 int idm_ulid_next(idm_ulid_gen *g, idm_ulid *out)
 {
     uint8_t rnd[10];
-    idm_unix_ms now = idm__clock_ms(g->clock), ms;
+    idm_wall_ns now_ns = idm__clock_ns(g->clock);
+    idm_unix_ms now, ms;
     uint16_t hi;
     uint64_t lo, gen;
     int rc;
 
+    /* Another thread minting a run on this generator: wait for its end,
+     * then read the clock again (see idm__runs). */
+    if (g->monotonic && g->clock == NULL && IDM__UNLIKELY(idm__runs_other(&g->runs, now_ns))) {
+        idm__runs_defer(&g->runs);
+        now_ns = idm__sys_wall_ns();
+        idm__runs_mark(&g->runs, now_ns); /* this thread's run now */
+    }
+    now = idm__floordiv(now_ns, IDM__NS_PER_MS);
     if (IDM__UNLIKELY(now < 0 || now >= MS_LIMIT))
         return idm__fail(IDM_ERANGE, "ulid: the clock reads %lld ms, outside 0 to 2^48-1",
                          (long long)now);
@@ -158,6 +169,7 @@ emit:
     ms = g->last_ms;
     hi = g->last_hi;
     lo = g->last_lo;
+    idm__runs_mark(&g->runs, now_ns);
     idm__spin_unlock(&g->lock);
     idm__store_be64(out->b, (uint64_t)ms << 16 | hi);
     idm__store_be64(out->b + 8, lo);

@@ -73,19 +73,21 @@ int idm_uuid7_build(idm_unix_ms ms, const uint8_t rand[10], idm_uuid *out)
 }
 
 struct idm_uuid7_gen {
-    const idm_clock *clock; /* NULL: the system clock */
-    const idm_rng *rng;     /* NULL: the system rng */
-    uint64_t serial;        /* the key of its per-thread states (local.c) */
-    /* What idm_uuid7_next writes sits at least a cache line away from what
-     * idm_uuid7_next_local reads. */
-    char pad_[64];
+    /* What idm_uuid7_next writes, first: on one cache line of a generator
+     * from idm_uuid7_gen_new (allocated on a line's boundary). */
     idm__spin lock;
+    idm__runs runs;         /* idm_uuid7_next's runs (internal.h) */
     idm_unix_ms last_ms;    /* -1 before the first id */
     r74 last;
     /* The fork generation (idm__fork_gen) the lock and state belong to, or
      * a generation | FORK_RESETTING while a thread of that generation
      * resets them; see idm__spin_after_fork. */
     _Atomic uint64_t fork_gen;
+    /* What idm_uuid7_next_local reads sits a cache line away from that. */
+    char pad_[64];
+    const idm_clock *clock; /* NULL: the system clock */
+    const idm_rng *rng;     /* NULL: the system rng */
+    uint64_t serial;        /* the key of its per-thread states (local.c) */
 };
 
 int idm_uuid7_gen_new(idm_uuid7_gen **out, const idm_clock *clock, const idm_rng *rng)
@@ -94,7 +96,7 @@ int idm_uuid7_gen_new(idm_uuid7_gen **out, const idm_clock *clock, const idm_rng
     idm__clear_detail();
     if (out == NULL)
         return idm__fail(IDM_EINVAL, "uuid7: no output pointer");
-    g = calloc(1, sizeof *g);
+    g = idm__alloc_lines(sizeof *g);
     if (g == NULL)
         return IDM_ENOMEM;
     g->clock = clock == idm_clock_system() ? NULL : clock;
@@ -175,11 +177,20 @@ int idm_uuid7_next(idm_uuid7_gen *g, idm_uuid *out)
 {
     uint8_t rnd[10];
     uint32_t inc32;
-    idm_unix_ms now = idm__clock_ms(g->clock), ms;
+    idm_wall_ns now_ns = idm__clock_ns(g->clock);
+    idm_unix_ms now, ms;
     uint64_t gen;
     r74 v;
     int rc;
 
+    /* Another thread minting a run on this generator: wait for its end,
+     * then read the clock again (see idm__runs). */
+    if (g->clock == NULL && IDM__UNLIKELY(idm__runs_other(&g->runs, now_ns))) {
+        idm__runs_defer(&g->runs);
+        now_ns = idm__sys_wall_ns();
+        idm__runs_mark(&g->runs, now_ns); /* this thread's run now */
+    }
+    now = idm__floordiv(now_ns, IDM__NS_PER_MS);
     if (IDM__UNLIKELY(now < 0 || now >= MS_LIMIT))
         return idm__fail(IDM_ERANGE, "uuid7: the clock reads %lld ms, outside 0 to 2^48-1",
                          (long long)now);
@@ -229,6 +240,7 @@ int idm_uuid7_next(idm_uuid7_gen *g, idm_uuid *out)
 done:
     g->last_ms = ms;
     g->last = v;
+    idm__runs_mark(&g->runs, now_ns);
     idm__spin_unlock(&g->lock);
     compose7(ms, v, out);
     return 0;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * idm_snowflake_next_local, the per-thread blocks: ids unique across 8
+ * idm_snowflake_next on 8 threads: ids unique and in the order of the
+ * calls. idm_snowflake_next_local, the per-thread blocks: ids unique across 8
  * threads and across every kind of call, increasing within each thread,
  * carrying the generator's node values; a block never outlives its tick and
  * its leftover states are never handed out; a clock stepped back goes
@@ -11,6 +12,7 @@
  * generator refuses, and a child of a shared one gets blocks of its own.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,6 +122,84 @@ static void run_threads(const mint_kind kinds[NTHREADS], uint32_t local_block)
     }
     size_t dups = idm_test_count_duplicates(all, (size_t)NTHREADS * PER_THREAD);
     CHECK(dups == 0, "%zu ids minted twice", dups);
+    IDM_ASSERT_OK(idm_snowflake_close(g));
+    idm_layout_free(l);
+    free(all);
+}
+
+/* One idm_snowflake_next and the values of a process-wide counter taken
+ * just before the call began and just after it returned. */
+typedef struct ordered_rec {
+    uint64_t id, before, after;
+} ordered_rec;
+
+typedef struct ordered_arg {
+    idm_snowflake *g;
+    ordered_rec *recs; /* PER_THREAD of them */
+    int rc;
+} ordered_arg;
+
+static _Atomic uint64_t ticket;
+
+static void *ordered_worker(void *p)
+{
+    ordered_arg *a = p;
+    pthread_barrier_wait(&start_line);
+    for (size_t i = 0; i < PER_THREAD && a->rc == 0; i++) {
+        ordered_rec *r = &a->recs[i];
+        r->before = atomic_fetch_add(&ticket, 1);
+        a->rc = idm_snowflake_next(a->g, &r->id);
+        r->after = atomic_fetch_add(&ticket, 1);
+    }
+    return NULL;
+}
+
+static int rec_by_id(const void *x, const void *y)
+{
+    uint64_t a = ((const ordered_rec *)x)->id, b = ((const ordered_rec *)y)->id;
+    return a < b ? -1 : a > b;
+}
+
+/*
+ * 8 threads calling idm_snowflake_next on one generator on the system clock
+ * (threads then take turns in runs, internal.h): every id unique, and ids
+ * in the order of the calls: if a call returned before another began (its
+ * after ticket is below the other's before ticket), its id is the lower.
+ * Sorted by id, that is: no id has a lower one whose call began after it
+ * returned.
+ */
+static void eight_threads_next_in_call_order(void **unused)
+{
+    idm_layout *l;
+    idm_snowflake *g;
+    ordered_arg a[NTHREADS];
+    pthread_t th[NTHREADS];
+    ordered_rec *all = malloc(sizeof *all * NTHREADS * PER_THREAD);
+    uint64_t max_before = 0;
+    (void)unused;
+
+    assert_non_null(all);
+    open_twitter(&g, &l, NULL, 0);
+    pthread_barrier_init(&start_line, NULL, NTHREADS);
+    for (int t = 0; t < NTHREADS; t++) {
+        a[t] = (ordered_arg){g, all + (size_t)t * PER_THREAD, 0};
+        assert_int_equal(pthread_create(&th[t], NULL, ordered_worker, &a[t]), 0);
+    }
+    for (int t = 0; t < NTHREADS; t++)
+        assert_int_equal(pthread_join(th[t], NULL), 0);
+    pthread_barrier_destroy(&start_line);
+    for (int t = 0; t < NTHREADS; t++)
+        CHECK(a[t].rc == 0, "thread %d: %s", t, idm_err_name(a[t].rc));
+    qsort(all, (size_t)NTHREADS * PER_THREAD, sizeof *all, rec_by_id);
+    for (size_t k = 0; k < (size_t)NTHREADS * PER_THREAD; k++) {
+        CHECK(k == 0 || all[k - 1].id != all[k].id, "id %llu minted twice", ULL(all[k].id));
+        CHECK(k == 0 || max_before < all[k].after,
+              "id %llu: a lower id was minted by a call that began (ticket %llu) after this "
+              "one returned (ticket %llu)",
+              ULL(all[k].id), ULL(max_before), ULL(all[k].after));
+        if (all[k].before > max_before)
+            max_before = all[k].before;
+    }
     IDM_ASSERT_OK(idm_snowflake_close(g));
     idm_layout_free(l);
     free(all);
@@ -632,6 +712,7 @@ static void shared_child_gets_its_own_block(void **unused)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(eight_threads_next_in_call_order),
         cmocka_unit_test(eight_threads_local),
         cmocka_unit_test(local_mixed_with_next_and_batch),
         cmocka_unit_test(block_never_outlives_its_tick),
