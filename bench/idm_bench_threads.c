@@ -19,7 +19,10 @@
  *
  * Targets (BELOW never fails the run): the per-thread modes (T2, T4, T6)
  * >= 1.7 x their 1-thread figure at 2 threads; the shared modes (T1, T3,
- * T5) >= 1.0 x at 2, 4 and 8 threads (never below one thread alone). With
+ * T5) >= 1.0 x at 2, 4 and 8 threads (never below one thread alone). Each
+ * round also measures the physical limit of the shared modes: the time a
+ * cache line takes to move between two cores, against one thread's time
+ * per id (line_move_ns). With
  * fewer cores than threads the 4- and 8-thread rows are oversubscribed: the
  * total cannot grow past the cores, and a shared mode shows whether it
  * collapses when a thread is descheduled at the wrong moment.
@@ -47,6 +50,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -613,6 +617,54 @@ static void one_round(int round, double secs)
     }
 }
 
+/* ------------------------------------------------ the physical limit */
+
+/*
+ * What a shared mode is up against: the time a cache line takes to move
+ * from one core to another, measured in each round. Two threads pass a
+ * ball (one word on its own line) back and forth, each waiting for the
+ * other's value before writing its own; the time of LINE_HOPS passes over
+ * their number is one move. A shared mode whose threads took turns id by
+ * id would pay that at every id; when it is longer than one thread's id,
+ * one thread's figure is the ceiling and runs are how a shared mode
+ * gets near it.
+ */
+#define LINE_HOPS 200000
+static _Alignas(64) _Atomic uint64_t g_ball;
+static double g_line_ns[BENCH_ROUNDS_MAX]; /* 0: not measured (one core) */
+
+static void pass_ball(uint64_t first)
+{
+    for (uint64_t v = first; v < LINE_HOPS; v += 2) {
+        while (atomic_load_explicit(&g_ball, memory_order_acquire) != v)
+            ;
+        atomic_store_explicit(&g_ball, v + 1, memory_order_release);
+    }
+}
+
+static void *ball_thread(void *p)
+{
+    (void)p;
+    pass_ball(1);
+    return NULL;
+}
+
+static double line_move_ns(void)
+{
+    pthread_t th;
+    int64_t t0;
+    atomic_store(&g_ball, 0);
+    if (pthread_create(&th, NULL, ball_thread, NULL) != 0)
+        return 0.0;
+    t0 = bench_mono_ns();
+    pass_ball(0);
+    while (atomic_load_explicit(&g_ball, memory_order_acquire) != LINE_HOPS)
+        ;
+    int64_t ns = bench_mono_ns() - t0;
+    pthread_join(th, NULL);
+    return (double)ns / LINE_HOPS;
+}
+
 /* ------------------------------------------------------------ main */
 
 static const char *status_ge(double v, double target)
@@ -656,6 +708,9 @@ int main(int argc, char **argv)
     for (int r = 0; r < g_rounds; r++) {
         bench_printf("round %d of %d...\n", r + 1, g_rounds);
         one_round(r, secs);
+        /* Two threads spinning on one core would wait for the scheduler,
+         * not the line. */
+        g_line_ns[r] = allowed >= 2 ? line_move_ns() : 0.0;
     }
     char load[64];
     bench_printf("load average after the rounds: %s\n",
@@ -719,6 +774,18 @@ int main(int argc, char **argv)
         bench_printf("(over): more threads than the %d cores this process may "
                      "run on; the total cannot grow past the cores there, and "
                      "a shared mode must not fall below 1 thread\n", allowed);
+    if (allowed >= 2) {
+        double line = bench_median(g_line_ns, g_rounds);
+        bench_printf("\nthe physical limit of the shared modes: a cache line takes "
+                     "%.0f ns to move between two cores (median of the rounds);\none "
+                     "thread mints an id in %.0f ns (T1), %.0f ns (T3), %.0f ns (T5). "
+                     "Threads taking turns id by id\nwould move the line at every id, "
+                     "so one thread's figure is the most a shared mode can mint\n"
+                     "while the move takes longer than an id (%.1f x here); runs "
+                     "(one thread mints, the others wait)\nare how it gets near that.\n",
+                     line, 1e9 / med(0, 0), 1e9 / med(2, 0), 1e9 / med(4, 0),
+                     line * med(0, 0) / 1e9);
+    }
 
     if (bench_wrong_count() != 0) {
         bench_printf("\nidm_bench_threads: %u correctness check(s) FAILED: the "
