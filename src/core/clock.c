@@ -13,11 +13,6 @@
 
 /* ---- system clock ---- */
 
-static int64_t ts_ns(const struct timespec *ts)
-{
-    return (int64_t)ts->tv_sec * 1000000000 + ts->tv_nsec;
-}
-
 static idm_wall_ns sys_wall_ns(void *ctx)
 {
     (void)ctx;
@@ -26,10 +21,8 @@ static idm_wall_ns sys_wall_ns(void *ctx)
 
 static idm_mono_ns sys_mono_ns(void *ctx)
 {
-    struct timespec ts;
     (void)ctx;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts_ns(&ts);
+    return idm__sys_mono_ns();
 }
 
 /* Spin for the last stretch: nanosleep on Linux overshoots by tens of

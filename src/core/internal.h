@@ -52,6 +52,14 @@ static inline idm_wall_ns idm__sys_wall_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* CLOCK_MONOTONIC in ns: the system clock's mono_ns. */
+static inline idm_mono_ns idm__sys_mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 /* CRC-32 (IEEE 802.3), as zlib's crc32(0, buf, len). */
 uint32_t idm__crc32(const void *buf, size_t len);
 
@@ -183,6 +191,20 @@ static inline void idm__runs_mark(idm__runs *r, idm_wall_ns now_ns)
 {
     atomic_store_explicit(&r->last, ((uint64_t)now_ns & IDM__RUN_STAMP_MASK) << 16 | idm__runs_tag(),
                           memory_order_relaxed);
+}
+
+/* The start of a mint on the system clock, now_ns its reading: if another
+ * thread's run is on, wait for its end, read the clock again and take the
+ * run (so that the other thread's next call waits rather than race this one
+ * to the lock). Returns the reading to mint on. */
+static inline idm_wall_ns idm__runs_turn(idm__runs *r, idm_wall_ns now_ns)
+{
+    if (IDM__LIKELY(!idm__runs_other(r, now_ns)))
+        return now_ns;
+    idm__runs_defer(r);
+    now_ns = idm__sys_wall_ns();
+    idm__runs_mark(r, now_ns);
+    return now_ns;
 }
 
 /* Make a spinlocked generator whose *fork_gen differs from the process's

@@ -42,7 +42,6 @@
  * (waking every SLEEP_NS to look) until the memory is re-initialised.
  */
 #include <sched.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -141,13 +140,6 @@ uint64_t idm__runs_tag_new(void)
     return t;
 }
 
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* The first look at the word after RUN_LOOK_NS, each next one twice as
  * long after the last: a look moves the line to this core and makes the
  * minter wait for it, so a waiting thread looks seldom. A minter that has
@@ -161,13 +153,13 @@ void idm__runs_defer(const idm__runs *r)
 {
     uint64_t me = idm__runs_tag();
     uint64_t seen = atomic_load_explicit(&r->last, memory_order_relaxed);
-    int64_t start = mono_ns(), gap = RUN_LOOK_NS, look = start + gap;
+    int64_t start = idm__sys_mono_ns(), gap = RUN_LOOK_NS, look = start + gap;
 
     for (;;) {
         int64_t now;
         for (int i = 0; i < RUN_PAUSES; i++)
             cpu_relax();
-        now = mono_ns();
+        now = idm__sys_mono_ns();
         if (now - start >= IDM__RUN_MAX_NS)
             return;
         if (now >= look) {

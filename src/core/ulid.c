@@ -117,11 +117,8 @@ int idm_ulid_next(idm_ulid_gen *g, idm_ulid *out)
 
     /* Another thread minting a run on this generator: wait for its end,
      * then read the clock again (see idm__runs). */
-    if (g->monotonic && g->clock == NULL && IDM__UNLIKELY(idm__runs_other(&g->runs, now_ns))) {
-        idm__runs_defer(&g->runs);
-        now_ns = idm__sys_wall_ns();
-        idm__runs_mark(&g->runs, now_ns); /* this thread's run now */
-    }
+    if (g->monotonic && g->clock == NULL)
+        now_ns = idm__runs_turn(&g->runs, now_ns);
     now = idm__floordiv(now_ns, IDM__NS_PER_MS);
     if (IDM__UNLIKELY(now < 0 || now >= MS_LIMIT))
         return idm__fail(IDM_ERANGE, "ulid: the clock reads %lld ms, outside 0 to 2^48-1",
