@@ -111,6 +111,31 @@ static inline PQconninfoOption *idm__pq_parse(const char *conninfo, char *msg, s
     return info;
 }
 
+/* libpq checks port numbers only when it connects: a bad one is the
+ * URL's mistake, to be said before any connection. Each of a multi-host
+ * list (comma-separated, empty for the default) 1 to 65535. NULL if all
+ * are; else the first bad one, *n its length. */
+static inline const char *idm__pq_bad_port(const PQconninfoOption *info, int *n)
+{
+    for (const PQconninfoOption *o = info; o->keyword != NULL; o++) {
+        const char *v = o->val;
+        if (strcmp(o->keyword, "port") != 0 || v == NULL)
+            continue;
+        while (*v != '\0') {
+            size_t len = strcspn(v, ",");
+            long port = 0;
+            for (size_t i = 0; i < len && port <= 65535; i++)
+                port = v[i] >= '0' && v[i] <= '9' ? port * 10 + (v[i] - '0') : 65536;
+            if (len > 0 && (port < 1 || port > 65535)) {
+                *n = (int)(len < 12 ? len : 12);
+                return v;
+            }
+            v += len + (v[len] == ',');
+        }
+    }
+    return NULL;
+}
+
 /* Server notices and warnings ("table exists, skipping", a shutdown's
  * "terminating connection") are not errors: a library does not print them
  * on the caller's stderr. */

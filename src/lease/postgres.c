@@ -436,29 +436,17 @@ static void pg_free(void *be)
     free(p);
 }
 
-/* libpq checks port numbers only when it connects: a bad one is the
- * URL's mistake, said before any connection. Each of a multi-host list
- * (comma-separated, empty for the default) 1 to 65535. */
+/* A bad port is the URL's mistake, said before any connection. */
 static int check_ports(const PQconninfoOption *info, const char *masked)
 {
-    for (const PQconninfoOption *o = info; o->keyword != NULL; o++) {
-        const char *v = o->val;
-        if (strcmp(o->keyword, "port") != 0 || v == NULL)
-            continue;
-        while (*v != '\0') {
-            size_t n = strcspn(v, ",");
-            long port = 0;
-            for (size_t i = 0; i < n && port <= 65535; i++)
-                port = v[i] >= '0' && v[i] <= '9' ? port * 10 + (v[i] - '0') : 65536;
-            if (n > 0 && (port < 1 || port > 65535))
-                return idm_error_fail(IDM_EINVAL,
-                                      "lease: '%.80s' is not a valid PostgreSQL URL: port "
-                                      "'%.*s' is not 1 to 65535",
-                                      masked, (int)(n < 12 ? n : 12), v);
-            v += n + (v[n] == ',');
-        }
-    }
-    return 0;
+    int n;
+    const char *v = idm__pq_bad_port(info, &n);
+    if (v == NULL)
+        return 0;
+    return idm_error_fail(IDM_EINVAL,
+                          "lease: '%.80s' is not a valid PostgreSQL URL: port '%.*s' is not 1 "
+                          "to 65535",
+                          masked, n, v);
 }
 
 static int pg_open(void **be, const char *rest, const idm_lease_opts *opts)
