@@ -277,6 +277,7 @@ int cli_cmd_lease(int argc, char **argv);
 int cli_cmd_seq(int argc, char **argv);
 int cli_cmd_plan(int argc, char **argv);
 int cli_cmd_estimate(int argc, char **argv);
+int cli_cmd_audit(int argc, char **argv);
 int cli_cmd_birthday(int argc, char **argv);
 int cli_cmd_encrypt(int argc, char **argv);
 int cli_cmd_decrypt(int argc, char **argv);

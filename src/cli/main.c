@@ -31,6 +31,7 @@ static const command commands[] = {
     {"decrypt", cli_cmd_decrypt, "turn opaque public ids back into ids"},
     {"plan", cli_cmd_plan, "what a layout gives; check needs, suggest a layout"},
     {"estimate", cli_cmd_estimate, "back-of-envelope fleet sizing for a layout"},
+    {"audit", cli_cmd_audit, "check existing ids: duplicates, clock steps, two writers, skew"},
     {NULL, NULL, NULL},
 };
 
