@@ -1075,11 +1075,17 @@ static bool parse_u64(const char *s, size_t n, uint64_t *out)
     }
     if (n > 20)
         return false;
-    for (size_t i = 0; i < n; i++) {
+    /* 19 digits always fit; only a 20th can overflow. */
+    size_t safe = n < 19 ? n : 19;
+    for (size_t i = 0; i < safe; i++) {
         unsigned d = (unsigned char)s[i] - '0';
         if (d > 9)
             return false;
-        if (v > (UINT64_MAX - d) / 10)
+        v = v * 10 + d;
+    }
+    if (n == 20) {
+        unsigned d = (unsigned char)s[19] - '0';
+        if (d > 9 || v > (UINT64_MAX - d) / 10)
             return false;
         v = v * 10 + d;
     }

@@ -149,6 +149,17 @@ usage_exact "idmint: audit: $T/badrec:2: bad recorded time 'yesterday': use ISO 
     audit "$T/badrec"
 usage_exact "idmint: audit: stdin:3: bad id 'xyz': not a decimal or 0x hex 64-bit number" \
     audit <"$T/nonnum"
+# 2^64-1 is an id (one that does not fit the layout); 2^64 is not.
+echo 18446744073709551616 >"$T/over"
+usage_exact "idmint: audit: $T/over:1: bad id '18446744073709551616': not a decimal or 0x hex 64-bit number" \
+    audit "$T/over"
+echo 18446744073709551615 >"$T/max"
+run audit --json "$T/max"
+if [ "$RC" -eq 0 ] && [ "$(json '[f["kind"] for f in d["findings"]]' "$T/out")" = "['before-epoch', 'workers']" ]; then
+    ok
+else
+    bad "2^64-1: $(show)"
+fi
 usage_prefix "idmint: audit: unknown layout 'nosuch'" audit --layout nosuch "$T/a"
 usage_exact "idmint: audit: $T/nope: cannot open: No such file or directory" audit "$T/nope"
 usage_prefix "idmint: audit: bad --kind 'zz'" audit --kind zz "$T/a"
