@@ -14,7 +14,8 @@
 # with scripts/etcd-test-server.sh (plain, and over TLS with certificates from
 # scripts/etcd-test-certs.sh), scripts/zk-test-server.sh and
 # scripts/pg-test-server.sh, then the segment allocator over SQLite ticket
-# stores), installs the Node.js peers of
+# stores, then idmint audit on 100M ids against sort -n | uniq -d
+# (bench/audit.sh)), installs the Node.js peers of
 # bench/peers/node/package.json into BUILD_DIR/bench-node and runs them.
 #
 # Exit status: 0 unless something could not be built, crashed, or a
@@ -241,6 +242,24 @@ else
     failed=1
 fi
 
+# ---- idmint audit against sort -n | uniq -d (a table export of 100M ids)
+: >"$work/audit.txt"
+if cmake --build "$build_dir" --target idmint_cli audit_gen -j2 >>"$build_dir/bench-build.log" 2>&1; then
+    bash "$src_dir/bench/audit.sh" "$build_dir" | tee "$work/audit.txt"
+    if [ "${PIPESTATUS[0]}" -eq 0 ]; then
+        audit_status="ok"
+    else
+        audit_status="FAILED (see WRONG or FAILED above)"
+        failed=1
+    fi
+    if grep -q '^audit benchmark: skipped' "$work/audit.txt"; then
+        audit_status=$(grep -m1 '^audit benchmark: skipped' "$work/audit.txt" | sed 's/^audit benchmark: //')
+    fi
+else
+    audit_status="FAILED (idmint or audit_gen did not build)"
+    failed=1
+fi
+
 # ---- Node.js peers
 node_status=""
 node_dir=$(cd "$build_dir" && pwd)/bench-node
@@ -295,9 +314,9 @@ fi
 echo
 echo "== summary =="
 grep -m1 '^machine:' "$work/c.txt" || true
-grep -hE ' (PASS|BELOW)$' "$work/c.txt" "$work/c128.txt" "$work/threads.txt" "$work/lease.txt" "$work/seg.txt" "$work/idmintd.txt" || true
-pass=$(cat "$work/c.txt" "$work/c128.txt" "$work/threads.txt" "$work/lease.txt" "$work/seg.txt" "$work/idmintd.txt" | grep -cE ' PASS$' || true)
-below=$(cat "$work/c.txt" "$work/c128.txt" "$work/threads.txt" "$work/lease.txt" "$work/seg.txt" "$work/idmintd.txt" | grep -cE ' BELOW$' || true)
+grep -hE ' (PASS|BELOW)$' "$work/c.txt" "$work/c128.txt" "$work/threads.txt" "$work/lease.txt" "$work/seg.txt" "$work/idmintd.txt" "$work/audit.txt" || true
+pass=$(cat "$work/c.txt" "$work/c128.txt" "$work/threads.txt" "$work/lease.txt" "$work/seg.txt" "$work/idmintd.txt" "$work/audit.txt" | grep -cE ' PASS$' || true)
+below=$(cat "$work/c.txt" "$work/c128.txt" "$work/threads.txt" "$work/lease.txt" "$work/seg.txt" "$work/idmintd.txt" "$work/audit.txt" | grep -cE ' BELOW$' || true)
 echo "targets: $pass PASS, $below BELOW (BELOW is reported, never fatal)"
 echo "idm_bench: $c_status"
 echo "idm_bench128: $c128_status"
@@ -306,5 +325,6 @@ echo "idm_bench_threads: $threads_status"
 echo "idm_bench_lease: $lease_status"
 echo "idm_bench_seg: $seg_status"
 echo "idmintd.sh: $idmintd_status"
+echo "audit.sh: $audit_status"
 echo "Node.js peers: $node_status"
 exit "$failed"
