@@ -71,6 +71,7 @@ typedef struct worker {
     uint64_t node_key; /* the id's node bits */
     uint64_t first_id; /* an id of the worker, for its text */
     uint64_t records;
+    int64_t first_ms; /* the first id's time */
     char text[64];
     /* ticks */
     bool have_tick;
@@ -920,6 +921,7 @@ static int check_step(audit *a, worker *w, const audit_example *e)
 {
     if (!w->have_hw) {
         w->have_hw = true;
+        w->first_ms = e->id_ms;
         w->hw_ms = e->id_ms;
         w->hw_ex = *e;
         return 0;
@@ -1580,6 +1582,17 @@ static void describe(FILE *out, const audit_finding *f)
     }
 }
 
+/* The worker with the busiest tick (Snowflake ids), or NULL. */
+static const worker *busiest(const audit *a)
+{
+    const worker *b = NULL;
+    for (size_t i = 0; a->kind == AUDIT_SNOWFLAKE && i < a->n_w; i++) {
+        if (b == NULL || a->w[i].best_n > b->best_n)
+            b = &a->w[i];
+    }
+    return b;
+}
+
 int audit_write_text(const audit *a, FILE *out)
 {
     char t1[IDM_TIME_TEXT_MAX], t2[IDM_TIME_TEXT_MAX];
@@ -1605,6 +1618,10 @@ int audit_write_text(const audit *a, FILE *out)
     if (a->steps_omitted > 0)
         fprintf(out, "(%" PRIu64 " more clock steps not listed)\n", a->steps_omitted);
     size_t k = count_serious(a);
+    const worker *busy = busiest(a);
+    if (busy != NULL)
+        fprintf(out, "busiest tick: %" PRIu64 " ids of %" PRIu64 " [%s] at %s\n", busy->best_n,
+                a->seq_mask + 1, busy->text, time_text(busy->best_ms, t1));
     fprintf(out, "%" PRIu64 " ids, %zu workers, %zu findings\n", a->records,
              a->kind == AUDIT_SNOWFLAKE ? a->n_w : 0, k);
     if (k == 0)
@@ -1673,7 +1690,18 @@ int audit_write_json(const audit *a, FILE *out)
         }
         fputs("]}", out);
     }
-    fprintf(out, "],\"steps_omitted\":%" PRIu64 "}\n", a->steps_omitted);
+    /* Per worker: its ids, their time span, its busiest tick. */
+    fprintf(out, "],\"steps_omitted\":%" PRIu64 ",\"per_worker\":[", a->steps_omitted);
+    for (size_t i = 0; a->kind == AUDIT_SNOWFLAKE && i < a->n_w; i++) {
+        const worker *w = &a->w[i];
+        fprintf(out, "%s{\"worker\":", i ? "," : "");
+        json_str(out, w->text);
+        fprintf(out, ",\"ids\":%" PRIu64 ",\"first_ms\":%" PRId64 ",\"last_ms\":%" PRId64
+                ",\"busiest_tick\":%" PRIu64 ",\"busiest_at_ms\":%" PRId64
+                ",\"capacity\":%" PRIu64 "}",
+                w->records, w->first_ms, w->hw_ms, w->best_n, w->best_ms, a->seq_mask + 1);
+    }
+    fputs("]}\n", out);
     return ferror(out) ? IDM_EIO : 0;
 }
 

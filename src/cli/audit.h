@@ -175,7 +175,9 @@ size_t audit_findings(const audit *a, const audit_finding *const **out);
 /* Records read, and ids by kind. */
 uint64_t audit_records(const audit *a);
 
-/* The report: readable text, or one JSON document. */
+/* The report: readable text (the findings, the busiest tick of all, a
+ * summary), or one JSON document (the findings, and per worker its ids,
+ * their time span and its busiest tick). */
 int audit_write_text(const audit *a, FILE *out);
 int audit_write_json(const audit *a, FILE *out);
 /* Per worker, the offset of the ids' time from the recorded time over

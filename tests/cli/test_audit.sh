@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 #
 # Tests of `idmint audit` end to end, on files made from `idmint next`
-# output: a clean file (exit 0, "clean"), a planted duplicate and a clock
+# output: a clean file (exit 0, "clean"; per worker its ids and busiest
+# tick), a planted duplicate and a clock
 # step (exit 1, the right worker and lines, in text and in --json parsed by
 # python3), recorded times in psql's form (id|created_at) and as CSV, an id
 # from the future, --plot (an SVG), stdin and "-", and bad input: a
@@ -53,6 +54,17 @@ cat "$T/a" "$T/b" >"$T/clean"
 run audit "$T/clean"
 if [ "$RC" -eq 0 ] && [ ! -s "$T/err" ] && [ "$(tail -n 1 "$T/out")" = clean ] &&
     grep -qx '6000 ids, 2 workers, 0 findings' "$T/out"; then ok; else bad "clean file: $(show)"; fi
+
+# Per worker, in --json: its ids, time span and busiest tick against the
+# sequence's 4096; in the text, the busiest of all.
+run audit --json "$T/clean"
+pw=$(json '[(w["worker"], w["ids"], w["capacity"], 0 < w["busiest_tick"] <= 3000, w["first_ms"] <= w["busiest_at_ms"] <= w["last_ms"]) for w in d["per_worker"]]' "$T/out" 2>&1)
+if [ "$RC" -eq 0 ] && [ "$pw" = "[('datacenter=1 worker=2', 3000, 4096, True, True), ('datacenter=1 worker=3', 3000, 4096, True, True)]" ] &&
+    "$BIN" audit "$T/clean" | grep -q '^busiest tick: [0-9]* ids of 4096 \[datacenter=1 worker=[23]\] at 20'; then
+    ok
+else
+    bad "per worker: [$pw] $(show)"
+fi
 
 # stdin, and "-" as a file, give the same report.
 "$BIN" audit "$T/clean" >"$T/want" 2>/dev/null
