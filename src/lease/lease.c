@@ -546,9 +546,12 @@ static void renew_failed(idm_lease *l, int rc)
     atomic_fetch_add(&l->failures, 1);
     atomic_store(&l->last_error, rc);
     if (rc == IDM_ELEASE && !atomic_load(&l->lost)) {
+        /* Lost before the guard drops: a mint the drop refuses can see the
+         * loss (a leased generator then waits for its re-claim rather than
+         * hand its caller IDM_ELEASE before on_lost was even called). */
+        atomic_store(&l->lost, true);
         if (l->g != NULL)
             idm_snowflake_guard_drop(l->g);
-        atomic_store(&l->lost, true);
         if (l->on_lost != NULL)
             l->on_lost(l->hook_ctx);
     }

@@ -721,17 +721,25 @@ static void want_change_locked(idm_leased *lg, slot *s)
 }
 
 /* A mint on s met rc: start a change for a clock step (change-worker), and
- * wait for a switch in progress. true: try again on the new slot. */
+ * wait for a switch in progress. true: try again on the new slot. A loss
+ * counts as a switch in progress from the moment the lease marks itself
+ * lost, which is before its guard refuses mints and before on_lost sets
+ * switching: a mint refused in between waits for the re-claim too. */
 static bool after_refusal(idm_leased *lg, slot *s, int rc)
 {
-    bool retry = false;
+    bool retry = false, lost = false;
     int64_t wait_ms = lg->o.switch_wait_ms >= 0 ? lg->o.switch_wait_ms : lg->lo.ttl_ms / 2;
     if (rc != IDM_ELEASE && !(rc == IDM_ECLOCKBACK && lg->change_worker))
         return false;
     pthread_mutex_lock(&lg->mu);
     if (rc == IDM_ECLOCKBACK && lg->change_worker)
         want_change_locked(lg, s);
-    if (lg->switching && wait_ms > 0) {
+    if (rc == IDM_ELEASE && lg->o.reclaim && s->lease != NULL) {
+        idm_lease_status ls;
+        idm_lease_status_get(s->lease, &ls);
+        lost = ls.lost;
+    }
+    if ((lg->switching || lost) && atomic_load(&lg->cur) == s && wait_ms > 0) {
         uint64_t seen = lg->switches_done;
         int64_t until = idm__mono_ns() + wait_ms * NS_PER_MS;
         struct timespec ts = {(time_t)(until / 1000000000), (long)(until % 1000000000)};
