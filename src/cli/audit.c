@@ -25,7 +25,6 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <idmint/text.h>
@@ -186,9 +185,8 @@ static int fail(char *err, size_t err_len, int rc, uint64_t line_no, const char 
 
 static int64_t wall_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    const idm_clock *c = idm_clock_system();
+    return (int64_t)(c->wall_ns(c->ctx) / 1000000);
 }
 
 /* A new finding with room for the audit's examples; NULL if out of
@@ -1338,10 +1336,10 @@ static int add_wide(audit *a, const char *id, size_t n, int64_t rec, uint64_t li
     return check_skew(a, w, &e);
 }
 
-/* One record; from_line: from audit_add_line, where a first line may be a
- * CSV header (a row from audit_add never is). */
+/* One record. The first record of audit_add_line may be a CSV header (a
+ * row from audit_add never is: it marks the header as seen). */
 static int add_fields(audit *a, const char *id, size_t n, const char *rec, size_t rn,
-                      bool from_line, uint64_t line_no, char *err, size_t err_len)
+                      uint64_t line_no, char *err, size_t err_len)
 {
     shown_buf sb;
     if (a->finished)
@@ -1352,7 +1350,7 @@ static int add_fields(audit *a, const char *id, size_t n, const char *rec, size_
     if (n == 0)
         return fail(err, err_len, IDM_EPARSE, line_no, "no id before the recorded time");
     /* A CSV header ("id,created_at"): a first line whose id is a word. */
-    if (!a->header_seen && from_line) {
+    if (!a->header_seen) {
         a->header_seen = 1;
         bool word = true;
         for (size_t i = 0; i < n && word; i++)
@@ -1379,8 +1377,8 @@ int audit_add(audit *a, const char *id, const char *rec, uint64_t line_no, char 
               size_t err_len)
 {
     a->header_seen = 1;
-    return add_fields(a, id, strlen(id), rec, rec != NULL ? strlen(rec) : 0, false, line_no,
-                      err, err_len);
+    return add_fields(a, id, strlen(id), rec, rec != NULL ? strlen(rec) : 0, line_no, err,
+                      err_len);
 }
 
 int audit_add_line(audit *a, const char *line, size_t len, uint64_t line_no, char *err,
@@ -1398,9 +1396,8 @@ int audit_add_line(audit *a, const char *line, size_t len, uint64_t line_no, cha
     while (j < end && line[j] != ' ' && line[j] != '\t' && line[j] != ',' && line[j] != '|')
         j++;
     if (j == end)
-        return add_fields(a, line + i, j - i, NULL, 0, true, line_no, err, err_len);
-    return add_fields(a, line + i, j - i, line + j + 1, end - j - 1, true, line_no, err,
-                      err_len);
+        return add_fields(a, line + i, j - i, NULL, 0, line_no, err, err_len);
+    return add_fields(a, line + i, j - i, line + j + 1, end - j - 1, line_no, err, err_len);
 }
 
 /* ---- the end ---- */
