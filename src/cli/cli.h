@@ -97,7 +97,7 @@ typedef struct cli_args {
     size_t list_count;
     char **pos; /* the arguments, in order (moved to the front of argv) */
     size_t pos_count;
-    bool help; /* --help was given and the usage printed */
+    bool help; /* --help was given and the usage printed (on cli_out()) */
 } cli_args;
 
 /*
@@ -124,10 +124,37 @@ static inline bool cli_given(const cli_args *a, int id)
 int cli_choice(const char *cmd, const char *opt, const char *text, const char *const *names,
                int def);
 
+/* ---- output sinks (opts.c) ---- */
+
+/*
+ * Where a command writes: cli_out() for what it prints (stdout's part),
+ * cli_err() for its messages (stderr's part). On the command line these are
+ * stdout and stderr; in a captured run (tools.c: idmintd's /v1/plan,
+ * /v1/estimate and /v1/birthday) they are the calling thread's buffers, so
+ * several threads run commands at once and none of them touches the
+ * process's streams. Commands that may run captured (plan, estimate,
+ * birthday) write through these only.
+ */
+FILE *cli_out(void);
+FILE *cli_err(void);
+
+/*
+ * Start a captured run on this thread: out and err (both non-NULL) take
+ * the place of stdout and stderr until cli_capture_end. While captured,
+ * what touches files, locks or the environment is refused with a message
+ * and CLI_USAGE: --help, a --node value taken from the platform's ordinal,
+ * birthday --plot.
+ */
+void cli_capture_begin(FILE *out, FILE *err);
+void cli_capture_end(void);
+/* Whether this thread is in a captured run. */
+bool cli_captured(void);
+
 /* ---- messages (opts.c) ---- */
 
-/* Print "idmint: CMD: MESSAGE" as one line on stderr (control characters in
- * the message are escaped so it stays one line). cmd may be NULL. */
+/* Print "idmint: CMD: MESSAGE" as one line on cli_err() (control
+ * characters in the message are escaped so it stays one line). cmd may be
+ * NULL. */
 void cli_error(const char *cmd, const char *fmt, ...) CLI_PRINTF(2, 3);
 /* The same, ending with ": <idm_strerror(rc)>" and " (<detail>)" when the
  * library left a detail line. */
@@ -148,10 +175,11 @@ int cli_parse_u64(const char *cmd, const char *opt, const char *text, uint64_t m
                   uint64_t max, const char *range, uint64_t *out);
 
 /*
- * After ids were written to stdout: flush it, and if a write failed print
- * why (not when the reader went away, EPIPE) and return CLI_FAIL; else
- * CLI_OK. write_errno: errno taken right after the write that failed (when
- * ferror(stdout) turned true), or 0.
+ * After ids were written to cli_out() (stdout, or a captured run's
+ * buffer): flush it, and if a write failed print why (not when the reader
+ * went away, EPIPE) and return CLI_FAIL; else CLI_OK. write_errno: errno
+ * taken right after the write that failed (when ferror() of the output
+ * turned true), or 0.
  */
 int cli_output_status(const char *cmd, int write_errno);
 

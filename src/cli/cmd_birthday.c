@@ -21,7 +21,13 @@
  *
  * Everything is computed in logarithms of P(no collision), so that tiny
  * probabilities keep their digits. --plot writes an SVG chart of P against
- * time for several widths, with no plotting library.
+ * time for several widths, with no plotting library. --points N gives the
+ * curve as numbers instead: P at N times log-spaced from 1 s to the
+ * duration (what the web console's collision chart draws).
+ *
+ * The output goes through cli_out() (tools.c runs this command captured
+ * for idmintd, from several threads at once: nothing here keeps state
+ * between runs), and a captured run refuses --plot, which writes a file.
  */
 #include "cli.h"
 
@@ -33,7 +39,8 @@
 
 static const char usage_text[] =
     "usage: idmint birthday --bits B --rate IDS_PER_S [--duration D]\n"
-    "                       [--per-ms] [--plot FILE.svg] [--json]\n"
+    "                       [--per-ms] [--points N] [--plot FILE.svg]\n"
+    "                       [--json]\n"
     "\n"
     "The chance of any collision among random ids of B bits minted at a\n"
     "steady rate over a duration, and how long until it reaches 50% and one\n"
@@ -47,6 +54,10 @@ static const char usage_text[] =
     "                         3600, 90m, 30d, 5y; at most 10000y\n"
     "      --per-ms           the B bits are random within each millisecond\n"
     "                         only (ids of different ms never collide)\n"
+    "      --points N         also give P at N times (2 to 500), log-spaced\n"
+    "                         from 1 s to the duration, both included (from\n"
+    "                         a thousandth of the duration when it is under\n"
+    "                         1 s): a table, or \"points\": [[t_s, p], ...]\n"
     "      --plot FILE.svg    also write a chart of P against time for\n"
     "                         several widths at this rate\n"
     "      --json             one JSON object\n"
@@ -54,7 +65,7 @@ static const char usage_text[] =
 
 #define CMD "birthday"
 
-enum { OPT_BITS = CLI_ID_OWN, OPT_RATE, OPT_DURATION, OPT_PER_MS, OPT_PLOT };
+enum { OPT_BITS = CLI_ID_OWN, OPT_RATE, OPT_DURATION, OPT_PER_MS, OPT_PLOT, OPT_POINTS };
 
 static const cli_opt options[] = {
     CLI_ROW_HELP,
@@ -63,6 +74,7 @@ static const cli_opt options[] = {
     {"duration", 0, true, OPT_DURATION},
     {"per-ms", 0, false, OPT_PER_MS},
     {"plot", 0, true, OPT_PLOT},
+    {"points", 0, true, OPT_POINTS},
     CLI_ROW_JSON,
     CLI_ROW_END,
 };
@@ -75,6 +87,9 @@ static const cli_spec spec = {CMD, usage_text, options, 0, 0, 0, NULL};
 #define DURATION_DEFAULT_S (5.0 * YEAR_S)
 /* Up to this many ids the random model uses the exact product. */
 #define EXACT_MAX 1000000.0
+/* The range of --points. */
+#define POINTS_MIN 2
+#define POINTS_MAX 500
 
 /* ---- input ---- */
 
@@ -394,9 +409,10 @@ static const char *fmt_time(double s, char *buf, size_t len)
  * null when not finite. */
 static void json_num(double v)
 {
+    FILE *out = cli_out();
     char buf[40];
     if (!isfinite(v)) {
-        fputs("null", stdout);
+        fputs("null", out);
         return;
     }
     for (int prec = 15; prec <= 17; prec++) {
@@ -404,7 +420,7 @@ static void json_num(double v)
         if (strtod(buf, NULL) == v)
             break;
     }
-    fputs(buf, stdout);
+    fputs(buf, out);
 }
 
 static const char *model_label(const model *m, char *buf, size_t len)
@@ -644,6 +660,9 @@ typedef struct result {
     bool exact;
     double t50, n50, t9, n9;
     const char *plot;
+    size_t npoints;             /* --points, 0 if not given */
+    double pt[POINTS_MAX];      /* their times (s) */
+    double pp[POINTS_MAX];      /* P(any collision) at each */
 } result;
 
 /* The options into r's model and duration; CLI_OK or CLI_USAGE after
@@ -669,12 +688,54 @@ static int read_args(const cli_args *a, result *r)
     if (rc != CLI_OK)
         return rc;
     r->plot = a->opt[OPT_PLOT];
+    if (r->plot != NULL && cli_captured()) {
+        cli_error(CMD, "--plot writes a file: not available here");
+        return CLI_USAGE;
+    }
     if (r->plot != NULL && r->plot[0] == '\0') {
         cli_error(CMD, "bad --plot '': empty path");
         return CLI_USAGE;
     }
+    r->npoints = 0;
+    if (a->opt[OPT_POINTS] != NULL) {
+        uint64_t n;
+        _Static_assert(POINTS_MIN == 2 && POINTS_MAX == 500, "the range text spells them");
+        rc = cli_parse_u64(CMD, "--points", a->opt[OPT_POINTS], POINTS_MIN, POINTS_MAX,
+                           "2 to 500", &n);
+        if (rc != CLI_OK)
+            return rc;
+        r->npoints = (size_t)n;
+    }
     model_init(&r->m, bits, cli_given(a, OPT_PER_MS), rate);
     return CLI_OK;
+}
+
+/*
+ * The --points curve: npoints times log-spaced from 1 s (a thousandth of
+ * the duration when that is under 1 s) to the duration, the first and the
+ * last exactly those, and P at each by log_none, as p_collision is (one
+ * accumulator for the exact product: the times grow, so it only advances;
+ * it sums the same terms in the same order as a fresh one, so the last P
+ * is p_collision to the bit).
+ */
+static void compute_points(result *r)
+{
+    double t0 = r->duration >= 1.0 ? 1.0 : r->duration / 1000.0;
+    double l0 = log(t0), l1 = log(r->duration);
+    exact_acc acc;
+    acc_init(&acc, r->m.bits);
+    for (size_t i = 0; i < r->npoints; i++) {
+        double t = exp(l0 + (l1 - l0) * (double)i / (double)(r->npoints - 1));
+        if (i == 0)
+            t = t0;
+        else if (i + 1 == r->npoints)
+            t = r->duration;
+        else if (t > r->duration) /* rounding near the end */
+            t = r->duration;
+        double p = -expm1(log_none(&r->m, t, &acc));
+        r->pt[i] = t;
+        r->pp[i] = p == 0 ? 0 : p; /* not -0 */
+    }
 }
 
 static void compute(result *r)
@@ -687,75 +748,95 @@ static void compute(result *r)
     r->exact = !m->per_ms && ids_in(m->rate, r->duration) <= EXACT_MAX;
     time_to(m, 0.5, &r->t50, &r->n50);
     time_to(m, 1e-9, &r->t9, &r->n9);
+    compute_points(r);
 }
 
 /* ',"NAME":V' with V by json_num. */
 static void json_member(const char *name, double v)
 {
-    printf(",\"%s\":", name);
+    FILE *out = cli_out();
+    fprintf(out, ",\"%s\":", name);
     json_num(v);
 }
 
 static void print_json(const result *r)
 {
-    printf("{\"bits\":%d,\"model\":\"%s\",\"rate\":", r->m.bits,
-           r->m.per_ms ? "per-ms" : "random");
+    FILE *out = cli_out();
+    fprintf(out, "{\"bits\":%d,\"model\":\"%s\",\"rate\":", r->m.bits,
+            r->m.per_ms ? "per-ms" : "random");
     json_num(r->m.rate);
     json_member("duration_s", r->duration);
     json_member("ids", r->ids);
     json_member("p_collision", r->prob);
-    printf(",\"method\":\"%s\"",
-           r->m.per_ms ? "poisson-per-ms" : r->exact ? "exact-product" : "approximation");
+    fprintf(out, ",\"method\":\"%s\"",
+            r->m.per_ms ? "poisson-per-ms" : r->exact ? "exact-product" : "approximation");
     json_member("t50_s", r->t50);
     json_member("t50_ids", r->n50);
     json_member("t1e9_s", r->t9);
     json_member("t1e9_ids", r->n9);
     if (r->plot != NULL) {
         /* the path, escaped as a JSON string */
-        fputs(",\"plot\":\"", stdout);
+        fputs(",\"plot\":\"", out);
         for (const unsigned char *s = (const unsigned char *)r->plot; *s != '\0'; s++) {
             if (*s == '"' || *s == '\\')
-                printf("\\%c", *s);
+                fprintf(out, "\\%c", *s);
             else if (*s < 0x20)
-                printf("\\u%04x", *s);
+                fprintf(out, "\\u%04x", *s);
             else
-                putchar(*s);
+                fputc(*s, out);
         }
-        putchar('"');
+        fputc('"', out);
     }
-    fputs("}\n", stdout);
+    if (r->npoints > 0) {
+        fputs(",\"points\":[", out);
+        for (size_t i = 0; i < r->npoints; i++) {
+            fputs(i == 0 ? "[" : ",[", out);
+            json_num(r->pt[i]);
+            fputc(',', out);
+            json_num(r->pp[i]);
+            fputc(']', out);
+        }
+        fputc(']', out);
+    }
+    fputs("}\n", out);
 }
 
 static void print_text(const result *r)
 {
+    FILE *out = cli_out();
     char a[64], b[64], c[64], label[64];
-    printf("bits:          %d\n", r->m.bits);
+    fprintf(out, "bits:          %d\n", r->m.bits);
     if (r->m.per_ms)
-        printf("model:         per-ms: %s, random within each millisecond; "
-               "Poisson arrivals\n", model_label(&r->m, label, sizeof label));
+        fprintf(out, "model:         per-ms: %s, random within each millisecond; "
+                "Poisson arrivals\n", model_label(&r->m, label, sizeof label));
     else
-        printf("model:         random: %s per id\n",
-               model_label(&r->m, label, sizeof label));
-    printf("rate:          %s ids/s\n", fmt3(r->m.rate, a, sizeof a));
-    printf("duration:      %s (%s s)\n", fmt_time(r->duration, a, sizeof a),
-           fmt3(r->duration, b, sizeof b));
-    printf("ids in all:    %s\n", fmt_count(r->ids, a, sizeof a));
+        fprintf(out, "model:         random: %s per id\n",
+                model_label(&r->m, label, sizeof label));
+    fprintf(out, "rate:          %s ids/s\n", fmt3(r->m.rate, a, sizeof a));
+    fprintf(out, "duration:      %s (%s s)\n", fmt_time(r->duration, a, sizeof a),
+            fmt3(r->duration, b, sizeof b));
+    fprintf(out, "ids in all:    %s\n", fmt_count(r->ids, a, sizeof a));
     if (r->prob > 0 && r->prob < 0.01)
-        printf("P(collision):  %.2e (1 in %s)\n", r->prob,
-               fmt_count(1.0 / r->prob, b, sizeof b));
+        fprintf(out, "P(collision):  %.2e (1 in %s)\n", r->prob,
+                fmt_count(1.0 / r->prob, b, sizeof b));
     else
-        printf("P(collision):  %.2e\n", r->prob);
-    printf("50%% after:     %s (%s ids)\n", fmt_time(r->t50, a, sizeof a),
-           fmt_count(r->n50, c, sizeof c));
-    printf("1e-9 after:    %s (%s ids)\n", fmt_time(r->t9, a, sizeof a),
-           fmt_count(r->n9, c, sizeof c));
-    printf("method:        %s\n",
-           r->m.per_ms ? "1 - exp(j g(l) + g(f l)) over j + f ms, g(x) = 2^B "
-                         "(log1p(x) - x), l = ids per ms / 2^B"
-           : r->exact  ? "exact product 1 - prod_{i<n} (1 - i/2^B)"
-                       : "1 - exp(-n(n-1)/2 / 2^B)");
+        fprintf(out, "P(collision):  %.2e\n", r->prob);
+    fprintf(out, "50%% after:     %s (%s ids)\n", fmt_time(r->t50, a, sizeof a),
+            fmt_count(r->n50, c, sizeof c));
+    fprintf(out, "1e-9 after:    %s (%s ids)\n", fmt_time(r->t9, a, sizeof a),
+            fmt_count(r->n9, c, sizeof c));
+    fprintf(out, "method:        %s\n",
+            r->m.per_ms ? "1 - exp(j g(l) + g(f l)) over j + f ms, g(x) = 2^B "
+                          "(log1p(x) - x), l = ids per ms / 2^B"
+            : r->exact  ? "exact product 1 - prod_{i<n} (1 - i/2^B)"
+                        : "1 - exp(-n(n-1)/2 / 2^B)");
     if (r->plot != NULL)
-        printf("plot:          %s\n", r->plot);
+        fprintf(out, "plot:          %s\n", r->plot);
+    if (r->npoints > 0) {
+        fprintf(out, "points:\n  %-14s %s\n", "time (s)", "P(collision)");
+        for (size_t i = 0; i < r->npoints; i++)
+            fprintf(out, "  %-14s %.2e\n", fmt3(r->pt[i], a, sizeof a), r->pp[i]);
+    }
 }
 
 int cli_cmd_birthday(int argc, char **argv)

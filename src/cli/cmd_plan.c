@@ -14,6 +14,11 @@
  *
  * Everything is checked before anything is printed. Powers of two come
  * from libm's ldexp, as in `idmint birthday` (the program links libm).
+ *
+ * Everything is printed through cli_out(): tools.c runs both commands
+ * captured for idmintd, from several threads at once, so nothing here keeps
+ * state between runs (tables are const, buffers on the stack) and nothing
+ * reads the environment; plan's example id defaults to the time of the run.
  */
 #include "cli.h"
 
@@ -484,90 +489,92 @@ static void example_nodes(const idm_layout *l, uint64_t *node)
 static void text_capacity(const idm_layout *l, const layout_facts *f, const plan_args *a,
                           idm_unix_ms now)
 {
+    FILE *out = cli_out();
     char buf[IDM_TIME_TEXT_MAX], n1[64], n2[64], n3[64];
     char workers[CLI_U64_TEXT_MAX];
-    printf("layout: %s (%s), epoch %lld (%s), tick %lld ms\n", f->label,
-           f->text, (long long)f->epoch, cli_time_or_far(f->epoch, buf),
-           (long long)f->tick_ms);
+    fprintf(out, "layout: %s (%s), epoch %lld (%s), tick %lld ms\n", f->label,
+            f->text, (long long)f->epoch, cli_time_or_far(f->epoch, buf),
+            (long long)f->tick_ms);
 
     double left = ((double)f->time_end - (double)now) / MS_PER_YEAR;
     span_text(f->time_bits, f->tick_ms, n1, sizeof n1);
     if (cli_time_text(f->time_end, buf)) {
         if (now < f->time_end)
-            printf("time runs out: %s (year %.4s, %.1f years from now; the "
-                   "field spans %.1f years, %s)\n", buf, buf, left,
-                   f->span_years, n1);
+            fprintf(out, "time runs out: %s (year %.4s, %.1f years from now; the "
+                    "field spans %.1f years, %s)\n", buf, buf, left,
+                    f->span_years, n1);
         else
-            printf("time runs out: %s (year %.4s, RAN OUT %.1f years ago; "
-                   "the field spans %.1f years, %s)\n", buf, buf, -left,
-                   f->span_years, n1);
+            fprintf(out, "time runs out: %s (year %.4s, RAN OUT %.1f years ago; "
+                    "the field spans %.1f years, %s)\n", buf, buf, -left,
+                    f->span_years, n1);
     } else {
-        printf("time runs out: after year 9999 (%.1f years from now; the "
-               "field spans %.1f years, %s)\n", left, f->span_years, n1);
+        fprintf(out, "time runs out: after year 9999 (%.1f years from now; the "
+                "field spans %.1f years, %s)\n", left, f->span_years, n1);
     }
 
     cli_u64_dec(f->worker_ids, workers);
     if (f->node_fields == 0) {
-        printf("worker ids available: 1 (no node fields: one generator "
-               "per layout and epoch)\n");
+        fprintf(out, "worker ids available: 1 (no node fields: one generator "
+                "per layout and epoch)\n");
     } else {
-        printf("worker ids available: %s (", workers);
+        fprintf(out, "worker ids available: %s (", workers);
         const char *sep = "";
         size_t count = idm_layout_field_count(l);
         for (size_t i = 0; i < count; i++) {
             idm_field_info fi;
             if (idm_layout_field(l, i, &fi) != 0 || fi.kind != IDM_FIELD_NODE)
                 continue;
-            printf("%s%s %u bits", sep, fi.name, fi.bits);
+            fprintf(out, "%s%s %u bits", sep, fi.name, fi.bits);
             sep = " + ";
         }
-        printf(" = 2^%u)\n", f->node_bits);
+        fprintf(out, " = 2^%u)\n", f->node_bits);
     }
 
-    printf("ids per second per worker: %s (%s per %lld ms tick)\n",
-           fmt_num(f->per_second, n1, sizeof n1),
-           fmt_num(f->per_tick, n2, sizeof n2), (long long)f->tick_ms);
-    printf("ids per second, whole fleet: %s (x %s worker ids available)\n",
-           fmt_num(f->per_second * (double)f->worker_ids, n1, sizeof n1),
-           workers);
+    fprintf(out, "ids per second per worker: %s (%s per %lld ms tick)\n",
+            fmt_num(f->per_second, n1, sizeof n1),
+            fmt_num(f->per_tick, n2, sizeof n2), (long long)f->tick_ms);
+    fprintf(out, "ids per second, whole fleet: %s (x %s worker ids available)\n",
+            fmt_num(f->per_second * (double)f->worker_ids, n1, sizeof n1),
+            workers);
     if (a->have_workers) {
         cli_u64_dec(a->workers, n3);
-        printf("ids per second, %s workers: %s (x %s)\n", n3,
-               fmt_num(f->per_second * (double)a->workers, n1, sizeof n1),
-               n3);
+        fprintf(out, "ids per second, %s workers: %s (x %s)\n", n3,
+                fmt_num(f->per_second * (double)a->workers, n1, sizeof n1),
+                n3);
     }
 }
 
 /* When ids pass 2^53 and when they turn negative as signed integers. */
 static void text_limits(const idm_layout *l, const layout_facts *f, idm_unix_ms now)
 {
+    FILE *out = cli_out();
     char buf[IDM_TIME_TEXT_MAX];
     idm_unix_ms from = 0;
     if (!over_53_from(f, &from)) {
-        printf("ids above 2^53: never (the layout uses %u bits): JSON "
-               "numbers hold every id\n", f->bits);
+        fprintf(out, "ids above 2^53: never (the layout uses %u bits): JSON "
+                "numbers hold every id\n", f->bits);
     } else if (now >= from) {
-        printf("ids above 2^53: yes, since %s: JSON consumers must get ids "
-               "as strings\n", cli_time_or_far(from, buf));
+        fprintf(out, "ids above 2^53: yes, since %s: JSON consumers must get ids "
+                "as strings\n", cli_time_or_far(from, buf));
     } else {
-        printf("ids above 2^53: not yet; from %s (%.1f years from now): "
-               "JSON consumers must get ids as strings\n",
-               cli_time_or_far(from, buf),
-               ((double)from - (double)now) / MS_PER_YEAR);
+        fprintf(out, "ids above 2^53: not yet; from %s (%.1f years from now): "
+                "JSON consumers must get ids as strings\n",
+                cli_time_or_far(from, buf),
+                ((double)from - (double)now) / MS_PER_YEAR);
     }
 
     if (!idm_layout_sign_bit(l, &from)) {
-        printf("sign bit: not used: ids stay positive as signed 64-bit "
-               "integers\n");
+        fprintf(out, "sign bit: not used: ids stay positive as signed 64-bit "
+                "integers\n");
     } else if (now >= from) {
-        printf("sign bit: USED: ids read as signed 64-bit integers (Java "
-               "long, SQL bigint) are negative since %s\n",
-               cli_time_or_far(from, buf));
+        fprintf(out, "sign bit: USED: ids read as signed 64-bit integers (Java "
+                "long, SQL bigint) are negative since %s\n",
+                cli_time_or_far(from, buf));
     } else {
-        printf("sign bit: USED: ids read as signed 64-bit integers (Java "
-               "long, SQL bigint) turn negative from %s (%.1f years from "
-               "now)\n", cli_time_or_far(from, buf),
-               ((double)from - (double)now) / MS_PER_YEAR);
+        fprintf(out, "sign bit: USED: ids read as signed 64-bit integers (Java "
+                "long, SQL bigint) turn negative from %s (%.1f years from "
+                "now)\n", cli_time_or_far(from, buf),
+                ((double)from - (double)now) / MS_PER_YEAR);
     }
 }
 
@@ -575,20 +582,21 @@ static void text_limits(const idm_layout *l, const layout_facts *f, idm_unix_ms 
 static void text_example(const idm_layout *l, const plan_args *a, uint64_t id,
                          const uint64_t *node)
 {
+    FILE *out = cli_out();
     char buf[IDM_TIME_TEXT_MAX], idtext[CLI_U64_TEXT_MAX];
     cli_u64_dec(id, idtext);
-    printf("example id: %s (at %s,", idtext, cli_time_or_far(a->at, buf));
+    fprintf(out, "example id: %s (at %s,", idtext, cli_time_or_far(a->at, buf));
     size_t count = idm_layout_field_count(l);
     for (size_t i = 0; i < count; i++) {
         idm_field_info fi;
         if (idm_layout_field(l, i, &fi) == 0 && fi.kind == IDM_FIELD_NODE)
-            printf(" %s=%llu", fi.name, (unsigned long long)node[i]);
+            fprintf(out, " %s=%llu", fi.name, (unsigned long long)node[i]);
     }
-    printf(" seq=0)\n");
+    fprintf(out, " seq=0)\n");
     idm_decoded d;
     if (idm_layout_decode(l, id, &d) == 0) {
-        fputs("decoded: ", stdout);
-        cli_print_decoded(stdout, l, id, &d, false);
+        fputs("decoded: ", out);
+        cli_print_decoded(out, l, id, &d, false);
     }
 }
 
@@ -596,27 +604,28 @@ static void text_example(const idm_layout *l, const plan_args *a, uint64_t id,
 static void text_verdicts(const layout_facts *f, const plan_args *a, idm_unix_ms now,
                           const suggestion *s)
 {
+    FILE *out = cli_out();
     char buf[IDM_TIME_TEXT_MAX], n1[64], n2[64];
     if (now < f->time_end)
-        printf("lifespan: ok (%.1f years left)\n",
-               ((double)f->time_end - (double)now) / MS_PER_YEAR);
+        fprintf(out, "lifespan: ok (%.1f years left)\n",
+                ((double)f->time_end - (double)now) / MS_PER_YEAR);
     else
-        printf("lifespan: RAN OUT (on %s)\n", cli_time_or_far(f->time_end, buf));
+        fprintf(out, "lifespan: RAN OUT (on %s)\n", cli_time_or_far(f->time_end, buf));
     if (a->have_workers) {
         cli_u64_dec(a->workers, n1);
         cli_u64_dec(f->worker_ids, n2);
-        printf("workers: %s (need %s, have %s)\n",
-               a->workers <= f->worker_ids ? "ok" : "NOT ENOUGH", n1, n2);
+        fprintf(out, "workers: %s (need %s, have %s)\n",
+                a->workers <= f->worker_ids ? "ok" : "NOT ENOUGH", n1, n2);
     }
     if (a->have_peak)
-        printf("peak: %s (need %s ids/s per worker, the sequence gives %s)\n",
-               a->peak <= f->per_second ? "ok" : "NOT COVERED",
-               fmt_num(a->peak, n1, sizeof n1),
-               fmt_num(f->per_second, n2, sizeof n2));
+        fprintf(out, "peak: %s (need %s ids/s per worker, the sequence gives %s)\n",
+                a->peak <= f->per_second ? "ok" : "NOT COVERED",
+                fmt_num(a->peak, n1, sizeof n1),
+                fmt_num(f->per_second, n2, sizeof n2));
 
     if (!s->fits) {
-        printf("suggested layout: none: %u worker bits and %u sequence bits "
-               "leave no time bits in 63\n", s->node_bits, s->seq_bits);
+        fprintf(out, "suggested layout: none: %u worker bits and %u sequence bits "
+                "leave no time bits in 63\n", s->node_bits, s->seq_bits);
         return;
     }
     span_text(s->time_bits, f->tick_ms, n1, sizeof n1);
@@ -625,108 +634,111 @@ static void text_verdicts(const layout_facts *f, const plan_args *a, idm_unix_ms
                  ((double)s->time_end - (double)now) / MS_PER_YEAR);
     else
         snprintf(n2, sizeof n2, "ALREADY RAN OUT: needs a later epoch");
-    printf("suggested layout: %s --epoch %lld (time runs out %s, %s; "
-           "lifespan %.1f years, %s)\n", s->text, (long long)f->epoch,
-           cli_time_or_far(s->time_end, buf), n2, s->span_years, n1);
+    fprintf(out, "suggested layout: %s --epoch %lld (time runs out %s, %s; "
+            "lifespan %.1f years, %s)\n", s->text, (long long)f->epoch,
+            cli_time_or_far(s->time_end, buf), n2, s->span_years, n1);
 }
 
 /* The JSON object's members up to the example: capacity and limits. */
 static void json_capacity(const idm_layout *l, const layout_facts *f, const plan_args *a,
                           idm_unix_ms now)
 {
+    FILE *out = cli_out();
     char t1[CLI_JSON_TIME_MAX], n1[64], n2[64];
     char num[CLI_U64_TEXT_MAX];
     double left = ((double)f->time_end - (double)now) / MS_PER_YEAR;
 
-    printf("{\"layout\":\"%s\",\"text\":\"%s\",\"epoch_ms\":%lld,"
-           "\"epoch\":%s,\"tick_ms\":%lld", f->label, f->text,
-           (long long)f->epoch, cli_json_time(f->epoch, t1),
-           (long long)f->tick_ms);
-    printf(",\"time_end_ms\":%lld,\"time_end\":%s,\"years_left\":%.1f,"
-           "\"span_years\":%.1f,\"time_bits\":%u", (long long)f->time_end,
-           cli_json_time(f->time_end, t1), left, f->span_years, f->time_bits);
+    fprintf(out, "{\"layout\":\"%s\",\"text\":\"%s\",\"epoch_ms\":%lld,"
+            "\"epoch\":%s,\"tick_ms\":%lld", f->label, f->text,
+            (long long)f->epoch, cli_json_time(f->epoch, t1),
+            (long long)f->tick_ms);
+    fprintf(out, ",\"time_end_ms\":%lld,\"time_end\":%s,\"years_left\":%.1f,"
+            "\"span_years\":%.1f,\"time_bits\":%u", (long long)f->time_end,
+            cli_json_time(f->time_end, t1), left, f->span_years, f->time_bits);
     cli_u64_dec(f->worker_ids, num);
-    printf(",\"node_bits\":%u,\"worker_ids\":%s,\"seq_bits\":%u,"
-           "\"ids_per_tick\":%s,\"ids_per_second_per_worker\":%s",
-           f->node_bits, num, f->seq_bits, fmt_num(f->per_tick, n1, sizeof n1),
-           fmt_num(f->per_second, n2, sizeof n2));
-    printf(",\"ids_per_second_fleet\":%s",
-           fmt_num(f->per_second * (double)f->worker_ids, n1, sizeof n1));
+    fprintf(out, ",\"node_bits\":%u,\"worker_ids\":%s,\"seq_bits\":%u,"
+            "\"ids_per_tick\":%s,\"ids_per_second_per_worker\":%s",
+            f->node_bits, num, f->seq_bits, fmt_num(f->per_tick, n1, sizeof n1),
+            fmt_num(f->per_second, n2, sizeof n2));
+    fprintf(out, ",\"ids_per_second_fleet\":%s",
+            fmt_num(f->per_second * (double)f->worker_ids, n1, sizeof n1));
     if (a->have_workers)
-        printf(",\"ids_per_second_workers\":%s",
-               fmt_num(f->per_second * (double)a->workers, n1, sizeof n1));
+        fprintf(out, ",\"ids_per_second_workers\":%s",
+                fmt_num(f->per_second * (double)a->workers, n1, sizeof n1));
     else
-        printf(",\"ids_per_second_workers\":null");
+        fprintf(out, ",\"ids_per_second_workers\":null");
 
     idm_unix_ms from = 0;
     if (over_53_from(f, &from))
-        printf(",\"over_2_53\":%s,\"over_2_53_from_ms\":%lld,"
-               "\"over_2_53_from\":%s", now >= from ? "true" : "false",
-               (long long)from, cli_json_time(from, t1));
+        fprintf(out, ",\"over_2_53\":%s,\"over_2_53_from_ms\":%lld,"
+                "\"over_2_53_from\":%s", now >= from ? "true" : "false",
+                (long long)from, cli_json_time(from, t1));
     else
-        printf(",\"over_2_53\":false,\"over_2_53_from_ms\":null,"
-               "\"over_2_53_from\":null");
+        fprintf(out, ",\"over_2_53\":false,\"over_2_53_from_ms\":null,"
+                "\"over_2_53_from\":null");
     if (idm_layout_sign_bit(l, &from))
-        printf(",\"sign_bit\":true,\"negative_now\":%s,"
-               "\"negative_from_ms\":%lld,\"negative_from\":%s",
-               now >= from ? "true" : "false", (long long)from,
-               cli_json_time(from, t1));
+        fprintf(out, ",\"sign_bit\":true,\"negative_now\":%s,"
+                "\"negative_from_ms\":%lld,\"negative_from\":%s",
+                now >= from ? "true" : "false", (long long)from,
+                cli_json_time(from, t1));
     else
-        printf(",\"sign_bit\":false,\"negative_now\":false,"
-               "\"negative_from_ms\":null,\"negative_from\":null");
+        fprintf(out, ",\"sign_bit\":false,\"negative_now\":false,"
+                "\"negative_from_ms\":null,\"negative_from\":null");
 }
 
 /* The verdicts, the needs and the suggestion, closing the object. */
 static void json_verdicts(const layout_facts *f, const plan_args *a, idm_unix_ms now,
                           const suggestion *s)
 {
+    FILE *out = cli_out();
     char t1[CLI_JSON_TIME_MAX], n1[64];
-    printf(",\"verdicts\":{\"lifespan\":\"%s\"",
-           now < f->time_end ? "ok" : "RAN OUT");
+    fprintf(out, ",\"verdicts\":{\"lifespan\":\"%s\"",
+            now < f->time_end ? "ok" : "RAN OUT");
     if (a->have_workers)
-        printf(",\"workers\":\"%s\"",
-               a->workers <= f->worker_ids ? "ok" : "NOT ENOUGH");
+        fprintf(out, ",\"workers\":\"%s\"",
+                a->workers <= f->worker_ids ? "ok" : "NOT ENOUGH");
     if (a->have_peak)
-        printf(",\"peak\":\"%s\"",
-               a->peak <= f->per_second ? "ok" : "NOT COVERED");
-    printf("}");
+        fprintf(out, ",\"peak\":\"%s\"",
+                a->peak <= f->per_second ? "ok" : "NOT COVERED");
+    fprintf(out, "}");
     if (a->have_workers)
-        printf(",\"workers_needed\":%llu", (unsigned long long)a->workers);
+        fprintf(out, ",\"workers_needed\":%llu", (unsigned long long)a->workers);
     else
-        printf(",\"workers_needed\":null");
+        fprintf(out, ",\"workers_needed\":null");
     if (a->have_peak)
-        printf(",\"peak_needed\":%s", fmt_num(a->peak, n1, sizeof n1));
+        fprintf(out, ",\"peak_needed\":%s", fmt_num(a->peak, n1, sizeof n1));
     else
-        printf(",\"peak_needed\":null");
+        fprintf(out, ",\"peak_needed\":null");
 
     if (s->fits)
-        printf(",\"suggested\":{\"text\":\"%s\",\"epoch_ms\":%lld,"
-               "\"time_bits\":%u,\"node_bits\":%u,\"seq_bits\":%u,"
-               "\"time_end_ms\":%lld,\"time_end\":%s,\"years_left\":%.1f,"
-               "\"span_years\":%.1f}}\n",
-               s->text, (long long)f->epoch, s->time_bits, s->node_bits,
-               s->seq_bits, (long long)s->time_end,
-               cli_json_time(s->time_end, t1),
-               ((double)s->time_end - (double)now) / MS_PER_YEAR,
-               s->span_years);
+        fprintf(out, ",\"suggested\":{\"text\":\"%s\",\"epoch_ms\":%lld,"
+                "\"time_bits\":%u,\"node_bits\":%u,\"seq_bits\":%u,"
+                "\"time_end_ms\":%lld,\"time_end\":%s,\"years_left\":%.1f,"
+                "\"span_years\":%.1f}}\n",
+                s->text, (long long)f->epoch, s->time_bits, s->node_bits,
+                s->seq_bits, (long long)s->time_end,
+                cli_json_time(s->time_end, t1),
+                ((double)s->time_end - (double)now) / MS_PER_YEAR,
+                s->span_years);
     else
-        printf(",\"suggested\":null}\n");
+        fprintf(out, ",\"suggested\":null}\n");
 }
 
 static void plan_json(const idm_layout *l, const layout_facts *f,
                       const plan_args *a, idm_unix_ms now, uint64_t id,
                       const suggestion *s)
 {
+    FILE *out = cli_out();
     char t1[CLI_JSON_TIME_MAX];
     json_capacity(l, f, a, now);
-    printf(",\"example\":{\"id\":\"%llu\",\"at_ms\":%lld,\"at\":%s",
-           (unsigned long long)id, (long long)a->at, cli_json_time(a->at, t1));
+    fprintf(out, ",\"example\":{\"id\":\"%llu\",\"at_ms\":%lld,\"at\":%s",
+            (unsigned long long)id, (long long)a->at, cli_json_time(a->at, t1));
     idm_decoded d;
     if (idm_layout_decode(l, id, &d) == 0) {
-        cli_print_time(stdout, d.unix_ms, true);
-        cli_print_fields(stdout, l, &d, true);
+        cli_print_time(out, d.unix_ms, true);
+        cli_print_fields(out, l, &d, true);
     }
-    printf("}");
+    fprintf(out, "}");
     json_verdicts(f, a, now, s);
 }
 
@@ -893,93 +905,96 @@ static void estimate_compute(estimate *e)
 /* ',"NAME":V' with V by fmt_num. */
 static void json_num(const char *name, double v)
 {
+    FILE *out = cli_out();
     char buf[64];
-    printf(",\"%s\":%s", name, fmt_num(v, buf, sizeof buf));
+    fprintf(out, ",\"%s\":%s", name, fmt_num(v, buf, sizeof buf));
 }
 
 static void estimate_json(const estimate *e)
 {
+    FILE *out = cli_out();
     const num_args *n = e->n;
     const layout_facts *f = &e->f;
     char t1[CLI_JSON_TIME_MAX], num[CLI_U64_TEXT_MAX];
-    printf("{\"layout\":\"%s\",\"text\":\"%s\",\"tick_ms\":%lld",
-           f->label, f->text, (long long)f->tick_ms);
+    fprintf(out, "{\"layout\":\"%s\",\"text\":\"%s\",\"tick_ms\":%lld",
+            f->label, f->text, (long long)f->tick_ms);
     json_num("rate", n->rate);
-    printf(",\"processes\":%llu", (unsigned long long)n->processes);
+    fprintf(out, ",\"processes\":%llu", (unsigned long long)n->processes);
     json_num("skew", n->skew);
     json_num("surge", n->surge);
     cli_u64_dec(f->worker_ids, num);
-    printf(",\"worker_ids\":%s,\"worker_ids_in_use\":%llu,"
-           "\"worker_ids_in_use_pct\":%.4g", num, (unsigned long long)n->processes,
-           e->use_pct);
-    printf(",\"worker_ids_during_deploys\":%llu,"
-           "\"worker_ids_during_deploys_pct\":%.4g", (unsigned long long)e->deploy,
-           e->deploy_pct);
+    fprintf(out, ",\"worker_ids\":%s,\"worker_ids_in_use\":%llu,"
+            "\"worker_ids_in_use_pct\":%.4g", num, (unsigned long long)n->processes,
+            e->use_pct);
+    fprintf(out, ",\"worker_ids_during_deploys\":%llu,"
+            "\"worker_ids_during_deploys_pct\":%.4g", (unsigned long long)e->deploy,
+            e->deploy_pct);
     json_num("average_ids_per_second", e->avg);
     json_num("busiest_ids_per_second", e->busiest);
     json_num("busiest_ids_per_ms", e->per_ms);
     json_num("busiest_ids_per_tick", e->per_tick);
     json_num("seq_per_tick", f->per_tick);
-    printf(",\"seq_share_pct\":%.4g", e->seq_pct);
-    printf(",\"time_bits\":%u,\"lifespan_years\":%.1f,"
-           "\"time_end_ms\":%lld,\"time_end\":%s", f->time_bits,
-           f->span_years, (long long)f->time_end, cli_json_time(f->time_end, t1));
+    fprintf(out, ",\"seq_share_pct\":%.4g", e->seq_pct);
+    fprintf(out, ",\"time_bits\":%u,\"lifespan_years\":%.1f,"
+            "\"time_end_ms\":%lld,\"time_end\":%s", f->time_bits,
+            f->span_years, (long long)f->time_end, cli_json_time(f->time_end, t1));
     if (e->have_rows) {
         cli_u64_dec(n->rows, num);
-        printf(",\"rows\":%s,\"indexes\":%llu", num, (unsigned long long)n->indexes);
+        fprintf(out, ",\"rows\":%s,\"indexes\":%llu", num, (unsigned long long)n->indexes);
         cli_u64_dec(e->per_index, num);
-        printf(",\"bytes_saved_per_index\":%s", num);
+        fprintf(out, ",\"bytes_saved_per_index\":%s", num);
         if (e->per_index <= UINT64_MAX / n->indexes) {
             cli_u64_dec(e->per_index * n->indexes, num);
-            printf(",\"bytes_saved_total\":%s", num);
+            fprintf(out, ",\"bytes_saved_total\":%s", num);
         } else {
-            printf(",\"bytes_saved_total\":%.0f", e->total);
+            fprintf(out, ",\"bytes_saved_total\":%.0f", e->total);
         }
     } else {
-        printf(",\"rows\":null,\"indexes\":null,"
-               "\"bytes_saved_per_index\":null,"
-               "\"bytes_saved_total\":null");
+        fprintf(out, ",\"rows\":null,\"indexes\":null,"
+                "\"bytes_saved_per_index\":null,"
+                "\"bytes_saved_total\":null");
     }
-    printf(",\"warnings\":[");
+    fprintf(out, ",\"warnings\":[");
     for (int i = 0; i < e->nwarn; i++)
-        printf("%s\"%s\"", i > 0 ? "," : "", e->warn[i] + 9);
-    printf("]}\n");
+        fprintf(out, "%s\"%s\"", i > 0 ? "," : "", e->warn[i] + 9);
+    fprintf(out, "]}\n");
 }
 
 static void estimate_text(const estimate *e)
 {
+    FILE *out = cli_out();
     const num_args *n = e->n;
     const layout_facts *f = &e->f;
     char a1[64], a2[64], a3[64], a4[64], a5[64], span[64], buf[IDM_TIME_TEXT_MAX];
     char procs[CLI_U64_TEXT_MAX], ids[CLI_U64_TEXT_MAX];
     cli_u64_dec(n->processes, procs);
     cli_u64_dec(f->worker_ids, ids);
-    printf("layout: %s (%s), tick %lld ms\n", f->label, f->text, (long long)f->tick_ms);
-    printf("average process: %s ids/s (%s ids/s over %s processes)\n",
-           fmt_num(e->avg, a1, sizeof a1), fmt_num(n->rate, a2, sizeof a2), procs);
-    printf("busiest process: %s ids/s (skew x%s) = %s ids/ms; per %lld "
-           "ms tick: %s of %s (%s of the sequence space)\n",
-           fmt_num(e->busiest, a1, sizeof a1), fmt_num(n->skew, a2, sizeof a2),
-           fmt_num(e->per_ms, a3, sizeof a3), (long long)f->tick_ms,
-           fmt_num(e->per_tick, a4, sizeof a4), fmt_num(f->per_tick, span, sizeof span),
-           fmt_pct(e->seq_pct, a5, sizeof a5));
-    printf("worker ids in use: %s of %s (%s); during deploys (x%s): %llu "
-           "(%s)\n", procs, ids, fmt_pct(e->use_pct, a1, sizeof a1),
-           fmt_num(n->surge, a3, sizeof a3), (unsigned long long)e->deploy,
-           fmt_pct(e->deploy_pct, a4, sizeof a4));
+    fprintf(out, "layout: %s (%s), tick %lld ms\n", f->label, f->text, (long long)f->tick_ms);
+    fprintf(out, "average process: %s ids/s (%s ids/s over %s processes)\n",
+            fmt_num(e->avg, a1, sizeof a1), fmt_num(n->rate, a2, sizeof a2), procs);
+    fprintf(out, "busiest process: %s ids/s (skew x%s) = %s ids/ms; per %lld "
+            "ms tick: %s of %s (%s of the sequence space)\n",
+            fmt_num(e->busiest, a1, sizeof a1), fmt_num(n->skew, a2, sizeof a2),
+            fmt_num(e->per_ms, a3, sizeof a3), (long long)f->tick_ms,
+            fmt_num(e->per_tick, a4, sizeof a4), fmt_num(f->per_tick, span, sizeof span),
+            fmt_pct(e->seq_pct, a5, sizeof a5));
+    fprintf(out, "worker ids in use: %s of %s (%s); during deploys (x%s): %llu "
+            "(%s)\n", procs, ids, fmt_pct(e->use_pct, a1, sizeof a1),
+            fmt_num(n->surge, a3, sizeof a3), (unsigned long long)e->deploy,
+            fmt_pct(e->deploy_pct, a4, sizeof a4));
     span_text(f->time_bits, f->tick_ms, span, sizeof span);
-    printf("time field lifespan: %.1f years (%s), runs out %s\n",
-           f->span_years, span, cli_time_or_far(f->time_end, buf));
+    fprintf(out, "time field lifespan: %.1f years (%s), runs out %s\n",
+            f->span_years, span, cli_time_or_far(f->time_end, buf));
     if (e->have_rows) {
         cli_u64_dec(n->rows, a3);
-        printf("index bytes saved against 128-bit keys: %s per index "
-               "(%s rows x 8 bytes); %s in all (%llu index%s)\n",
-               fmt_bytes((double)e->per_index, a1, sizeof a1), a3,
-               fmt_bytes(e->total, a2, sizeof a2),
-               (unsigned long long)n->indexes, n->indexes == 1 ? "" : "es");
+        fprintf(out, "index bytes saved against 128-bit keys: %s per index "
+                "(%s rows x 8 bytes); %s in all (%llu index%s)\n",
+                fmt_bytes((double)e->per_index, a1, sizeof a1), a3,
+                fmt_bytes(e->total, a2, sizeof a2),
+                (unsigned long long)n->indexes, n->indexes == 1 ? "" : "es");
     }
     for (int i = 0; i < e->nwarn; i++)
-        printf("%s\n", e->warn[i]);
+        fprintf(out, "%s\n", e->warn[i]);
 }
 
 /* The options estimate needs and the pairs it refuses; CLI_OK or CLI_USAGE

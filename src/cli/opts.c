@@ -16,6 +16,12 @@
  * idmint on this host with the same ordinal refuses, naming the file and the
  * holder (see src/common/ordinal.h). This trusts the platform to give each
  * host its own ordinal; no coordinator is asked.
+ *
+ * Output goes through cli_out() and cli_err(): stdout and stderr, or in a
+ * captured run (tools.c) the calling thread's buffers. The sinks and the
+ * captured flag are thread-local, so runs on several threads never see each
+ * other's; a captured run refuses --help and an ordinal --node (which would
+ * take a lock for the rest of the process) before touching anything shared.
  */
 #include "cli.h"
 #include "ordinal.h"
@@ -25,6 +31,38 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+
+/* ---- output sinks ---- */
+
+/* This thread's captured run's buffers, NULL when not captured. */
+static _Thread_local FILE *capture_out, *capture_err;
+
+FILE *cli_out(void)
+{
+    return capture_out != NULL ? capture_out : stdout;
+}
+
+FILE *cli_err(void)
+{
+    return capture_err != NULL ? capture_err : stderr;
+}
+
+void cli_capture_begin(FILE *out, FILE *err)
+{
+    capture_out = out;
+    capture_err = err;
+}
+
+void cli_capture_end(void)
+{
+    capture_out = NULL;
+    capture_err = NULL;
+}
+
+bool cli_captured(void)
+{
+    return capture_out != NULL;
+}
 
 /* ---- option parsing ---- */
 
@@ -177,7 +215,8 @@ static bool ordinal_dir(const char *cmd, char *dir, size_t size)
  * A --node value FIELD=ordinal[:VAR]: resolved into FIELD=N (*value points
  * at it from then on) and its lock taken, held until the process ends.
  * Other values are left alone. CLI_OK, or the exit status after printing
- * why.
+ * why. A captured run refuses the ordinal before reading the statics below
+ * (they belong to the one command line run of the process).
  */
 static int node_ordinal(const char *cmd, const char **value)
 {
@@ -188,6 +227,11 @@ static int node_ordinal(const char *cmd, const char **value)
     uint64_t n;
     if (eq == NULL || !idm__ordinal_is(eq + 1))
         return CLI_OK;
+    if (cli_captured()) {
+        cli_error(cmd, "--node %s: the platform's ordinal takes a lock for the whole "
+                  "process: not available here (give a number)", *value);
+        return CLI_USAGE;
+    }
     if ((size_t)(eq - *value) > IDM_FIELD_NAME_MAX || eq == *value) {
         cli_error(cmd, "bad --node '%s': no field name of 1 to %d bytes before '='", *value,
                   IDM_FIELD_NAME_MAX);
@@ -248,7 +292,11 @@ int cli_parse_args(const cli_spec *s, int argc, char **argv, cli_args *a, void *
             return CLI_FAIL;
         }
         if (id == CLI_ID_HELP) {
-            fputs(s->usage, stdout);
+            if (cli_captured()) {
+                cli_error(s->cmd, "--help prints the usage: not available here");
+                return CLI_USAGE;
+            }
+            fputs(s->usage, cli_out());
             a->help = true;
             return CLI_OK;
         }
@@ -313,11 +361,11 @@ static void emit_line(const char *cmd, const char *msg)
             line[n++] = (char)*s;
     }
     line[n] = '\0';
-    fflush(stdout);
+    fflush(cli_out());
     if (cmd != NULL)
-        fprintf(stderr, "idmint: %s: %s\n", cmd, line);
+        fprintf(cli_err(), "idmint: %s: %s\n", cmd, line);
     else
-        fprintf(stderr, "idmint: %s\n", line);
+        fprintf(cli_err(), "idmint: %s\n", line);
 }
 
 static void vemit(const char *cmd, const char *fmt, va_list ap) CLI_PRINTF(2, 0);
@@ -396,9 +444,10 @@ int cli_parse_u64(const char *cmd, const char *opt, const char *text, uint64_t m
 
 int cli_output_status(const char *cmd, int write_errno)
 {
-    if (write_errno == 0 && fflush(stdout) != 0)
+    FILE *out = cli_out();
+    if (write_errno == 0 && fflush(out) != 0)
         write_errno = errno;
-    if (write_errno != 0 || ferror(stdout)) {
+    if (write_errno != 0 || ferror(out)) {
         /* A reader that went away (EPIPE) is not worth a message. */
         if (write_errno != EPIPE)
             cli_error(cmd, "cannot write the output: %s",

@@ -9,8 +9,9 @@
 # millisecond are the plain birthday problem: against the model recomputed
 # in 100-digit decimals, and 48 bits at 1e9/s reaching 1e-9 after about the
 # 751 ids of fully random 48 bits), the SVG chart (parses as XML, a path per
-# series, the legend), and every bad-usage case (exit 2, one stderr line,
-# nothing on stdout).
+# series, the legend), --points (count, log-spaced times from 1 s to the
+# duration, P rising to p_collision, the text table), and every bad-usage
+# case (exit 2, one stderr line, nothing on stdout).
 #
 # Usage: bash test_birthday.sh /path/to/idmint
 # Ends with one line "N passed, N failed"; exits non-zero if any check failed.
@@ -299,6 +300,56 @@ check "--plot replaces an existing file" test "$RC" -eq 0 -a "$(head -c 5 "$T/p4
 fails_with 1 prefix "idmint: birthday: cannot write --plot '$T/nodir/p.svg': No such file or directory" \
     birthday --bits 64 --rate 1 --plot "$T/nodir/p.svg"
 
+# ---------------------------------------------------------------- --points
+
+# pts_check DESCRIPTION N T0: the last run's "points": N of them, the first
+# at T0 s and the last at duration_s, log-spaced (the same ratio from each
+# to the next), P never falling (and rising over the curve), the last P
+# exactly p_collision.
+pts_check() {
+    pycheck "$1" "
+P = J['points']; n = $2; t0 = $3
+ts = [p[0] for p in P]; ps = [p[1] for p in P]
+ratios = [math.log(b / a) for a, b in zip(ts, ts[1:])]
+errs = []
+if len(P) != n or any(len(p) != 2 for p in P): errs.append('count %d' % len(P))
+elif ts[0] != t0: errs.append('first t %r' % ts[0])
+elif ts[-1] != J['duration_s']: errs.append('last t %r' % ts[-1])
+elif max(ratios) - min(ratios) > 1e-9 * max(ratios): errs.append('not log-spaced %r' % ts)
+elif any(b < a for a, b in zip(ps, ps[1:])) or not (ps[-1] > ps[0] or ts[-1] == ts[0]): errs.append('P %r' % ps)
+elif ps[-1] != J['p_collision']: errs.append('last P %r' % ps[-1])
+print('ok' if not errs else errs)"
+}
+run birthday --bits 32 --rate 10 --duration 1h --points 5 --json
+pts_check "--points 5: random 32 bits (exact product), 1 s to 1 h" 5 1
+pycheck "--points: the first P is the exact product of 10 ids" '
+want = -math.expm1(sum(math.log1p(-i / 2.0**32) for i in range(10)))
+print("ok" if abs(J["points"][0][1] / want - 1) < 1e-12 else J["points"][0])'
+run birthday --bits 64 --rate 1e6 --duration 5y --points 60 --json
+pts_check "--points 60: random 64 bits (approximation), 1 s to 5 y" 60 1
+run birthday --bits 74 --per-ms --rate 1e6 --duration 10000y --points 500 --json
+pts_check "--points 500 (the most): per-ms 74 bits, 1 s to 10000 y" 500 1
+run birthday --bits 80 --per-ms --rate 1e9 --duration 0.5 --points 3 --json
+pts_check "--points under 1 s: from a thousandth of the duration" 3 0.0005
+run birthday --bits 32 --rate 10 --duration 1 --points 2 --json
+pts_check "--points 2 over 1 s: both at 1 s" 2 1
+run birthday --bits 32 --rate 10 --duration 1h --json
+pycheck "without --points: no points member" 'print("ok" if "points" not in J else J)'
+run birthday --bits 32 --rate 10 --duration 1h --points 5
+check "--points text: the other lines, then a 5-row table" test "$RC" -eq 0 -a ! -s "$T/err" \
+    -a "$(sed -n '10,16p' "$T/out" | tr -s ' ')" = "points:
+ time (s) P(collision)
+ 1 1.05e-08
+ 7.75 6.81e-07
+ 60 4.18e-05
+ 465 2.51e-03
+ 3600 1.40e-01" -a "$(sed -n 6p "$T/out")" = "P(collision):  1.40e-01" -a "$(wc -l <"$T/out")" -eq 16
+run birthday --bits 32 --rate 10 --duration 1h
+head -n 9 "$T/out" >"$T/nopts"
+run birthday --bits 32 --rate 10 --duration 1h --points 5
+head -n 9 "$T/out" >"$T/pts"
+check "--points text: the lines before the table unchanged" cmp -s "$T/nopts" "$T/pts"
+
 # ---------------------------------------------------------------- bad usage
 
 BITS_MSG="must be an integer from 1 to 256"
@@ -312,6 +363,12 @@ for r in 0 -1 1e16 abc inf nan 0x10 '' 1e-400 1e400 '1 ' 1,5 1e6x -0; do
 done
 for d in 0 0s 5x x y '' -1d 10001y 1e400 inf 1.5.y 5yy 3600ms; do
     usage_exact "idmint: birthday: bad --duration '$d': $DUR_MSG" birthday --bits 64 --rate 1 --duration "$d"
+done
+for p in 0 1 501 1000; do
+    usage_exact "idmint: birthday: bad --points '$p': must be 2 to 500" birthday --bits 64 --rate 1 --points "$p"
+done
+for p in abc -3 2.5 ''; do
+    usage_prefix "idmint: birthday: bad --points '$p': malformed text" birthday --bits 64 --rate 1 --points "$p"
 done
 usage_exact "idmint: birthday: missing --bits and --rate (try 'idmint birthday --help')" birthday
 usage_exact "idmint: birthday: missing --bits (try 'idmint birthday --help')" birthday --rate 1
