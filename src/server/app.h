@@ -22,6 +22,7 @@
 #include <idmint/segment.h>
 
 #include "config.h"
+#include "monitor.h"
 
 enum { IDMD_K_SNOWFLAKE, IDMD_K_SEGMENT, IDMD_K_UUID7, IDMD_K_UUID4, IDMD_K_ULID, IDMD_K_N };
 
@@ -130,6 +131,14 @@ typedef struct idmd_app {
     size_t token_len;
     idmd_metrics m;
     _Atomic int draining;      /* shutting down: health says so */
+    /* For /v1/status: the generator's node values by field index (the
+     * leased field's is the lease's worker id, read when asked), and the
+     * coordinator's URL with its password masked ("": the configuration's
+     * lease key, or file://DATA-DIR/leases). */
+    uint64_t node[IDM_LAYOUT_MAX_FIELDS];
+    char lease_shown[IDMD_PATH_MAX + 32];
+    idmd_monitor mon;          /* the clock watch and rates (monitor.h);
+                                  mon.ready false: none (status shows 0s) */
 } idmd_app;
 
 typedef struct idmd_request {
@@ -147,6 +156,10 @@ typedef struct idmd_response {
     int retry_after_s;         /* > 0: a Retry-After header */
     bool www_authenticate;     /* a WWW-Authenticate: Bearer header */
     const char *allow;         /* 405: the methods the path serves */
+    const char *location;      /* a Location header (redirects) */
+    const char *csp;           /* a Content-Security-Policy header */
+    bool nosniff;              /* X-Content-Type-Options: nosniff */
+    const char *cache_control; /* Cache-Control; NULL: no-store */
     bool oom;                  /* the body could not grow: send 500 */
 } idmd_response;
 

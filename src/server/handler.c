@@ -7,12 +7,21 @@
  *   GET /v1/snowflake?count=N      {"ids":["...",...]} (decimal strings: ids
  *   GET /v1/segment/NAME?count=N     pass 2^53, which JSON numbers cannot hold)
  *   GET /v1/uuid7?count=N, /v1/uuid4?count=N, /v1/ulid?count=N
- *   GET /v1/decode/ID              the id's parts (Snowflake, UUID, ULID)
+ *   GET /v1/decode/ID              the id's parts (Snowflake, UUID, ULID,
+ *                                  ObjectId); ?layout=NAME|TEXT&epoch=T
+ *                                  decodes a Snowflake id in that layout
+ *   GET /v1/plan, /v1/estimate,    the CLI's planning tools run in-process
+ *       /v1/birthday               (src/cli/tools.h): the query is their
+ *                                  options, the answer their --json document
+ *   GET /v1/status                 the console's status document: health,
+ *                                  layout, lease, clock watch, counts, rates
  *   GET /api/snowflake/get/KEY     the bare number, as Meituan's Leaf answers
  *   GET /api/segment/get/KEY       (KEY: Leaf's biz tag = the sequence name)
  *   GET /healthz                   200 minting, 503 with the reason
  *   GET /metrics                   Prometheus text format
  *   GET /ping                      a static answer (the framework's ceiling)
+ *   GET /ui, /ui/, /ui/FILE        the web console's embedded files (ui.h),
+ *                                  without the token, with a strict CSP
  * ?format=text gives one id a line (text/plain) instead of JSON;
  * ?format=opaque (Snowflake and segment ids, with opaque-key-file set)
  * gives each id as an opaque public id (idmint/opaque.h, base32), in JSON.
@@ -38,8 +47,20 @@
  * others serve; /healthz warns of it and /metrics reports each store.
  *
  * /healthz answers 503 naming the first reason minting would fail now
- * (h_health), or 200 with a "warnings" array for store trouble that leaves
- * ids in hand (health_seqs_locked). It never waits for a store or an open.
+ * (health_eval), or 200 with a "warnings" array for store trouble that
+ * leaves ids in hand (health_seqs_locked). It never waits for a store or an
+ * open. /v1/status shows the same computation's verdict (one health_eval
+ * for both), with what the monitor thread (monitor.h) keeps of the clock
+ * watch and the recent rates.
+ *
+ * The tools' parameters are checked here before the tool runs (tool_args):
+ * each one of the tool's options (cli_tool_params), given once (plan's
+ * node aside), a flag's value "", "1", "true" (given) or "0", "false" (not
+ * given), another's a non-empty value of letters, digits and . _ ~ : @ , -
+ * = (no percent-encoding; '+' is refused: a time zone is written Z). A
+ * refusal is 400 naming the parameter; what the tool itself refuses is 400
+ * with its message, its failure 500. decode's layout= and epoch= take the
+ * same bytes.
  */
 #include <inttypes.h>
 #include <stdarg.h>
@@ -49,9 +70,13 @@
 #include <strings.h>
 #include <time.h>
 
+#include <idmint/version.h>
+
+#include "../cli/tools.h"
 #include "app.h"
 #include "common.h"
 #include "store_within.h"
+#include "ui.h"
 
 /* ---------------------------------------------------------------- output */
 
@@ -116,6 +141,10 @@ static void reset(idmd_response *rs)
     rs->retry_after_s = 0;
     rs->www_authenticate = false;
     rs->allow = NULL;
+    rs->location = NULL;
+    rs->csp = NULL;
+    rs->nosniff = false;
+    rs->cache_control = NULL;
 }
 
 void idmd_fail(idmd_response *rs, int status, const char *param, const char *fmt, ...)
@@ -187,6 +216,12 @@ static void param_name(char key[32], const char *q, size_t n)
 /* What a request asks for: its parameters, and its route's kind of ids. */
 typedef struct params {
     const char *arg; /* the path's {name} segment; NULL for a route without one */
+    const char *path;  /* the route's path ("/v1/plan": the tool's name) */
+    const char *query; /* the query as it came (the tools parse their own) */
+    const char *layout; /* decode's layout=, epoch=: NUL-terminated copies */
+    const char *epoch;  /* (in the two buffers below), NULL if not given */
+    char layout_buf[IDM_LAYOUT_TEXT_MAX];
+    char epoch_buf[64];
     uint32_t count;
     bool text;
     bool opaque; /* ids as opaque public ids (the key's permutation, base32) */
@@ -303,6 +338,118 @@ static bool path_ok(const char *p)
             return false;
     }
     return true;
+}
+
+/* One "key=value" of a query. */
+typedef struct qpair {
+    const char *k, *v;
+    size_t klen, vlen;
+    bool eq; /* it has an '=' (a flag may come without one) */
+} qpair;
+
+/* The next pair of the query at *q into p, *q moved past it; false at the
+ * query's end. Pairs are split at every '&': an empty one (a doubled or
+ * trailing '&') is a pair with an empty key. */
+static bool next_pair(const char **q, qpair *p)
+{
+    const char *s = *q, *amp, *eq;
+    size_t len;
+    if (s == NULL)
+        return false;
+    amp = strchr(s, '&');
+    len = amp != NULL ? (size_t)(amp - s) : strlen(s);
+    eq = memchr(s, '=', len);
+    p->k = s;
+    p->klen = eq != NULL ? (size_t)(eq - s) : len;
+    p->eq = eq != NULL;
+    p->v = eq != NULL ? eq + 1 : s + len;
+    p->vlen = eq != NULL ? len - p->klen - 1 : 0;
+    *q = amp != NULL ? amp + 1 : NULL;
+    return true;
+}
+
+/* The bytes a value of the tools' and decode's parameters may hold:
+ * letters, digits and . _ ~ : @ , - = (no percent-encoding, no '+': a time
+ * zone is written Z; '=' for plan's node=NAME=VALUE: a key ends at the
+ * first '='). */
+static bool value_byte_ok(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           (c != '\0' && strchr("._~:@,-=", c) != NULL);
+}
+
+/* 0 if v's bytes are all value_byte_ok; else an answer sent naming key. */
+static int value_check(const char *key, const char *v, size_t n, idmd_response *rs)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)v[i];
+        if (value_byte_ok((char)c))
+            continue;
+        if (c > 0x20 && c < 0x7f)
+            idmd_fail(rs, 400, key,
+                      "%s holds '%c': a value may hold only letters, digits and . _ ~ : @ , - = "
+                      "(sent as they are: no percent-encoding, and no '+': write Z for UTC)",
+                      key, c);
+        else
+            idmd_fail(rs, 400, key,
+                      "%s holds the byte 0x%02x: a value may hold only letters, digits and . _ "
+                      "~ : @ , - = (sent as they are: no percent-encoding)",
+                      key, c);
+        return -1;
+    }
+    return 0;
+}
+
+/* decode's query: format (json only, as before), layout and epoch (a
+ * Snowflake id decoded in that layout). 0 or an answer sent. */
+static int parse_decode_query(const char *query, params *p, idmd_response *rs)
+{
+    bool seen[3] = {false, false, false};
+    static const char *const names[3] = {"format", "layout", "epoch"};
+    const char *q = query != NULL && query[0] != '\0' ? query : NULL;
+    qpair kv;
+    while (next_pair(&q, &kv)) {
+        char key[32];
+        int i = 0;
+        param_name(key, kv.k, kv.klen);
+        while (i < 3 && !(kv.klen == strlen(names[i]) && memcmp(kv.k, names[i], kv.klen) == 0))
+            i++;
+        if (i == 3) {
+            idmd_fail(rs, 400, key, "unknown parameter '%s' (known: format, layout, epoch)", key);
+            return -1;
+        }
+        if (seen[i]) {
+            idmd_fail(rs, 400, key, "%s is given twice", key);
+            return -1;
+        }
+        seen[i] = true;
+        if (i == 0) {
+            if (kv.vlen == 4 && memcmp(kv.v, "json", 4) == 0)
+                continue;
+            if (kv.vlen == 4 && memcmp(kv.v, "text", 4) == 0) {
+                p->text = true;
+                continue;
+            }
+            idmd_fail(rs, 400, "format", "format must be json or text");
+            return -1;
+        }
+        if (kv.vlen == 0) {
+            idmd_fail(rs, 400, key, "%s needs a value", key);
+            return -1;
+        }
+        if (value_check(key, kv.v, kv.vlen, rs) != 0)
+            return -1;
+        char *dst = i == 1 ? p->layout_buf : p->epoch_buf;
+        size_t cap = i == 1 ? sizeof p->layout_buf : sizeof p->epoch_buf;
+        if (kv.vlen >= cap) {
+            idmd_fail(rs, 400, key, "%s is longer than %zu bytes", key, cap - 1);
+            return -1;
+        }
+        memcpy(dst, kv.v, kv.vlen);
+        dst[kv.vlen] = '\0';
+        *(i == 1 ? &p->layout : &p->epoch) = dst;
+    }
+    return 0;
 }
 
 /* ------------------------------------------------------------------- ids */
@@ -736,50 +883,143 @@ static void put_time(idmd_response *rs, idm_unix_ms ms)
     putf(rs, "\"unix_ms\":%lld", (long long)ms);
 }
 
+/* The layout a Snowflake id is decoded in: the server's, or the one
+ * ?layout=NAME|TEXT&epoch=T names (epoch alone: the server's layout from
+ * another epoch), into *l (*own: one made here, to free). 0 or an answer
+ * sent naming the parameter. */
+static int decode_layout(const idmd_app *app, const params *p, const idm_layout **l,
+                         idm_layout **own, idmd_response *rs)
+{
+    char text[IDM_LAYOUT_TEXT_MAX];
+    const char *spec = p->layout;
+    idm_unix_ms e;
+    *own = NULL;
+    *l = app->layout;
+    if (p->layout == NULL && p->epoch == NULL)
+        return 0;
+    if (p->epoch != NULL && idm_time_parse(p->epoch, &e) != 0) {
+        idmd_fail(rs, 400, "epoch", "bad epoch '%s': %s", p->epoch, idm_error_detail());
+        return -1;
+    }
+    if (spec == NULL && strcmp(idm_layout_name(app->layout), "custom") != 0) {
+        spec = idm_layout_name(app->layout);
+    } else if (spec == NULL) {
+        if (idm_layout_format(app->layout, text, sizeof text) != 0) {
+            idmd_fail(rs, 500, NULL, "the server's layout has no text form: %s",
+                      idm_error_detail());
+            return -1;
+        }
+        spec = text;
+    }
+    if (p->epoch == NULL && strchr(spec, ':') != NULL) {
+        idmd_fail(rs, 400, "epoch", "a layout in text form needs epoch= (ISO-8601 or unix ms)");
+        return -1;
+    }
+    if (idm_layout_from_spec(own, spec, p->epoch) != 0) {
+        idmd_fail(rs, 400, p->layout != NULL ? "layout" : "epoch", "bad %s '%.200s': %s",
+                  p->layout != NULL ? "layout" : "epoch", p->layout != NULL ? p->layout : p->epoch,
+                  idm_error_detail());
+        *own = NULL;
+        return -1;
+    }
+    *l = *own;
+    return 0;
+}
+
+/* A decimal Snowflake id in layout l ("layout" in the answer: the name of
+ * the server's own, as always; a layout asked for by its name, or its text
+ * form if it is a custom one). */
+static void decode_snowflake(const idmd_app *app, const params *p, const char *id,
+                             idmd_response *rs)
+{
+    const idm_layout *l;
+    idm_layout *own;
+    char text[IDM_LAYOUT_TEXT_MAX];
+    uint64_t v;
+    idm_decoded d;
+    size_t n = strlen(id);
+    if (idm_u64_parse(id, &v) != 0 || (n > 1 && id[0] == '0')) {
+        idmd_fail(rs, 400, "id", "'%s' is not a 64-bit decimal id", id);
+        return;
+    }
+    if (decode_layout(app, p, &l, &own, rs) != 0)
+        return;
+    const char *name = idm_layout_name(l);
+    if (own != NULL && strcmp(name, "custom") == 0 && idm_layout_format(l, text, sizeof text) == 0)
+        name = text;
+    if (idm_layout_decode(l, v, &d) != 0) {
+        idmd_fail(rs, 400, "id", "%s has bits above the %u bits of layout %s", id,
+                  idm_layout_bits(l), name);
+        idm_layout_free(own);
+        return;
+    }
+    putf(rs, "{\"id\":\"%s\",\"kind\":\"snowflake\",\"layout\":\"", id);
+    put_json_text(rs, name);
+    puts_(rs, "\",");
+    put_time(rs, d.unix_ms);
+    for (size_t i = 0; i < idm_layout_field_count(l); i++) {
+        idm_field_info f;
+        if (idm_layout_field(l, i, &f) != 0 || i == 0)
+            continue;
+        puts_(rs, ",\"");
+        put_json_text(rs, f.name);
+        putf(rs, "\":%" PRIu64, d.value[i]);
+    }
+    idm_layout_free(own);
+}
+
+/* The kinds of id decode tells apart by their form. */
+static bool all_of(const char *s, size_t n, const char *set)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strchr(set, s[i]) == NULL || s[i] == '\0')
+            return false;
+    return n > 0;
+}
+
 static void h_decode(idmd_app *app, const params *p, idmd_response *rs)
 {
     const char *id = p->arg;
     size_t n = strlen(id);
-    bool digits = n > 0 && n <= 20;
-    for (size_t i = 0; i < n && digits; i++)
-        digits = id[i] >= '0' && id[i] <= '9';
+    bool digits = n <= 20 && all_of(id, n, "0123456789");
+    bool objectid = n == 24 && all_of(id, n, "0123456789abcdefABCDEF");
     rs->status = 200;
     rs->content_type = "application/json";
     if (p->text) {
         idmd_fail(rs, 400, "format", "decode answers in JSON only");
         return;
     }
-    if (!digits && n != 36 && n != 26) {
+    if (!digits && !objectid && n != 36 && n != 26) {
         idmd_fail(rs, 400, "id",
-             "'%.40s' is no id idmintd knows: a decimal 64-bit id, a UUID (36 characters) or a "
-             "ULID (26)",
+             "'%.40s' is no id idmintd knows: a decimal 64-bit id, a UUID (36 characters), a "
+             "ULID (26) or an ObjectId (24 hex digits)",
              id);
         return;
     }
+    /* layout= and epoch= are checked for every id, and used for Snowflake
+     * ids only (a console may send them with any id). */
+    if (!digits) {
+        const idm_layout *l;
+        idm_layout *own;
+        if (decode_layout(app, p, &l, &own, rs) != 0)
+            return;
+        idm_layout_free(own);
+    }
     if (digits) {
-        uint64_t v;
-        idm_decoded d;
-        if (idm_u64_parse(id, &v) != 0 || (n > 1 && id[0] == '0')) {
-            idmd_fail(rs, 400, "id", "'%s' is not a 64-bit decimal id", id);
+        decode_snowflake(app, p, id, rs);
+        if (rs->status != 200)
+            return;
+    } else if (objectid) {
+        idm_objectid o;
+        if (idm_objectid_parse(id, &o) != 0) {
+            idmd_fail(rs, 400, "id", "'%s' is not an ObjectId: %s", id, idm_error_detail());
             return;
         }
-        if (idm_layout_decode(app->layout, v, &d) != 0) {
-            idmd_fail(rs, 400, "id", "%s has bits above the %u bits of layout %s", id,
-                 idm_layout_bits(app->layout), idm_layout_name(app->layout));
-            return;
-        }
-        putf(rs, "{\"id\":\"%s\",\"kind\":\"snowflake\",\"layout\":\"", id);
-        put_json_text(rs, idm_layout_name(app->layout));
-        puts_(rs, "\",");
-        put_time(rs, d.unix_ms);
-        for (size_t i = 0; i < idm_layout_field_count(app->layout); i++) {
-            idm_field_info f;
-            if (idm_layout_field(app->layout, i, &f) != 0 || i == 0)
-                continue;
-            puts_(rs, ",\"");
-            put_json_text(rs, f.name);
-            putf(rs, "\":%" PRIu64, d.value[i]);
-        }
+        putf(rs, "{\"id\":\"%s\",\"kind\":\"objectid\",", id);
+        put_time(rs, idm_objectid_time(&o));
+        putf(rs, ",\"process\":\"%02x%02x%02x%02x%02x\",\"counter\":%lu", o.b[4], o.b[5],
+             o.b[6], o.b[7], o.b[8],
+             (unsigned long)((uint32_t)o.b[9] << 16 | (uint32_t)o.b[10] << 8 | o.b[11]));
     } else if (n == 36) {
         idm_uuid u;
         idm_unix_ms ms;
@@ -923,56 +1163,89 @@ static void health_stores(const idmd_app *app, health *h)
     }
 }
 
-static void h_health(idmd_app *app, const params *p, idmd_response *rs)
+/* What /healthz and /v1/status both read of the generator's lease, at
+ * one instant of app->clock. */
+typedef struct lease_view {
+    bool leased;             /* a lease (app->leased or app->lease) */
+    idm_lease_status ls;     /* the current lease's status */
+    idm_leased_status lst;   /* app->leased's (zeroed without one) */
+    idm_mono_ns now;         /* app->clock's monotonic time when read */
+} lease_view;
+
+/*
+ * The one computation of health, for /healthz and /v1/status alike: the
+ * first reason minting would fail now (h->why, "" if none) and the
+ * warnings, and the lease as read for them (*lv).
+ */
+static void health_eval(idmd_app *app, health *h, lease_view *lv)
 {
-    health h = {.why = ""};
-    idm_lease_status ls = {0};
-    idm_leased_status lst;
+    idm_lease_status *ls = &lv->ls;
+    int rc;
+    memset(lv, 0, sizeof *lv);
     /* The lease's deadline is on the generator's (and lease's) monotonic
      * clock, app->clock, which need not be the system's: read that one. */
-    idm_mono_ns now = app->clock->mono_ns(app->clock->ctx);
-    int rc;
-    (void)p;
-    memset(&lst, 0, sizeof lst);
+    lv->now = app->clock->mono_ns(app->clock->ctx);
     if (app->leased != NULL) {
-        idm_leased_status_get(app->leased, &lst);
-        ls = lst.lease;
+        idm_leased_status_get(app->leased, &lv->lst);
+        *ls = lv->lst.lease;
     } else if (app->lease != NULL) {
-        idm_lease_status_get(app->lease, &ls);
+        idm_lease_status_get(app->lease, ls);
     }
-    bool leased = app->leased != NULL || app->lease != NULL;
+    lv->leased = app->leased != NULL || app->lease != NULL;
     /* The first reason found. idm_snowflake_check gives every reason a mint
      * would fail with now, as the generator sees it: among them a wall
      * clock stepped past the lease's wall deadline, which the lease's own
      * (monotonic) status does not show. A full tick (IDM_EEXHAUSTED) is
      * load, gone within the wait bound: not a reason. */
     if (atomic_load(&app->draining))
-        health_add(&h, true, "shutting down");
-    else if (leased && ls.lost)
-        health_add(&h, true, "the worker-id lease for worker %u is lost%s", (unsigned)ls.worker,
+        health_add(h, true, "shutting down");
+    else if (lv->leased && ls->lost)
+        health_add(h, true, "the worker-id lease for worker %u is lost%s", (unsigned)ls->worker,
                    app->leased != NULL && app->cfg != NULL ? "; re-claiming" : "");
-    else if (app->leased != NULL && !lst.minting)
-        health_add(&h, true, "changing worker id (from %u) after a clock step back",
-                   (unsigned)lst.worker);
+    else if (app->leased != NULL && !lv->lst.minting)
+        health_add(h, true, "changing worker id (from %u) after a clock step back",
+                   (unsigned)lv->lst.worker);
     else if ((rc = app->leased != NULL ? idm_leased_check(app->leased)
                                        : idm_snowflake_check(app->gen)) != 0 &&
              rc != IDM_EEXHAUSTED)
-        health_add(&h, true, "Snowflake ids cannot be minted now (%s): %s", idm_err_name(rc),
+        health_add(h, true, "Snowflake ids cannot be minted now (%s): %s", idm_err_name(rc),
                    idm_error_detail());
-    else if (leased && (ls.deadline - now) / 1000000 < app->lease_ttl_ms / 4)
-        health_add(&h, true,
+    else if (lv->leased && (ls->deadline - lv->now) / 1000000 < app->lease_ttl_ms / 4)
+        health_add(h, true,
                    "the worker-id lease for worker %u is about to expire (renewals failing: %s)",
-                   (unsigned)ls.worker, ls.last_error != 0 ? idm_err_name(ls.last_error) : "no");
-    if (h.why[0] == '\0' && app->leased != NULL && ls.offline)
-        health_add(&h, false,
+                   (unsigned)ls->worker,
+                   ls->last_error != 0 ? idm_err_name(ls->last_error) : "no");
+    if (h->why[0] == '\0' && app->leased != NULL && ls->offline)
+        health_add(h, false,
                    "worker %u mints on the claim saved before a restart: the coordinator cannot "
                    "be reached (%s); it stops at that claim's deadline unless it answers",
-                   (unsigned)ls.worker, idm_err_name(ls.last_error));
+                   (unsigned)ls->worker, idm_err_name(ls->last_error));
     pthread_mutex_lock(&app->seq_mu);
-    health_seqs_locked(app, &h);
+    health_seqs_locked(app, h);
     pthread_mutex_unlock(&app->seq_mu);
     if (app->cfg != NULL)
-        health_stores(app, &h);
+        health_stores(app, h);
+}
+
+/* h's warnings as a JSON array's items (the "and N more" last). */
+static void put_warnings(idmd_response *rs, const health *h)
+{
+    for (size_t i = 0; i < h->nwarn; i++) {
+        puts_(rs, i > 0 ? ",\"" : "\"");
+        put_json_text(rs, h->warn[i]);
+        puts_(rs, "\"");
+    }
+    if (h->more > 0)
+        putf(rs, "%s\"and %zu more\"", h->nwarn > 0 ? "," : "", h->more);
+}
+
+static void h_health(idmd_app *app, const params *p, idmd_response *rs)
+{
+    health h = {.why = ""};
+    lease_view lv;
+    const idm_lease_status *ls = &lv.ls;
+    (void)p;
+    health_eval(app, &h, &lv);
     rs->content_type = "application/json";
     if (h.why[0] != '\0') {
         rs->status = 503;
@@ -989,28 +1262,228 @@ static void h_health(idmd_app *app, const params *p, idmd_response *rs)
             putf(rs,
                  ",\"worker\":%u,\"claim\":\"%s\",\"reclaims\":%" PRIu64 ",\"losses\":%" PRIu64
                  ",\"worker_changes\":%" PRIu64,
-                 (unsigned)lst.worker, origins[lst.origin], lst.reclaims, lst.losses,
-                 lst.changes);
-            if (lst.reclaims > 0)
+                 (unsigned)lv.lst.worker, origins[lv.lst.origin], lv.lst.reclaims, lv.lst.losses,
+                 lv.lst.changes);
+            if (lv.lst.reclaims > 0)
                 putf(rs, ",\"last_switch_ms\":%lld",
-                     (long long)(lst.last_switch_ns / 1000000));
+                     (long long)(lv.lst.last_switch_ns / 1000000));
         } else if (app->lease != NULL)
-            putf(rs, ",\"worker\":%u", (unsigned)ls.worker);
+            putf(rs, ",\"worker\":%u", (unsigned)ls->worker);
         else if (app->cfg != NULL && app->cfg->lease_off) /* the platform's ordinal */
             putf(rs, ",\"worker\":%llu,\"worker_from\":\"ordinal\"",
                  (unsigned long long)app->cfg->ordinal);
     }
     if (h.nwarn > 0) {
         puts_(rs, ",\"warnings\":[");
-        for (size_t i = 0; i < h.nwarn; i++) {
-            puts_(rs, i > 0 ? ",\"" : "\"");
-            put_json_text(rs, h.warn[i]);
-            puts_(rs, "\"");
-        }
-        if (h.more > 0)
-            putf(rs, ",\"and %zu more\"", h.more);
+        put_warnings(rs, &h);
         puts_(rs, "]");
     }
+    puts_(rs, "}\n");
+}
+
+/* ---------------------------------------------------------------- status */
+
+/* A number for JSON: a whole one as an integer, else with 3 decimals. */
+static void put_number(idmd_response *rs, double v)
+{
+    if (v > -1e15 && v < 1e15 && (double)(int64_t)v == v)
+        putf(rs, "%lld", (long long)v);
+    else
+        putf(rs, "%.3f", v);
+}
+
+/* "KEY":"ISO time" (null if the time has no ISO form). */
+static void put_iso(idmd_response *rs, const char *key, idm_unix_ms ms)
+{
+    char iso[64];
+    if (idm_time_format(ms, iso, sizeof iso) == 0)
+        putf(rs, "\"%s\":\"%s\"", key, iso);
+    else
+        putf(rs, "\"%s\":null", key);
+}
+
+static void status_layout(const idmd_app *app, idmd_response *rs)
+{
+    char text[IDM_LAYOUT_TEXT_MAX];
+    if (idm_layout_format(app->layout, text, sizeof text) != 0)
+        text[0] = '\0';
+    puts_(rs, "\"layout\":{\"name\":\"");
+    put_json_text(rs, idm_layout_name(app->layout));
+    puts_(rs, "\",\"text\":\"");
+    put_json_text(rs, text);
+    putf(rs, "\",\"epoch_ms\":%lld,", (long long)idm_layout_epoch(app->layout));
+    put_iso(rs, "epoch", idm_layout_epoch(app->layout));
+    putf(rs, ",\"tick_ms\":%lld}", (long long)idm_layout_tick_ms(app->layout));
+}
+
+/* The node field the lease fills (the lease-field key; "worker" by
+ * default). */
+static const char *lease_field(const idmd_app *app)
+{
+    return app->cfg != NULL && app->cfg->lease_field[0] != '\0' ? app->cfg->lease_field
+                                                                 : "worker";
+}
+
+/* "node": the current generator's node values, the leased field's the
+ * lease's worker id now. */
+static void status_node(const idmd_app *app, const lease_view *lv, idmd_response *rs)
+{
+    int leased = lv->leased ? idm_layout_field_index(app->layout, lease_field(app)) : -1;
+    bool first = true;
+    puts_(rs, "\"node\":{");
+    for (size_t i = 0; i < idm_layout_field_count(app->layout); i++) {
+        idm_field_info f;
+        if (idm_layout_field(app->layout, i, &f) != 0 || f.kind != IDM_FIELD_NODE)
+            continue;
+        puts_(rs, first ? "\"" : ",\"");
+        put_json_text(rs, f.name);
+        putf(rs, "\":%" PRIu64,
+             (int)i == leased ? (uint64_t)(app->leased != NULL ? lv->lst.worker : lv->ls.worker)
+                              : app->node[i]);
+        first = false;
+    }
+    puts_(rs, "}");
+}
+
+/*
+ * "lease": null without one; its state, from the status read for health:
+ * lost (the coordinator said the claim is gone, or the deadline passed),
+ * changing (the leased generator is changing worker id), offline (a
+ * resumed claim not yet confirmed), failing (the last renewal failed, the
+ * deadline ahead), held.
+ */
+static void status_lease(const idmd_app *app, const lease_view *lv, idm_wall_ns wall,
+                         idmd_response *rs)
+{
+    const idm_lease_status *ls = &lv->ls;
+    char shown[IDMD_PATH_MAX + 64];
+    int64_t in_ns = ls->deadline - lv->now;
+    const char *state, *why = NULL;
+    char why_buf[160];
+    if (!lv->leased) {
+        puts_(rs, "\"worker_id\":null,\"lease\":null");
+        return;
+    }
+    if (app->lease_shown[0] != '\0')
+        snprintf(shown, sizeof shown, "%s", app->lease_shown);
+    else if (app->cfg != NULL && app->cfg->lease[0] != '\0')
+        idm__url_mask(app->cfg->lease, shown, sizeof shown);
+    else if (app->cfg != NULL)
+        snprintf(shown, sizeof shown, "file://%s/leases", app->cfg->data_dir);
+    else
+        shown[0] = '\0';
+    if (ls->lost) {
+        state = "lost";
+        why = "the coordinator says the claim is gone";
+    } else if (app->leased != NULL && !lv->lst.minting) {
+        state = "changing";
+    } else if (in_ns < 0) {
+        state = "lost";
+        snprintf(why_buf, sizeof why_buf, "the deadline passed with renewals failing (%s)",
+                 ls->last_error != 0 ? idm_err_name(ls->last_error) : "no renewal in time");
+        why = why_buf;
+    } else if (ls->offline) {
+        state = "offline";
+    } else if (ls->last_error != 0) {
+        state = "failing";
+    } else {
+        state = "held";
+    }
+    putf(rs, "\"worker_id\":%u,\"lease\":{\"coordinator\":\"",
+         (unsigned)(app->leased != NULL ? lv->lst.worker : ls->worker));
+    put_json_text(rs, shown);
+    puts_(rs, "\",\"field\":\"");
+    put_json_text(rs, lease_field(app));
+    putf(rs, "\",\"state\":\"%s\",\"lost_reason\":", state);
+    if (why != NULL) {
+        puts_(rs, "\"");
+        put_json_text(rs, why);
+        puts_(rs, "\"");
+    } else {
+        puts_(rs, "null");
+    }
+    putf(rs, ",\"deadline_in_ms\":%lld,", (long long)(in_ns / 1000000));
+    put_iso(rs, "deadline", (wall + in_ns) / 1000000);
+    putf(rs,
+         ",\"ttl_ms\":%lld,\"renewals\":%" PRIu64 ",\"failures\":%" PRIu64 ",\"last_error\":",
+         (long long)app->lease_ttl_ms, ls->renewals, ls->failures);
+    if (ls->last_error != 0)
+        putf(rs, "\"%s\"", idm_err_name(ls->last_error));
+    else
+        puts_(rs, "null");
+    putf(rs, ",\"reclaims\":%" PRIu64 ",\"losses\":%" PRIu64 ",\"changes\":%" PRIu64 "}",
+         lv->lst.reclaims, lv->lst.losses, lv->lst.changes);
+}
+
+static void status_clock_rates(idmd_app *app, const idmd_monitor_view *mv, idmd_response *rs)
+{
+    static const char *const kinds[IDMD_K_N] = {"snowflake", "segment", "uuid7", "uuid4",
+                                                 "ulid"};
+    uint64_t total = 0;
+    double sum = 0;
+    putf(rs,
+         "\"clock\":{\"offset_ms\":%lld,\"last_step_ms\":%lld,\"steps\":%" PRIu64
+         ",\"drift_ppm\":%lld,\"stepped\":%s,\"drifting\":%s},\"minted\":{",
+         (long long)mv->offset_ms, (long long)mv->last_step_ms, mv->steps,
+         (long long)mv->drift_ppm, mv->stepped ? "true" : "false",
+         mv->drifting ? "true" : "false");
+    for (int k = 0; k < IDMD_K_N; k++) {
+        uint64_t v = atomic_load(&app->m.minted[k]);
+        total += v;
+        putf(rs, "\"%s\":%" PRIu64 ",", kinds[k], v);
+    }
+    putf(rs, "\"total\":%" PRIu64 "},\"rates\":{\"interval_s\":1,\"ids_per_s\":[", total);
+    for (size_t i = 0; i < mv->nrate; i++) {
+        if (i > 0)
+            puts_(rs, ",");
+        put_number(rs, mv->rate[i]);
+        sum += mv->rate[i];
+    }
+    puts_(rs, "],\"last\":");
+    put_number(rs, mv->nrate > 0 ? mv->rate[mv->nrate - 1] : 0);
+    puts_(rs, ",\"avg_60s\":");
+    put_number(rs, mv->nrate > 0 ? sum / (double)mv->nrate : 0);
+    puts_(rs, "}");
+}
+
+/* GET /v1/status: the console's status page (the document is in
+ * docs/man/idmintd.1). health is /healthz's own computation. */
+static void h_status(idmd_app *app, const params *p, idmd_response *rs)
+{
+    health h = {.why = ""};
+    lease_view lv;
+    idmd_monitor_view mv;
+    idm_wall_ns wall;
+    (void)p;
+    health_eval(app, &h, &lv);
+    wall = app->clock->wall_ns(app->clock->ctx);
+    idmd_monitor_view_get(app, lv.now, &mv);
+    rs->status = 200;
+    rs->content_type = "application/json";
+    puts_(rs, "{\"version\":\"");
+    put_json_text(rs, idm_version());
+    puts_(rs, "\",");
+    put_iso(rs, "now", wall / 1000000);
+    putf(rs, ",\"now_ms\":%lld,\"uptime_s\":%lld,\"health\":{\"ok\":%s,\"reason\":",
+         (long long)(wall / 1000000), (long long)(mv.uptime_ms / 1000),
+         h.why[0] == '\0' ? "true" : "false");
+    if (h.why[0] != '\0') {
+        puts_(rs, "\"");
+        put_json_text(rs, h.why);
+        puts_(rs, "\"");
+    } else {
+        puts_(rs, "null");
+    }
+    puts_(rs, ",\"warnings\":[");
+    put_warnings(rs, &h);
+    puts_(rs, "]},");
+    status_layout(app, rs);
+    puts_(rs, ",");
+    status_node(app, &lv, rs);
+    puts_(rs, ",");
+    status_lease(app, &lv, wall, rs);
+    puts_(rs, ",");
+    status_clock_rates(app, &mv, rs);
     puts_(rs, "}\n");
 }
 
@@ -1284,6 +1757,198 @@ static void h_metrics(idmd_app *app, const params *p, idmd_response *rs)
     metrics_duration(app, rs);
 }
 
+/* ------------------------------------------------------------------ tools */
+
+/* The tool's message for an answer: each line without its "idmint: TOOL: "
+ * prefix, lines joined by a space. */
+static void tool_message(const char *tool, const char *err, char *out, size_t cap)
+{
+    char prefix[64];
+    size_t used = 0, plen;
+    snprintf(prefix, sizeof prefix, "idmint: %s: ", tool);
+    plen = strlen(prefix);
+    out[0] = '\0';
+    while (err != NULL && *err != '\0' && used + 1 < cap) {
+        size_t n = strcspn(err, "\n");
+        const char *line = err;
+        size_t len = n;
+        if (len >= plen && memcmp(line, prefix, plen) == 0) {
+            line += plen;
+            len -= plen;
+        }
+        if (len > 0) {
+            int w = snprintf(out + used, cap - used, "%s%.*s", used > 0 ? " " : "", (int)len,
+                             line);
+            used = w < 0 ? used : used + (size_t)w < cap ? used + (size_t)w : cap - 1;
+        }
+        err += n;
+        if (*err == '\n')
+            err++;
+    }
+    if (out[0] == '\0')
+        snprintf(out, cap, "%s failed with no message", tool);
+}
+
+/*
+ * The query of /v1/TOOL as the tool's command line, into argv (from argv[2]
+ * on; buf holds the "--NAME=VALUE" texts): each parameter one of the tool's
+ * options (cli_tool_params), given once unless it repeats, a flag's value
+ * "", "1" or "true" (given) or "0" or "false" (not given), another's a
+ * non-empty value of value_byte_ok bytes. *argc counts what was added. 0,
+ * or an answer sent naming the parameter.
+ */
+static int tool_args(const char *path, const cli_tool_param *t, const char *query, char **argv,
+                     int *argc, char *buf, bool *seen, idmd_response *rs)
+{
+    const char *q = query != NULL && query[0] != '\0' ? query : NULL;
+    qpair kv;
+    while (next_pair(&q, &kv)) {
+        char key[32], known[400] = "";
+        size_t i = 0;
+        param_name(key, kv.k, kv.klen);
+        while (t[i].name != NULL &&
+               !(kv.klen == strlen(t[i].name) && memcmp(kv.k, t[i].name, kv.klen) == 0))
+            i++;
+        if (t[i].name == NULL) {
+            for (size_t j = 0; t[j].name != NULL; j++)
+                snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s",
+                         j > 0 ? ", " : "", t[j].name);
+            idmd_fail(rs, 400, key, "unknown parameter '%s' for %s: it takes %s", key, path,
+                      known);
+            return -1;
+        }
+        if (seen[i] && !t[i].repeat) {
+            idmd_fail(rs, 400, key, "%s is given twice", key);
+            return -1;
+        }
+        seen[i] = true;
+        if (value_check(key, kv.v, kv.vlen, rs) != 0)
+            return -1;
+        if (t[i].flag) {
+            bool on = kv.vlen == 0 || (kv.vlen == 1 && kv.v[0] == '1') ||
+                      (kv.vlen == 4 && memcmp(kv.v, "true", 4) == 0);
+            bool off = (kv.vlen == 1 && kv.v[0] == '0') ||
+                       (kv.vlen == 5 && memcmp(kv.v, "false", 5) == 0);
+            if (!on && !off) {
+                idmd_fail(rs, 400, key,
+                          "%s is a flag: give %s, %s=1 or %s=true (or %s=0 or %s=false: not "
+                          "given)",
+                          key, key, key, key, key, key);
+                return -1;
+            }
+            if (on) {
+                argv[(*argc)++] = buf;
+                buf += sprintf(buf, "--%s", t[i].name) + 1;
+            }
+            continue;
+        }
+        if (kv.vlen == 0) {
+            idmd_fail(rs, 400, key, "%s needs a value (%s=VALUE)", key, key);
+            return -1;
+        }
+        argv[(*argc)++] = buf;
+        buf += sprintf(buf, "--%s=%.*s", t[i].name, (int)kv.vlen, kv.v) + 1;
+    }
+    return 0;
+}
+
+/*
+ * GET /v1/plan, /v1/estimate, /v1/birthday: the CLI's tool run in-process
+ * (cli_tool_run) with the query as its options and --json: 200 with its
+ * JSON document as it prints it, 400 with its message for what it refuses
+ * (exit status 2), 500 for a failure (1). The parameters are checked here
+ * first (tool_args). Nothing is minted.
+ */
+static void h_tool(idmd_app *app, const params *p, idmd_response *rs)
+{
+    const char *tool = p->path + strlen("/v1/");
+    const cli_tool_param *t = cli_tool_params(tool);
+    size_t qlen = p->query != NULL ? strlen(p->query) : 0, nparams = 0, npairs = 1;
+    char **argv = NULL, *buf = NULL, msg[400];
+    bool *seen = NULL;
+    int argc = 2;
+    cli_tool_result r;
+    (void)app;
+    if (t == NULL) {
+        idmd_fail(rs, 500, NULL, "%s: no such tool in this build", tool);
+        return;
+    }
+    while (t[nparams].name != NULL)
+        nparams++;
+    for (size_t i = 0; i < qlen; i++)
+        npairs += p->query[i] == '&';
+    argv = calloc(npairs + 3, sizeof *argv);
+    buf = malloc(qlen + 3 * npairs + 16); /* each pair: "--", its bytes, a NUL */
+    seen = calloc(nparams + 1, sizeof *seen);
+    if (argv == NULL || buf == NULL || seen == NULL) {
+        idmd_fail(rs, 503, NULL, "out of memory");
+        goto out;
+    }
+    argv[0] = (char *)tool;
+    argv[1] = (char *)"--json";
+    if (tool_args(p->path, t, p->query, argv, &argc, buf, seen, rs) != 0)
+        goto out;
+    memset(&r, 0, sizeof r);
+    if (cli_tool_run(tool, argc, argv, &r) == 0 && r.status == 0) {
+        rs->status = 200;
+        rs->content_type = "application/json";
+        put(rs, r.out != NULL ? r.out : "", r.out != NULL ? r.out_len : 0);
+    } else {
+        tool_message(tool, r.err, msg, sizeof msg);
+        idmd_fail(rs, r.status == 2 ? 400 : 500, NULL, "%s", msg); /* CLI_USAGE, CLI_FAIL */
+    }
+    cli_tool_result_free(&r);
+out:
+    free(argv);
+    free(buf);
+    free(seen);
+}
+
+/* -------------------------------------------------------------------- ui */
+
+/* The console's headers: its pages load nothing from elsewhere and run no
+ * inline script or style; browsers take the types given; each load asks
+ * whether a file changed (a new idmintd serves new files). */
+static const char ui_csp[] = "default-src 'self'; img-src 'self' data:; style-src 'self'; "
+                             "script-src 'self'; connect-src 'self'; frame-ancestors 'none'";
+
+static void ui_headers(idmd_response *rs)
+{
+    rs->csp = ui_csp;
+    rs->nosniff = true;
+    rs->cache_control = "no-cache";
+}
+
+/* /ui/ (index.html) and /ui/FILE: an embedded file (ui.h), or 404. */
+static void h_ui(idmd_app *app, const params *p, idmd_response *rs)
+{
+    const char *name = p->arg != NULL ? p->arg : "index.html";
+    const unsigned char *data;
+    size_t len;
+    const char *type;
+    (void)app;
+    if (!idmd_ui_file(name, &data, &len, &type)) {
+        idmd_fail(rs, 404, NULL, "the console has no file %.80s", name);
+    } else {
+        rs->status = 200;
+        rs->content_type = type;
+        put(rs, (const char *)data, len);
+    }
+    ui_headers(rs);
+}
+
+/* /ui: the console is at /ui/ (its pages' relative links need the '/'). */
+static void h_ui_root(idmd_app *app, const params *p, idmd_response *rs)
+{
+    (void)app;
+    (void)p;
+    rs->status = 301;
+    rs->content_type = "text/plain; charset=utf-8";
+    rs->location = "/ui/";
+    puts_(rs, "the console is at /ui/\n");
+    ui_headers(rs);
+}
+
 /* ---------------------------------------------------------------- routing */
 
 static void h_ping(idmd_app *app, const params *p, idmd_response *rs)
@@ -1303,7 +1968,8 @@ typedef enum query_kind {
     Q_NONE,    /* no parameters: one is 400 naming it */
     Q_LEAF,    /* none either; the answer is one id, the bare number (Leaf's) */
     Q_IDS,     /* count and format (opaque too for the 64-bit kinds) */
-    Q_FORMAT   /* format only */
+    Q_DECODE,  /* format, layout, epoch (parse_decode_query) */
+    Q_TOOL     /* the tool's options (h_tool checks them) */
 } query_kind;
 
 typedef void handler_fn(idmd_app *app, const params *p, idmd_response *rs);
@@ -1314,7 +1980,9 @@ typedef void handler_fn(idmd_app *app, const params *p, idmd_response *rs);
  * its answer has no body, so ids minted for it would be lost. admin: served
  * on the admin listener (admin-listen) too. Every route needs the bearer
  * token when one is set, the admin ones too, and so does a path no route
- * has (a 401 tells nothing of what exists).
+ * has (a 401 tells nothing of what exists); open ones aside: the console's
+ * static files (no secret in them; the API calls they make carry the
+ * token), never served on the admin listener.
  */
 typedef struct route {
     const char *path;
@@ -1323,20 +1991,28 @@ typedef struct route {
     query_kind query;
     bool admin;
     handler_fn *fn;
+    bool open; /* served without the bearer token */
 } route;
 
 static const route routes[] = {
-    {"/ping", M_GET | M_HEAD, -1, Q_IGNORED, true, h_ping},
-    {"/healthz", M_GET | M_HEAD, -1, Q_NONE, true, h_health},
-    {"/metrics", M_GET | M_HEAD, -1, Q_NONE, true, h_metrics},
-    {"/v1/snowflake", M_GET, IDMD_K_SNOWFLAKE, Q_IDS, false, h_numbers},
-    {"/v1/segment/{name}", M_GET, IDMD_K_SEGMENT, Q_IDS, false, h_numbers},
-    {"/v1/uuid7", M_GET, IDMD_K_UUID7, Q_IDS, false, h_128},
-    {"/v1/uuid4", M_GET, IDMD_K_UUID4, Q_IDS, false, h_128},
-    {"/v1/ulid", M_GET, IDMD_K_ULID, Q_IDS, false, h_128},
-    {"/v1/decode/{id}", M_GET, -1, Q_FORMAT, false, h_decode},
-    {"/api/snowflake/get/{key}", M_GET, IDMD_K_SNOWFLAKE, Q_LEAF, false, h_numbers},
-    {"/api/segment/get/{key}", M_GET, IDMD_K_SEGMENT, Q_LEAF, false, h_numbers},
+    {"/ping", M_GET | M_HEAD, -1, Q_IGNORED, true, h_ping, false},
+    {"/healthz", M_GET | M_HEAD, -1, Q_NONE, true, h_health, false},
+    {"/metrics", M_GET | M_HEAD, -1, Q_NONE, true, h_metrics, false},
+    {"/v1/snowflake", M_GET, IDMD_K_SNOWFLAKE, Q_IDS, false, h_numbers, false},
+    {"/v1/segment/{name}", M_GET, IDMD_K_SEGMENT, Q_IDS, false, h_numbers, false},
+    {"/v1/uuid7", M_GET, IDMD_K_UUID7, Q_IDS, false, h_128, false},
+    {"/v1/uuid4", M_GET, IDMD_K_UUID4, Q_IDS, false, h_128, false},
+    {"/v1/ulid", M_GET, IDMD_K_ULID, Q_IDS, false, h_128, false},
+    {"/v1/decode/{id}", M_GET, -1, Q_DECODE, false, h_decode, false},
+    {"/v1/status", M_GET | M_HEAD, -1, Q_NONE, false, h_status, false},
+    {"/v1/plan", M_GET | M_HEAD, -1, Q_TOOL, false, h_tool, false},
+    {"/v1/estimate", M_GET | M_HEAD, -1, Q_TOOL, false, h_tool, false},
+    {"/v1/birthday", M_GET | M_HEAD, -1, Q_TOOL, false, h_tool, false},
+    {"/ui", M_GET | M_HEAD, -1, Q_IGNORED, false, h_ui_root, true},
+    {"/ui/", M_GET | M_HEAD, -1, Q_IGNORED, false, h_ui, true},
+    {"/ui/{file}", M_GET | M_HEAD, -1, Q_IGNORED, false, h_ui, true},
+    {"/api/snowflake/get/{key}", M_GET, IDMD_K_SNOWFLAKE, Q_LEAF, false, h_numbers, false},
+    {"/api/segment/get/{key}", M_GET, IDMD_K_SEGMENT, Q_LEAF, false, h_numbers, false},
 };
 #define NROUTES (sizeof routes / sizeof routes[0])
 
@@ -1394,7 +2070,7 @@ static void fail_method(idmd_response *rs, unsigned m, unsigned allowed)
         idmd_fail(rs, 405, NULL, "only GET%s is served here",
                   (allowed & M_HEAD) != 0 ? " (and HEAD)" : "");
     } else {
-        char on[160] = "";
+        char on[400] = "";
         size_t last = 0; /* the last route serving HEAD */
         for (size_t i = 0; i < NROUTES; i++)
             last = (routes[i].methods & M_HEAD) != 0 ? i : last;
@@ -1413,10 +2089,18 @@ static int route_params(idmd_app *app, const route *r, const char *path, const c
                         const char *query, params *p, idmd_response *rs)
 {
     char key[32];
-    *p = (params){.arg = arg, .count = 1, .bare = r->query == Q_LEAF, .kind = r->kind};
+    *p = (params){.arg = arg,
+                  .path = r->path,
+                  .query = query,
+                  .count = 1,
+                  .bare = r->query == Q_LEAF,
+                  .kind = r->kind};
     switch (r->query) {
     case Q_IGNORED:
+    case Q_TOOL:
         return 0;
+    case Q_DECODE:
+        return parse_decode_query(query, p, rs);
     case Q_LEAF:
     case Q_NONE: /* a query is 400 naming its first parameter */
         if (query == NULL || query[0] == '\0')
@@ -1425,12 +2109,10 @@ static int route_params(idmd_app *app, const route *r, const char *path, const c
         idmd_fail(rs, 400, key, "unknown parameter '%s': %s takes no parameters", key, path);
         return -1;
     case Q_IDS: /* the 64-bit kinds have an opaque form */
-        return parse_query(app, query, true,
-                           r->kind == IDMD_K_SNOWFLAKE || r->kind == IDMD_K_SEGMENT, p, rs);
-    case Q_FORMAT:
         break;
     }
-    return parse_query(app, query, false, false, p, rs);
+    return parse_query(app, query, true,
+                       r->kind == IDMD_K_SNOWFLAKE || r->kind == IDMD_K_SEGMENT, p, rs);
 }
 
 /* Whether the presented token is ours, whole. The time taken depends on
@@ -1473,7 +2155,7 @@ void idmd_handle(idmd_app *app, const idmd_request *rq, idmd_response *rs)
         fail_method(rs, m, allowed);
         return;
     }
-    if (app->token_len > 0 && !token_ok(app, rq->authorization)) {
+    if (app->token_len > 0 && !(r != NULL && r->open) && !token_ok(app, rq->authorization)) {
         idmd_fail(rs, 401, NULL, "a valid bearer token is required (Authorization: Bearer ...)");
         rs->www_authenticate = true;
         return;

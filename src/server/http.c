@@ -284,7 +284,14 @@ static mhd_result send_response(idmd_http *h, struct MHD_Connection *c, req_ctx 
     }
     rs->body = NULL; /* MHD frees it */
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, rs->content_type);
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL,
+                            rs->cache_control != NULL ? rs->cache_control : "no-store");
+    if (rs->location != NULL)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_LOCATION, rs->location);
+    if (rs->csp != NULL)
+        MHD_add_response_header(resp, "Content-Security-Policy", rs->csp);
+    if (rs->nosniff)
+        MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
     if (rs->retry_after_s > 0) {
         snprintf(ra, sizeof ra, "%d", rs->retry_after_s);
         MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, ra);

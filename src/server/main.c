@@ -275,6 +275,7 @@ static int generator_opts(idmd_app *app, const idmd_config *cfg, idm_snowflake_o
             say("node field %s: not set (key node), 0", fi.name);
         }
     }
+    memcpy(app->node, o->node, sizeof app->node); /* for /v1/status */
     return 0;
 }
 
@@ -325,6 +326,7 @@ static int lease_and_generator(idmd_app *app, const idmd_config *cfg)
         snprintf(url, sizeof url, "file://%s/leases", cfg->data_dir);
     snprintf(dir, sizeof dir, "%s/claims", cfg->data_dir);
     idm__url_mask(url, shown, sizeof shown);
+    snprintf(app->lease_shown, sizeof app->lease_shown, "%s", shown); /* for /v1/status */
     idm_leased_opts_init(&lo);
     lo.lease.url = url;
     lo.lease.ttl_ms = cfg->lease_ttl_ms;
@@ -697,8 +699,17 @@ int main(int argc, char **argv)
         teardown(&app);
         return 1;
     }
+    /* The monitor (clock watch, rates: /v1/status) from before the first
+     * request, so its uptime and clock offset count from here. */
+    if (idmd_monitor_init(&app) != 0 || idmd_monitor_start(&app) != 0) {
+        say("cannot start the monitor thread");
+        idmd_monitor_destroy(&app);
+        teardown(&app);
+        return 1;
+    }
     if (idmd_http_start(&http, &app, &cfg, err, sizeof err) != 0) {
         say("%s", err);
+        idmd_monitor_destroy(&app);
         teardown(&app);
         return 1;
     }
@@ -737,6 +748,7 @@ int main(int argc, char **argv)
     atomic_store(&app.draining, 1);
     idmd_notify_stopping();
     idmd_http_stop(http);
+    idmd_monitor_destroy(&app); /* stops its thread first */
     teardown(&app);
     say("stopped");
     return 0;

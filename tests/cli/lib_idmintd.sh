@@ -201,3 +201,20 @@ def read_all(s, limit=10):
     """Everything until the peer closes or the timeout."""
     return read_until(s, limit, lambda out: False)
 PY
+
+# The answers the tests save: headers in $T/hdr, the body in $T/body.
+# header NAME: the value of header NAME in $T/hdr (case-insensitive).
+header() { tr -d '\r' <"$T/hdr" | sed -n "s/^$1: *//Ip" | head -n 1; }
+# pyj EXPR: evaluate EXPR with j = the last body parsed as JSON; prints the
+# result, fails if the body is no JSON or EXPR is false/raises.
+pyj() {
+    python3 -c '
+import json, sys
+j = json.load(open(sys.argv[1]))
+r = eval(sys.argv[2])
+if r is False or r is None:
+    sys.exit(1)
+if r is not True:
+    print(r)
+' "$T/body" "$1" 2>/dev/null
+}

@@ -33,21 +33,6 @@ source "$(dirname "$0")/lib.sh"
 # shellcheck source=lib_idmintd.sh
 source "$(dirname "$0")/lib_idmintd.sh"
 
-# header NAME: the value of header NAME in $T/hdr (case-insensitive).
-header() { tr -d '\r' <"$T/hdr" | sed -n "s/^$1: *//Ip" | head -n 1; }
-# pyj EXPR: evaluate EXPR with j = the last body parsed as JSON; prints the
-# result, fails if the body is no JSON or EXPR is false/raises.
-pyj() {
-    python3 -c '
-import json, sys
-j = json.load(open(sys.argv[1]))
-r = eval(sys.argv[2])
-if r is False or r is None:
-    sys.exit(1)
-if r is not True:
-    print(r)
-' "$T/body" "$1" 2>/dev/null
-}
 # metric PORT NAME: the value of the metric line starting with NAME.
 metric() {
     curl -sg --max-time 10 "http://127.0.0.1:$1/metrics" 2>/dev/null |

@@ -34,6 +34,8 @@
 #include "app.h"
 #include "config.h"
 #include "memstore.h"
+#include "tools.h"
+#include "ui.h"
 #include "testutil.h"
 
 /* ------------------------------------------------------- in-memory store */
@@ -2399,6 +2401,357 @@ static void test_threads(void **state)
     free(all);
 }
 
+/* ------------------------------------------------------- the console (i23) */
+
+/* body holds want, or the test fails naming both. */
+static void has(const idmd_response *rs, const char *want)
+{
+    CHECK(strstr(rs->body, want) != NULL, "expected %s in %s", want, rs->body);
+}
+
+/* /v1/status without a lease or a monitor: the document's parts, the node
+ * values, the counts minted, the rates empty; a token needed. */
+static void test_status_plain(void **state)
+{
+    tapp *t = *state;
+    idmd_response rs;
+    char want[200];
+    t->app.node[1] = 1; /* datacenter, as the generator was opened */
+    t->app.node[2] = 2; /* worker */
+    get_status(t, "/v1/snowflake", "count=3", 200);
+    get_status(t, "/v1/uuid7", "count=2", 200);
+    call(t, "/v1/status", NULL, &rs);
+    print_message("status: %s", rs.body);
+    assert_int_equal(rs.status, 200);
+    assert_string_equal(rs.content_type, CT_JSON);
+    snprintf(want, sizeof want, "{\"version\":\"%s\",\"now\":\"", idm_version());
+    CHECK(strncmp(rs.body, want, strlen(want)) == 0, "%s", rs.body);
+    has(&rs, ",\"uptime_s\":0,\"health\":{\"ok\":true,\"reason\":null,\"warnings\":[]},");
+    has(&rs, "\"layout\":{\"name\":\"twitter\",\"text\":\"time:41@1ms,datacenter:5,worker:5,"
+             "seq:12\",\"epoch_ms\":1288834974657,\"epoch\":\"2010-11-04T01:42:54.657Z\","
+             "\"tick_ms\":1},");
+    has(&rs, "\"node\":{\"datacenter\":1,\"worker\":2},\"worker_id\":null,\"lease\":null,");
+    has(&rs, "\"clock\":{\"offset_ms\":0,\"last_step_ms\":0,\"steps\":0,\"drift_ppm\":0,"
+             "\"stepped\":false,\"drifting\":false},");
+    has(&rs, "\"minted\":{\"snowflake\":3,\"segment\":0,\"uuid7\":2,\"uuid4\":0,\"ulid\":0,"
+             "\"total\":5},");
+    has(&rs, "\"rates\":{\"interval_s\":1,\"ids_per_s\":[],\"last\":0,\"avg_60s\":0}}\n");
+    free(rs.body);
+    /* it mints nothing, and takes no parameter */
+    get_error(t, "/v1/status", "x=1", 400, "x");
+    call(t, "/v1/status", NULL, &rs);
+    has(&rs, "\"total\":5}");
+    free(rs.body);
+    call_auth(t, "HEAD", "/v1/status", NULL, NULL, &rs);
+    assert_int_equal(rs.status, 200);
+    free(rs.body);
+    tapp_token(t, TOKEN);
+    call(t, "/v1/status", NULL, &rs);
+    assert_error(&rs, 401, NULL);
+    free(rs.body);
+    call_auth(t, "GET", "/v1/status", NULL, "Bearer " TOKEN, &rs);
+    assert_int_equal(rs.status, 200);
+    free(rs.body);
+}
+
+/* The monitor driven by hand on a manual clock: rates from the minted
+ * counters over the ticks' times, a wall step seen as a step and an
+ * offset, uptime, the ring of 60. */
+static void test_status_monitor(void **state)
+{
+    idm_manual_clock *mc;
+    const idm_clock *c;
+    idmd_response rs;
+    tapp *t;
+    (void)state;
+    IDM_ASSERT_OK(idm_manual_clock_new(&mc, INT64_C(1700000000000), false));
+    c = idm_manual_clock_clock(mc);
+    t = tapp_new(NULL, mc);
+    assert_int_equal(idmd_monitor_init(&t->app), 0);
+    get_status(t, "/v1/snowflake", "count=10", 200);
+    idm_manual_clock_advance(mc, 1000);
+    idmd_monitor_tick(&t->app, c->mono_ns(c->ctx));
+    get_status(t, "/v1/ulid", "count=5", 200);
+    idm_manual_clock_advance(mc, 500); /* 5 ids in half a second */
+    idmd_monitor_tick(&t->app, c->mono_ns(c->ctx));
+    idm_manual_clock_advance(mc, 500);
+    idmd_monitor_tick(&t->app, c->mono_ns(c->ctx));
+    call(t, "/v1/status", NULL, &rs);
+    print_message("after 3 ticks: %s", rs.body);
+    has(&rs, "\"uptime_s\":2,");
+    has(&rs, "\"rates\":{\"interval_s\":1,\"ids_per_s\":[10,10,0],\"last\":0,"
+             "\"avg_60s\":6.667}}");
+    has(&rs, "\"clock\":{\"offset_ms\":0,\"last_step_ms\":0,\"steps\":0,");
+    free(rs.body);
+    /* the wall clock stepped back 5 s: a step, and the offset since start */
+    idm_manual_clock_skew(mc, -5000, 0);
+    idm_manual_clock_advance(mc, 1000);
+    idmd_monitor_tick(&t->app, c->mono_ns(c->ctx));
+    call(t, "/v1/status", NULL, &rs);
+    print_message("after a step back: %s", rs.body);
+    has(&rs, "\"clock\":{\"offset_ms\":-5000,\"last_step_ms\":-5000,\"steps\":1,");
+    has(&rs, "\"stepped\":true,");
+    free(rs.body);
+    /* a tick at the same time adds no slot; 70 more keep the last 60 */
+    idmd_monitor_tick(&t->app, c->mono_ns(c->ctx));
+    for (int i = 0; i < 70; i++) {
+        get_status(t, "/v1/uuid4", i == 69 ? "count=7" : NULL, 200);
+        idm_manual_clock_advance(mc, 1000);
+        idmd_monitor_tick(&t->app, c->mono_ns(c->ctx));
+    }
+    call(t, "/v1/status", NULL, &rs);
+    {
+        const char *a = strstr(rs.body, "\"ids_per_s\":[");
+        size_t n = 1;
+        assert_non_null(a);
+        for (const char *q = a; *q != ']'; q++)
+            n += *q == ',';
+        CHECK(n == IDMD_RATE_SLOTS, "%zu rates kept: %s", n, a);
+    }
+    has(&rs, ",1,7],\"last\":7,");
+    /* a minute past the step it is no longer "stepped"; the count stays */
+    has(&rs, "\"steps\":1,");
+    has(&rs, "\"stepped\":false,");
+    free(rs.body);
+    idmd_monitor_destroy(&t->app);
+    tapp_free(t);
+    idm_manual_clock_free(mc);
+}
+
+/* Each state of a plain lease in /v1/status, the coordinator's password
+ * masked, the deadline in wall time, and health's reason the very one of
+ * /healthz. */
+static void test_status_lease(void **state)
+{
+    const int64_t ttl = 3600000, margin = 600000;
+    char *dir = idm_test_tmpdir(), url[4200], want[300], reason[400];
+    idm_manual_clock *mc;
+    idm_lease_status ls;
+    idmd_response rs, hz;
+    const char *r;
+    tapp *t;
+    (void)state;
+    snprintf(url, sizeof url, "file://%s", dir);
+    IDM_ASSERT_OK(idm_manual_clock_new(&mc, INT64_C(1700000000000), false));
+    t = tapp_new_ex(NULL, mc, true, IDM_BACKWARDS_LOGICAL);
+    tapp_lease(t, url, ttl, margin);
+    idm_lease_status_get(t->app.lease, &ls);
+    snprintf(t->cfg.lease, sizeof t->cfg.lease, "etcd://user:hunter2@127.0.0.1:1/x");
+    call(t, "/v1/status", NULL, &rs);
+    print_message("held: %s", rs.body);
+    CHECK(strstr(rs.body, "hunter2") == NULL, "the password shown: %s", rs.body);
+    snprintf(want, sizeof want,
+             "\"worker_id\":%u,\"lease\":{\"coordinator\":\"etcd://user:***@127.0.0.1:1/x\","
+             "\"field\":\"worker\",\"state\":\"held\",\"lost_reason\":null,"
+             "\"deadline_in_ms\":%lld,\"deadline\":\"2023-11-14T23:03:20.000Z\","
+             "\"ttl_ms\":3600000,\"renewals\":1,\"failures\":0,\"last_error\":null,",
+             (unsigned)ls.worker, LL(ttl - margin));
+    has(&rs, want);
+    snprintf(want, sizeof want, "\"node\":{\"datacenter\":0,\"worker\":%u}",
+             (unsigned)ls.worker);
+    has(&rs, want);
+    free(rs.body);
+    /* past the deadline: lost, health's reason that of /healthz */
+    idm_manual_clock_advance(mc, ttl - margin + 1);
+    call(t, "/v1/status", NULL, &rs);
+    call(t, "/healthz", NULL, &hz);
+    print_message("past the deadline: %s", rs.body);
+    has(&rs, "\"state\":\"lost\",\"lost_reason\":\"the deadline passed");
+    has(&rs, "\"deadline_in_ms\":-1,");
+    has(&rs, "\"health\":{\"ok\":false,\"reason\":\"");
+    assert_int_equal(hz.status, 503);
+    r = strstr(hz.body, "\"reason\":\"");
+    assert_non_null(r);
+    snprintf(reason, sizeof reason, "%s", r);
+    *strchr(reason + 10, '"') = '\0';
+    has(&rs, reason);
+    free(rs.body);
+    free(hz.body);
+    tapp_free(t);
+    idm_manual_clock_free(mc);
+    idm_test_rmtree(dir);
+    free(dir);
+}
+
+/* The tools' endpoints: the CLI's --json document byte for byte (what
+ * cli_tool_run prints), the server's checks (400 naming the parameter),
+ * the tool's own refusals (400 with its message), nothing minted. */
+static void test_tools(void **state)
+{
+    tapp *t = *state;
+    idmd_response rs;
+    cli_tool_result r;
+    char *argv[] = {"plan", "--json", "--layout=sonyflake", "--at=2026-01-01T00:00:00Z",
+                    "--node=machine=3"};
+    static const struct {
+        const char *path, *query, *param;
+    } bad[] = {
+        {"/v1/plan", "nope=1", "nope"},
+        {"/v1/plan", "json=1", "json"},
+        {"/v1/plan", "help", "help"},
+        {"/v1/birthday", "bits=64&plot=x.svg", "plot"},
+        {"/v1/plan", "layout=twitter&layout=twitter", "layout"},
+        {"/v1/plan", "layout=", "layout"},
+        {"/v1/plan", "layout", "layout"},
+        {"/v1/plan", "layout=twit%74er", "layout"},
+        {"/v1/plan", "at=2026-01-01T00:00:00+00:00", "at"},
+        {"/v1/plan", "layout=a b", "layout"},
+        {"/v1/plan", "layout=tw\x01", "layout"},
+        {"/v1/plan", "layout=tw\xc3\xa9", "layout"},
+        {"/v1/plan", "layout=twitter&", ""},
+        {"/v1/birthday", "bits=64&rate=1&duration=1d&per-ms=yes", "per-ms"},
+        {"/v1/birthday", "bits=64&rate=1&duration=1d&per-ms=1&per-ms=1", "per-ms"},
+        {"/v1/estimate", "rate=1&rate=2", "rate"},
+    };
+    static const struct {
+        const char *path, *query;
+    } refused[] = {
+        {"/v1/plan", "layout=nope"},
+        {"/v1/plan", "node=worker=ordinal"},
+        {"/v1/plan", "workers=-1"},
+        {"/v1/estimate", NULL}, /* no rate */
+        {"/v1/birthday", "bits=64&rate=1&duration=1d&points=1"},
+        {"/v1/birthday", "bits=64&rate=1&duration=1d&points=501"},
+    };
+    memset(&r, 0, sizeof r);
+    IDM_ASSERT_OK(cli_tool_run("plan", 5, argv, &r));
+    assert_int_equal(r.status, 0);
+    call(t, "/v1/plan", "layout=sonyflake&at=2026-01-01T00:00:00Z&node=machine=3", &rs);
+    assert_int_equal(rs.status, 200);
+    assert_string_equal(rs.content_type, CT_JSON);
+    assert_int_equal(rs.len, r.out_len);
+    assert_memory_equal(rs.body, r.out, r.out_len);
+    free(rs.body);
+    cli_tool_result_free(&r);
+    get_status(t, "/v1/estimate", "rate=200000&processes=400&skew=5&surge=2&rows=100000000000",
+               200);
+    get_status(t, "/v1/birthday", "bits=74&rate=1000&duration=10000y&points=60&per-ms", 200);
+    get_status(t, "/v1/birthday", "bits=74&rate=1000&duration=1y&per-ms=true", 200);
+    /* per-ms=0 is per-ms not given: the same document as without it */
+    {
+        idmd_response a, b;
+        call(t, "/v1/birthday", "bits=64&rate=1000&duration=1y&per-ms=0", &a);
+        call(t, "/v1/birthday", "bits=64&rate=1000&duration=1y", &b);
+        assert_int_equal(a.status, 200);
+        assert_string_equal(a.body, b.body);
+        call(t, "/v1/birthday", "bits=64&rate=1000&duration=1y&per-ms=false", &rs);
+        assert_string_equal(rs.body, b.body);
+        free(rs.body);
+        call(t, "/v1/birthday", "bits=64&rate=1000&duration=1y&per-ms=1", &rs);
+        CHECK(strcmp(rs.body, b.body) != 0, "per-ms=1 changed nothing: %s", rs.body);
+        free(rs.body);
+        free(a.body);
+        free(b.body);
+    }
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        call(t, bad[i].path, bad[i].query, &rs);
+        print_message("%s?%s: %d %s", bad[i].path, bad[i].query, rs.status, rs.body);
+        assert_error(&rs, 400, bad[i].param);
+        free(rs.body);
+    }
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        call(t, refused[i].path, refused[i].query, &rs);
+        print_message("%s?%s: %d %s", refused[i].path, refused[i].query ? refused[i].query : "",
+                      rs.status, rs.body);
+        assert_error(&rs, 400, NULL);
+        CHECK(strstr(rs.body, "idmint:") == NULL, "the CLI's prefix kept: %s", rs.body);
+        free(rs.body);
+    }
+    call_auth(t, "HEAD", "/v1/plan", "layout=twitter", NULL, &rs);
+    assert_int_equal(rs.status, 200);
+    free(rs.body);
+    call(t, "/v1/status", NULL, &rs);
+    has(&rs, "\"total\":0}");
+    free(rs.body);
+}
+
+/* decode's layout= and epoch=, and ObjectIds. */
+static void test_decode_layouts(void **state)
+{
+    tapp *t = *state;
+    get_body(t, "/v1/decode/1541815603606036480", "layout=sonyflake",
+             "{\"id\":\"1541815603606036480\",\"kind\":\"snowflake\",\"layout\":\"sonyflake\","
+             "\"time\":\"2043-10-15T12:01:53.620Z\",\"unix_ms\":2328523313620,\"seq\":23,"
+             "\"machine\":40960}\n");
+    get_body(t, "/v1/decode/1541815603606036480",
+             "layout=time:39@10ms,worker:16,seq:8&epoch=2014-09-01T00:00:00Z",
+             "{\"id\":\"1541815603606036480\",\"kind\":\"snowflake\",\"layout\":\"time:39@10ms,"
+             "worker:16,seq:8\",\"time\":\"2043-10-15T12:01:53.620Z\",\"unix_ms\":"
+             "2328523313620,\"worker\":6048,\"seq\":0}\n");
+    /* epoch alone: the server's layout from another epoch */
+    get_body(t, "/v1/decode/1541815603606036480", "epoch=1288834974657&format=json",
+             "{\"id\":\"1541815603606036480\",\"kind\":\"snowflake\",\"layout\":\"twitter\","
+             "\"time\":\"2022-06-28T16:07:40.105Z\",\"unix_ms\":1656432460105,\"datacenter\":11,"
+             "\"worker\":26,\"seq\":0}\n");
+    get_body(t, "/v1/decode/507f1f77bcf86cd799439011", NULL,
+             "{\"id\":\"507f1f77bcf86cd799439011\",\"kind\":\"objectid\",\"time\":"
+             "\"2012-10-17T21:13:27.000Z\",\"unix_ms\":1350508407000,\"process\":\"bcf86cd799\","
+             "\"counter\":4427793}\n");
+    /* a layout given with a UUID is checked, and not used */
+    get_status(t, "/v1/decode/01ARZ3NDEKTSV4RRFFQ69G5FAV", "layout=sonyflake", 200);
+    get_error(t, "/v1/decode/01ARZ3NDEKTSV4RRFFQ69G5FAV", "layout=nope", 400, "layout");
+    get_error(t, "/v1/decode/1", "layout=nope", 400, "layout");
+    get_error(t, "/v1/decode/1", "layout=time:41@1ms,seq:22", 400, "epoch");
+    get_error(t, "/v1/decode/1125899906842624", "layout=time:41@1ms,seq:2&epoch=0", 400,
+              "id");
+    get_error(t, "/v1/decode/1", "layout=time:41@1ms,nope&epoch=0", 400, "layout");
+    get_error(t, "/v1/decode/1", "epoch=soon", 400, "epoch");
+    get_error(t, "/v1/decode/1", "epoch=2020-01-01T00:00:00+01:00", 400, "epoch");
+    get_error(t, "/v1/decode/1", "layout=twitter&layout=twitter", 400, "layout");
+    get_error(t, "/v1/decode/1", "layout=", 400, "layout");
+    get_error(t, "/v1/decode/1", "count=1", 400, "count");
+    get_error(t, "/v1/decode/507f1f77bcf86cd79943901g", NULL, 400, "id");
+}
+
+/* The console's files: no token, their headers, HEAD, 404, the redirect. */
+static void test_ui(void **state)
+{
+    tapp *t = *state;
+    idmd_response rs;
+    const unsigned char *data;
+    size_t len;
+    const char *type;
+    assert_true(idmd_ui_file("index.html", &data, &len, &type));
+    tapp_token(t, TOKEN);
+    call(t, "/ui/", NULL, &rs);
+    assert_int_equal(rs.status, 200);
+    assert_string_equal(rs.content_type, type);
+    assert_int_equal(rs.len, len);
+    assert_memory_equal(rs.body, data, len);
+    assert_non_null(rs.csp);
+    has(&(idmd_response){.body = (char *)rs.csp}, "script-src 'self'");
+    assert_true(rs.nosniff);
+    assert_string_equal(rs.cache_control, "no-cache");
+    free(rs.body);
+    assert_true(idmd_ui_file("console.css", &data, &len, &type));
+    call(t, "/ui/console.css", "every=200", &rs);
+    assert_int_equal(rs.status, 200);
+    assert_string_equal(rs.content_type, type);
+    assert_int_equal(rs.len, len);
+    free(rs.body);
+    call_auth(t, "HEAD", "/ui/console.css", NULL, NULL, &rs);
+    assert_int_equal(rs.status, 200);
+    free(rs.body);
+    call(t, "/ui", NULL, &rs);
+    assert_int_equal(rs.status, 301);
+    assert_string_equal(rs.location, "/ui/");
+    assert_true(rs.nosniff);
+    free(rs.body);
+    call(t, "/ui/nope.html", NULL, &rs);
+    assert_error(&rs, 404, NULL);
+    assert_true(rs.nosniff);
+    free(rs.body);
+    get_error(t, "/ui/..", NULL, 404, NULL);
+    get_error(t, "/ui/a/b", NULL, 401, NULL); /* no route: the token first */
+    call_auth(t, "POST", "/ui/", NULL, NULL, &rs);
+    assert_error(&rs, 405, NULL);
+    free(rs.body);
+    /* the API still needs it */
+    get_error(t, "/v1/plan", NULL, 401, NULL);
+    assert_false(idmd_route_admin("/ui/"));
+    assert_false(idmd_route_admin("/v1/status"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -2434,6 +2787,12 @@ int main(void)
         cmocka_unit_test(test_health_mint_check),
         cmocka_unit_test(test_health_lease_expiring),
         APP_TEST(test_threads),
+        APP_TEST(test_status_plain),
+        cmocka_unit_test(test_status_monitor),
+        cmocka_unit_test(test_status_lease),
+        APP_TEST(test_tools),
+        APP_TEST(test_decode_layouts),
+        APP_TEST(test_ui),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
