@@ -29,7 +29,9 @@ want=(cmake make gcc libc6-dev pkg-config libcmocka-dev python3
       procps                           # pgrep: the fault suite freezes servers
       python3-venv python3-setuptools python3-wheel   # the Python binding (an offline venv)
       python3-dev                      # ... and its compiled accelerator (Python.h)
-      nodejs:node npm:npm)             # interoperability: npm uuid and ulid; the Node.js binding
+      nodejs:node npm:npm              # interoperability: npm uuid and ulid; the Node.js binding
+      chromium                         # the browser test of idmintd's console (headless, over CDP)
+      fonts-dejavu-core)               # ... a font to draw text (it only Recommends fonts-liberation)
 case "${1:-}" in
   "") ;;
   bench) want=(uuid-dev nodejs:node npm:npm wrk) ;;
