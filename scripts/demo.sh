@@ -45,7 +45,9 @@ id=$(curl -fsS "$base/api/snowflake/get/any")
 show "/v1/decode/$id"
 show "/healthz"
 cat <<TXT
-More: /v1/uuid4, /v1/ulid, /api/segment/get/orders, /metrics; see idmintd --help.
+More: /v1/uuid4, /v1/ulid, /api/segment/get/orders, /v1/status, /metrics; see idmintd --help.
+The console (planner, estimator, collision chart, decoder, live status):
+  $base/ui/
 Try it yourself:
   curl '$base/v1/snowflake?count=3'
 TXT
