@@ -212,6 +212,10 @@ bool cli_time_text(idm_unix_ms t, char *buf);
 /* The ISO-8601 text of t, or "after year 9999"; returns buf. */
 const char *cli_time_or_far(idm_unix_ms t, char *buf);
 
+/* A double as a JSON number, the fewest digits (15 to 17) that read back
+ * as the same double; null if it is not finite. */
+void cli_json_double(FILE *out, double v);
+
 /* A time as a JSON value: "\"ISO\"", or null past year 9999; returns buf
  * (CLI_JSON_TIME_MAX bytes). */
 #define CLI_JSON_TIME_MAX (IDM_TIME_TEXT_MAX + 2)

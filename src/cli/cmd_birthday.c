@@ -409,18 +409,7 @@ static const char *fmt_time(double s, char *buf, size_t len)
  * null when not finite. */
 static void json_num(double v)
 {
-    FILE *out = cli_out();
-    char buf[40];
-    if (!isfinite(v)) {
-        fputs("null", out);
-        return;
-    }
-    for (int prec = 15; prec <= 17; prec++) {
-        snprintf(buf, sizeof buf, "%.*g", prec, v);
-        if (strtod(buf, NULL) == v)
-            break;
-    }
-    fputs(buf, out);
+    cli_json_double(cli_out(), v);
 }
 
 static const char *model_label(const model *m, char *buf, size_t len)

@@ -910,6 +910,14 @@ static void json_num(const char *name, double v)
     fprintf(out, ",\"%s\":%s", name, fmt_num(v, buf, sizeof buf));
 }
 
+/* ',"NAME":V' with V exact (cli_json_double). */
+static void json_pct(const char *name, double v)
+{
+    FILE *out = cli_out();
+    fprintf(out, ",\"%s\":", name);
+    cli_json_double(out, v);
+}
+
 static void estimate_json(const estimate *e)
 {
     FILE *out = cli_out();
@@ -923,18 +931,19 @@ static void estimate_json(const estimate *e)
     json_num("skew", n->skew);
     json_num("surge", n->surge);
     cli_u64_dec(f->worker_ids, num);
-    fprintf(out, ",\"worker_ids\":%s,\"worker_ids_in_use\":%llu,"
-            "\"worker_ids_in_use_pct\":%.4g", num, (unsigned long long)n->processes,
-            e->use_pct);
-    fprintf(out, ",\"worker_ids_during_deploys\":%llu,"
-            "\"worker_ids_during_deploys_pct\":%.4g", (unsigned long long)e->deploy,
-            e->deploy_pct);
+    /* The percentages exactly (json_pct): the text and the web console round
+     * them by one rule (fmt_pct), so both read the same. */
+    fprintf(out, ",\"worker_ids\":%s,\"worker_ids_in_use\":%llu", num,
+            (unsigned long long)n->processes);
+    json_pct("worker_ids_in_use_pct", e->use_pct);
+    fprintf(out, ",\"worker_ids_during_deploys\":%llu", (unsigned long long)e->deploy);
+    json_pct("worker_ids_during_deploys_pct", e->deploy_pct);
     json_num("average_ids_per_second", e->avg);
     json_num("busiest_ids_per_second", e->busiest);
     json_num("busiest_ids_per_ms", e->per_ms);
     json_num("busiest_ids_per_tick", e->per_tick);
     json_num("seq_per_tick", f->per_tick);
-    fprintf(out, ",\"seq_share_pct\":%.4g", e->seq_pct);
+    json_pct("seq_share_pct", e->seq_pct);
     fprintf(out, ",\"time_bits\":%u,\"lifespan_years\":%.1f,"
             "\"time_end_ms\":%lld,\"time_end\":%s", f->time_bits,
             f->span_years, (long long)f->time_end, cli_json_time(f->time_end, t1));

@@ -27,6 +27,7 @@
 #include "ordinal.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -620,4 +621,19 @@ void cli_print_decoded(FILE *out, const idm_layout *l, uint64_t id,
     cli_print_time(out, d->unix_ms, json);
     cli_print_fields(out, l, d, json);
     fputs(json ? "}\n" : "\n", out);
+}
+
+void cli_json_double(FILE *out, double v)
+{
+    char buf[40];
+    if (!isfinite(v)) {
+        fputs("null", out);
+        return;
+    }
+    for (int prec = 15; prec <= 17; prec++) {
+        snprintf(buf, sizeof buf, "%.*g", prec, v);
+        if (strtod(buf, NULL) == v)
+            break;
+    }
+    fputs(buf, out);
 }

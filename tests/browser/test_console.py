@@ -549,6 +549,29 @@ def estimator(srv, page, base):
     doc = srv.cli("estimate", "--json", *ESTIMATE_ARGS)
     compared = compare_to_cli(figs, doc, "estimator")
     expect(set(ESTIMATE_FIGURES) <= set(compared), "compared only %r" % compared)
+    # A fleet whose shares are no round numbers (108 of 1024 worker ids is
+    # 10.546875%: rounded twice it would read 10.6%): the percentages the
+    # page shows are the ones the command's text prints.
+    page.evaluate("""(() => { for (const [id, v] of [['processes', '108'], ['skew', '3'],
+                                                      ['surge', '1.5']]) {
+        const e = document.getElementById(id); e.value = v;
+        e.dispatchEvent(new Event('input', {bubbles: true})); } })()""")
+    page.wait_for("(document.querySelector('[data-key=worker_ids_in_use_pct]') || {dataset: {}})"
+                  ".dataset.raw.startsWith('10.5')", "the estimator to answer for 108 processes",
+                  BOUND)
+    settle_idle(page)
+    figs = figures(page)
+    args = ["--rate", "200000", "--processes", "108", "--skew", "3", "--surge", "1.5",
+            "--rows", "100000000000", "--indexes", "1"]
+    r = subprocess.run([srv.idmint, "estimate"] + args, env=srv.env, capture_output=True,
+                       text=True, timeout=60)
+    expect(r.returncode == 0, "idmint estimate: exit %d" % r.returncode)
+    text = r.stdout
+    for key in ("worker_ids_in_use_pct", "worker_ids_during_deploys_pct", "seq_share_pct"):
+        shown = figs.get(key, (None, ""))[1]
+        expect(shown and "(" + shown in text,
+               "%s: the page shows %r, not in the command's text:\n%s" % (key, shown, text))
+    expect("(10.5%)" in text, "the command's text does not say 10.5%%:\n%s" % text)
     no_errors(page, "estimator")
 
 
