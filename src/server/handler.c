@@ -251,29 +251,56 @@ static int parse_count(const char *s, size_t n, uint32_t max, uint32_t *out)
     return COUNT_OK;
 }
 
+/* One "key=value" of a query. */
+typedef struct qpair {
+    const char *k, *v;
+    size_t klen, vlen;
+    bool eq; /* it has an '=' (a flag may come without one) */
+} qpair;
+
+/* The next pair of the query at *q into p, *q moved past it; false at the
+ * query's end. Pairs are split at every '&': an empty one (a doubled or
+ * trailing '&') is a pair with an empty key. */
+static bool next_pair(const char **q, qpair *p)
+{
+    const char *s = *q, *amp, *eq;
+    size_t len;
+    if (s == NULL)
+        return false;
+    amp = strchr(s, '&');
+    len = amp != NULL ? (size_t)(amp - s) : strlen(s);
+    eq = memchr(s, '=', len);
+    p->k = s;
+    p->klen = eq != NULL ? (size_t)(eq - s) : len;
+    p->eq = eq != NULL;
+    p->v = eq != NULL ? eq + 1 : s + len;
+    p->vlen = eq != NULL ? len - p->klen - 1 : 0;
+    *q = amp != NULL ? amp + 1 : NULL;
+    return true;
+}
+
 /* Parse the query into p: count (when allowed) and format. 0 or an answer
  * sent. */
 static int parse_query(idmd_app *app, const char *query, bool count_ok, bool opaque_ok,
                        params *p, idmd_response *rs)
 {
-    bool seen_count = false, seen_format = false;
-    const char *q = query;
-    if (q == NULL || *q == '\0')
-        return 0;
-    while (*q != '\0') {
-        const char *amp = strchr(q, '&'), *eq;
-        size_t len = amp != NULL ? (size_t)(amp - q) : strlen(q), klen;
-        const char *v;
-        size_t vlen;
+    bool seen_count = false, seen_format = false, first = true;
+    const char *q = query != NULL && *query != '\0' ? query : NULL;
+    qpair kv;
+    while (next_pair(&q, &kv)) {
+        const char *v = kv.v;
+        size_t vlen = kv.vlen;
         char key[32];
         bool is_count, *seen;
-        eq = memchr(q, '=', len);
-        klen = eq != NULL ? (size_t)(eq - q) : len;
-        v = eq != NULL ? eq + 1 : q + len;
-        vlen = eq != NULL ? len - klen - 1 : 0;
-        param_name(key, q, klen);
-        is_count = klen == 5 && memcmp(q, "count", 5) == 0 && count_ok;
-        if (!is_count && !(klen == 6 && memcmp(q, "format", 6) == 0)) {
+        /* An empty last pair after another: the query ends with '&'. */
+        if (!first && q == NULL && kv.klen == 0 && !kv.eq) {
+            idmd_fail(rs, 400, NULL, "the query ends with '&'");
+            return -1;
+        }
+        first = false;
+        param_name(key, kv.k, kv.klen);
+        is_count = kv.klen == 5 && memcmp(kv.k, "count", 5) == 0 && count_ok;
+        if (!is_count && !(kv.klen == 6 && memcmp(kv.k, "format", 6) == 0)) {
             idmd_fail(rs, 400, key, "unknown parameter '%s'%s", key,
                  count_ok ? " (known: count, format)" : " (known: format)");
             return -1;
@@ -316,13 +343,6 @@ static int parse_query(idmd_app *app, const char *query, bool count_ok, bool opa
                  opaque_ok ? " or opaque" : "");
             return -1;
         }
-        if (amp == NULL)
-            break;
-        q = amp + 1;
-        if (*q == '\0') {
-            idmd_fail(rs, 400, NULL, "the query ends with '&'");
-            return -1;
-        }
     }
     return 0;
 }
@@ -337,34 +357,6 @@ static bool path_ok(const char *p)
               c == '/' || c == '_' || c == '.' || c == '-'))
             return false;
     }
-    return true;
-}
-
-/* One "key=value" of a query. */
-typedef struct qpair {
-    const char *k, *v;
-    size_t klen, vlen;
-    bool eq; /* it has an '=' (a flag may come without one) */
-} qpair;
-
-/* The next pair of the query at *q into p, *q moved past it; false at the
- * query's end. Pairs are split at every '&': an empty one (a doubled or
- * trailing '&') is a pair with an empty key. */
-static bool next_pair(const char **q, qpair *p)
-{
-    const char *s = *q, *amp, *eq;
-    size_t len;
-    if (s == NULL)
-        return false;
-    amp = strchr(s, '&');
-    len = amp != NULL ? (size_t)(amp - s) : strlen(s);
-    eq = memchr(s, '=', len);
-    p->k = s;
-    p->klen = eq != NULL ? (size_t)(eq - s) : len;
-    p->eq = eq != NULL;
-    p->v = eq != NULL ? eq + 1 : s + len;
-    p->vlen = eq != NULL ? len - p->klen - 1 : 0;
-    *q = amp != NULL ? amp + 1 : NULL;
     return true;
 }
 
