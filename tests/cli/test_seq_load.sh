@@ -38,6 +38,20 @@ fi
 
 PIDS=()
 PGDIRS=()
+
+# wait_lines FILE N PID: wait (30 s at most) until FILE has N lines or the
+# process PID ended; sets n to the lines FILE has.
+wait_lines() {
+    local i
+    n=0
+    for ((i = 0; i < 600; i++)); do
+        n=$(cat "$1" 2>/dev/null | wc -l)
+        [ "$n" -lt "$2" ] || return 0
+        kill -0 "$3" 2>/dev/null || return 0
+        sleep 0.05
+    done
+}
+
 cleanup() {
     local p d
     for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
@@ -123,14 +137,22 @@ churn "$URL1" postgres
 # ---------------------------------------------- PostgreSQL down mid-run (P8)
 
 "$BIN" seq create down --store "$URL1" 2>"$T/err" || bad "seq create down: $(cat "$T/err")"
-# 2 threads at 1 ms an id: blocks of 1,000 (current + prefetched) last
-# about a second, the outage 3 s.
-"$LOAD" --name down --store "$URL1" --threads 2 --count 12000 --pace-us 1000 \
-    --min-block 1000 --max-block 1000 --wait-ms 300 --tolerate 20000 --stream \
+# 2 threads at 1 ms an id draw blocks of B = 3,000 ids. The allocator opens
+# with block 1 current and block 2 as its spare, and asks for block 3 only
+# when block 2 has under 20 % left. So once B + 50 ids are out, block 2 is
+# current and nothing else is held: the stop comes with about 1.5 s of ids
+# in hand (an outage at a fixed time after the start could land at the end
+# of a block on a slow machine, with nothing left to hand out), and the 3 s
+# outage outlasts them.
+B=3000
+"$LOAD" --name down --store "$URL1" --threads 2 --count 15000 --pace-us 1000 \
+    --min-block $B --max-block $B --wait-ms 300 --tolerate 20000 --stream \
     --out "$T/down" 2>"$T/down.err" &
 lp=$!
 PIDS+=("$lp")
-sleep 1.2
+wait_lines "$T/down" $((B + 50)) "$lp"
+check "P8: block 2 was reached before the outage ($n ids out)" \
+    test "$n" -ge $((B + 50)) -a "$n" -lt $((B * 2))
 bash "$SERVER" stop "$PG1" >/dev/null 2>&1
 stopped_at=$(wc -l <"$T/down")
 sleep 3
@@ -146,7 +168,7 @@ ferrs=$(summary "$T/down.err" fetch_errors)
 check "P8: with the store down and the buffers empty, next failed (errors=$errs, fetch_errors=$ferrs)" \
     test "${errs:-0}" -gt 0 -a "${ferrs:-0}" -gt 0
 if unique_ids "$T/down"; then ok; else bad "P8: an id was handed out twice"; fi
-check "P8: 12,000 ids in the end ($NIDS)" test "$NIDS" -eq 12000
+check "P8: 15,000 ids in the end ($NIDS)" test "$NIDS" -eq 15000
 
 # ---------------------------------------------- odd/even, one killed (P10, P9)
 
@@ -160,7 +182,10 @@ check "odd/even: seq create on two stores" test "$RC" -eq 0
     --out "$T/oe" 2>"$T/oe.err" &
 lp=$!
 PIDS+=("$lp")
-sleep 1
+# Stop one server once blocks from both were handed out (the first two
+# blocks come one from each store), not at a fixed time after the start.
+wait_lines "$T/oe" 2100 "$lp"
+check "P10: blocks from both stores were in use before the kill ($n ids out)" test "$n" -ge 2100
 bash "$SERVER" stop "$PG2" >/dev/null 2>&1
 before=$(wc -l <"$T/oe")
 wait "$lp"
