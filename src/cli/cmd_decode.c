@@ -322,7 +322,7 @@ int cli_cmd_decode(int argc, char **argv)
     }
     bool json = cli_given(&a, CLI_ID_JSON);
     for (size_t i = 0; status == CLI_OK && i < n; i++)
-        print_one(stdout, l, &ids[i], json);
+        print_one(cli_out(), l, &ids[i], json);
 
     free(ids);
     idm_layout_free(l);

@@ -4,8 +4,9 @@
  * each run opens two memory streams, makes them this thread's cli_out() and
  * cli_err() (opts.c) for the length of the command, and hands their bytes
  * to the caller. The commands themselves are the CLI's own (cmd_plan.c,
- * cmd_birthday.c), unchanged but for writing through those sinks: what
- * idmintd answers is byte for byte what `idmint plan --json` prints.
+ * cmd_birthday.c, cmd_decode.c), unchanged but for writing through those
+ * sinks: what idmintd answers is byte for byte what `idmint plan --json`
+ * (or `idmint decode --json`) prints.
  *
  * What makes this safe from several threads: the sinks and the "captured"
  * flag are thread-local; the commands keep no state between runs (their
@@ -40,6 +41,12 @@ static const cli_tool_param birthday_params[] = {
     {"per-ms", true, false}, {"points", false, false}, {NULL, false, false},
 };
 
+/* decode takes the id itself as its argument (idmintd's /v1/decode/ID
+ * passes it, with --kind): no option comes from a query. */
+static const cli_tool_param decode_params[] = {
+    {NULL, false, false},
+};
+
 typedef struct tool {
     const char *name;
     int (*run)(int argc, char **argv);
@@ -50,6 +57,7 @@ static const tool tools[] = {
     {"plan", cli_cmd_plan, plan_params},
     {"estimate", cli_cmd_estimate, estimate_params},
     {"birthday", cli_cmd_birthday, birthday_params},
+    {"decode", cli_cmd_decode, decode_params},
 };
 
 static const tool *find_tool(const char *name)
@@ -89,8 +97,8 @@ int cli_tool_run(const char *name, int argc, char **argv, cli_tool_result *r)
     const tool *t = find_tool(name);
     if (t == NULL) {
         char why[160];
-        snprintf(why, sizeof why, "idmint: unknown tool '%.60s': use plan, estimate or "
-                 "birthday\n", name != NULL ? name : "");
+        snprintf(why, sizeof why, "idmint: unknown tool '%.60s': use plan, estimate, "
+                 "birthday or decode\n", name != NULL ? name : "");
         return run_failed(r, why);
     }
     if (argc < 1 || argv == NULL)

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The CLI's planning tools (idmint plan, estimate and birthday) run
- * in-process with their output captured, for idmintd's /v1/plan,
- * /v1/estimate and /v1/birthday: the same code answers the command line and
- * the web console, so the two can never disagree.
+ * The CLI's planning tools (idmint plan, estimate and birthday) and its
+ * decoder (idmint decode) run in-process with their output captured, for
+ * idmintd's /v1/plan, /v1/estimate, /v1/birthday and /v1/decode: the same
+ * code answers the command line and the web console, so the two can never
+ * disagree.
  *
  * A captured run writes nothing to the process's stdout or stderr: what the
  * command would print goes to buffers of the calling thread (each thread
@@ -25,9 +26,10 @@ typedef struct cli_tool_param {
     bool repeat;      /* may be given more than once (plan's node) */
 } cli_tool_param;
 
-/* The parameters tool takes on the web ("plan", "estimate", "birthday"),
- * ending with a NULL name: its options but json, help and those that touch
- * files (plot); NULL if tool is none of those. */
+/* The parameters tool takes on the web ("plan", "estimate", "birthday",
+ * "decode"), ending with a NULL name: its options but json, help and those
+ * that touch files (plot); none for decode, whose id is its argument; NULL
+ * if tool is none of those. */
 const cli_tool_param *cli_tool_params(const char *tool);
 
 /* What a captured run gave. */
@@ -46,8 +48,7 @@ typedef struct cli_tool_result {
  * captured into *r (free with cli_tool_result_free, also after a failure).
  * Returns 0, or -1 if the run could not be made (unknown tool, out of
  * memory: r->status is then CLI_FAIL and r->err says why). Thread-safe.
- * The words of argv are read, never changed (the tools take no arguments
- * but options, so the parser moves none). r->out and r->err are never
+ * The words of argv are read, never changed (the parser moves none). r->out and r->err are never
  * NULL after a return of 0.
  */
 int cli_tool_run(const char *tool, int argc, char **argv, cli_tool_result *r);

@@ -969,6 +969,8 @@ static bool all_of(const char *s, size_t n, const char *set)
     return n > 0;
 }
 
+static void tool_message(const char *tool, const char *err, char *out, size_t cap);
+
 static void h_decode(idmd_app *app, const params *p, idmd_response *rs)
 {
     const char *id = p->arg;
@@ -988,52 +990,33 @@ static void h_decode(idmd_app *app, const params *p, idmd_response *rs)
              id);
         return;
     }
-    /* layout= and epoch= are checked for every id, and used for Snowflake
-     * ids only (a console may send them with any id). */
-    if (!digits) {
-        const idm_layout *l;
-        idm_layout *own;
-        if (decode_layout(app, p, &l, &own, rs) != 0)
-            return;
-        idm_layout_free(own);
-    }
     if (digits) {
         decode_snowflake(app, p, id, rs);
-        if (rs->status != 200)
-            return;
-    } else if (objectid) {
-        idm_objectid o;
-        if (idm_objectid_parse(id, &o) != 0) {
-            idmd_fail(rs, 400, "id", "'%s' is not an ObjectId: %s", id, idm_error_detail());
-            return;
-        }
-        putf(rs, "{\"id\":\"%s\",\"kind\":\"objectid\",", id);
-        put_time(rs, idm_objectid_time(&o));
-        putf(rs, ",\"process\":\"%02x%02x%02x%02x%02x\",\"counter\":%lu", o.b[4], o.b[5],
-             o.b[6], o.b[7], o.b[8],
-             (unsigned long)((uint32_t)o.b[9] << 16 | (uint32_t)o.b[10] << 8 | o.b[11]));
-    } else if (n == 36) {
-        idm_uuid u;
-        idm_unix_ms ms;
-        if (idm_uuid_parse(id, &u) != 0) {
-            idmd_fail(rs, 400, "id", "'%s' is not a UUID: %s", id, idm_error_detail());
-            return;
-        }
-        putf(rs, "{\"id\":\"%s\",\"kind\":\"uuid\",\"version\":%d", id, idm_uuid_version(&u));
-        if (idm_uuid_version(&u) == 7 && idm_uuid7_time(&u, &ms) == 0) {
-            puts_(rs, ",");
-            put_time(rs, ms);
-        }
-    } else {
-        idm_ulid u;
-        if (idm_ulid_parse(id, &u) != 0) {
-            idmd_fail(rs, 400, "id", "'%s' is not a ULID: %s", id, idm_error_detail());
-            return;
-        }
-        putf(rs, "{\"id\":\"%s\",\"kind\":\"ulid\",", id);
-        put_time(rs, idm_ulid_time(&u));
+        if (rs->status == 200)
+            puts_(rs, "}\n");
+        return;
     }
-    puts_(rs, "}\n");
+    /* layout= and epoch= are checked for every id, and used for Snowflake
+     * ids only (a console may send them with any id). */
+    const idm_layout *l;
+    idm_layout *own;
+    if (decode_layout(app, p, &l, &own, rs) != 0)
+        return;
+    idm_layout_free(own);
+    /* A UUID, ULID or ObjectId: `idmint decode --json --kind KIND` run in
+     * this thread (tools.h), so the answer is the command's, byte for byte. */
+    const char *kind = objectid ? "objectid" : n == 36 ? "uuid" : "ulid";
+    char *argv[] = {(char *)"decode", (char *)"--json", (char *)"--kind", (char *)kind,
+                    (char *)"--", (char *)id, NULL};
+    char msg[400];
+    cli_tool_result r;
+    if (cli_tool_run("decode", 6, argv, &r) == 0 && r.status == 0) {
+        put(rs, r.out, r.out_len);
+    } else {
+        tool_message("decode", r.err, msg, sizeof msg);
+        idmd_fail(rs, r.status == 2 ? 400 : 500, r.status == 2 ? "id" : NULL, "%s", msg);
+    }
+    cli_tool_result_free(&r);
 }
 
 /* ---------------------------------------------------------------- health */

@@ -170,9 +170,18 @@ check "the 400s are counted in the metrics ($N400 -> $N400B, $N400S asked)" \
 check "the tools mint nothing ($MINTED -> $MINTEDB)" test "$MINTED" = "$MINTEDB"
 
 # ================================================= 3. decode
-aget /v1/decode/507f1f77bcf86cd799439011
-"$BIN" decode --json 507f1f77bcf86cd799439011 >"$T/cli"
-check "decode of an ObjectId: as idmint decode --json ($CODE [$(body_short)])" cmp -s "$T/cli" "$T/body"
+# A UUID, a ULID or an ObjectId, however it is spelled: the answer is
+# `idmint decode --json`'s, byte for byte.
+for id in 507f1f77bcf86cd799439011 507F1F77BCF86CD799439011 \
+    017F22E2-79B0-7CC3-98C4-DC0C0C07398F 919108f7-52d1-4320-cbac-f847db4148a8 \
+    01arz3ndektsv4rrffq69g5fav 7ZZZZZZZZZZZZZZZZZZZZZZZZZ; do
+    aget "/v1/decode/$id"
+    "$BIN" decode --json "$id" >"$T/cli"
+    check "decode of $id: as idmint decode --json ($CODE [$(body_short)])" cmp -s "$T/cli" "$T/body"
+done
+refused /v1/decode/01ARZ3NDEKTSV4RRFFQ69G5FAU id
+check "a bad ULID: the command's message ($(body_short))" \
+    pyj '"bad ULID" in j["error"]["message"] and "Crockford" in j["error"]["message"]'
 aget '/v1/decode/1541815603606036480?layout=sonyflake'
 check "decode in layout=sonyflake: its fields ($CODE [$(body_short)])" \
     pyj 'j["layout"] == "sonyflake" and j["machine"] == 40960 and j["seq"] == 23 and j["unix_ms"] == 2328523313620'

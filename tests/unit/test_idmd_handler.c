@@ -625,34 +625,50 @@ static void test_decode(void **state)
     assert_string_equal(rs.body, exp);
     free(rs.body);
 
-    /* a UUIDv7 with a known time */
-    call(t, "/v1/decode/017f22e2-79b0-7cc3-98c4-dc0c0c07398f", NULL, &rs);
-    assert_int_equal(rs.status, 200);
-    assert_string_equal(rs.content_type, CT_JSON);
+    /* a UUIDv7 with a known time (RFC 9562's example), in either case: the
+     * answer is `idmint decode --json`'s, the id in its canonical text */
     IDM_ASSERT_OK(idm_time_format(INT64_C(0x017f22e279b0), iso, sizeof iso));
     snprintf(exp, sizeof exp,
              "{\"id\":\"017f22e2-79b0-7cc3-98c4-dc0c0c07398f\",\"kind\":\"uuid\",\"version\":7,"
-             "\"time\":\"%s\",\"unix_ms\":%lld}\n",
+             "\"variant\":\"rfc9562\",\"time\":\"%s\",\"unix_ms\":%lld}\n",
              iso, LL(INT64_C(0x017f22e279b0)));
+    call(t, "/v1/decode/017f22e2-79b0-7cc3-98c4-dc0c0c07398f", NULL, &rs);
+    assert_int_equal(rs.status, 200);
+    assert_string_equal(rs.content_type, CT_JSON);
+    assert_string_equal(rs.body, exp);
+    free(rs.body);
+    call(t, "/v1/decode/017F22E2-79B0-7CC3-98C4-DC0C0C07398F", NULL, &rs);
+    assert_int_equal(rs.status, 200);
     assert_string_equal(rs.body, exp);
     free(rs.body);
 
-    /* a UUIDv4: version, no time */
-    call(t, "/v1/decode/919108f7-52d1-4320-9bac-f847db4148a8", NULL, &rs);
-    assert_int_equal(rs.status, 200);
-    assert_string_equal(rs.body,
-                        "{\"id\":\"919108f7-52d1-4320-9bac-f847db4148a8\",\"kind\":\"uuid\","
-                        "\"version\":4}\n");
-    free(rs.body);
+    /* a UUIDv4: version and variant, no time; then one of Microsoft's
+     * variant (the top bits of byte 8: 110) */
+    static const char *const v4[][2] = {
+        {"919108f7-52d1-4320-9bac-f847db4148a8", "rfc9562"},
+        {"919108f7-52d1-4320-cbac-f847db4148a8", "microsoft"},
+    };
+    for (size_t i = 0; i < 2; i++) {
+        char path[64];
+        snprintf(path, sizeof path, "/v1/decode/%s", v4[i][0]);
+        snprintf(exp, sizeof exp,
+                 "{\"id\":\"%s\",\"kind\":\"uuid\",\"version\":4,\"variant\":\"%s\"}\n", v4[i][0],
+                 v4[i][1]);
+        call(t, path, NULL, &rs);
+        assert_int_equal(rs.status, 200);
+        assert_string_equal(rs.body, exp);
+        free(rs.body);
+    }
 
-    /* a ULID (the spec's example; its time is 0x01563E3AB5D3 ms) */
-    call(t, "/v1/decode/01ARZ3NDEKTSV4RRFFQ69G5FAV", NULL, &rs);
+    /* a ULID (the spec's example; its time is 0x01563E3AB5D3 ms), with
+     * its UUID form; lower case in, the canonical upper case out */
+    call(t, "/v1/decode/01arz3ndektsv4rrffq69g5fav", NULL, &rs);
     assert_int_equal(rs.status, 200);
     assert_string_equal(rs.content_type, CT_JSON);
     IDM_ASSERT_OK(idm_time_format(INT64_C(0x01563E3AB5D3), iso, sizeof iso));
     snprintf(exp, sizeof exp,
              "{\"id\":\"01ARZ3NDEKTSV4RRFFQ69G5FAV\",\"kind\":\"ulid\",\"time\":\"%s\","
-             "\"unix_ms\":%lld}\n",
+             "\"unix_ms\":%lld,\"uuid\":\"01563e3a-b5d3-d676-4c61-efb99302bd5b\"}\n",
              iso, LL(INT64_C(0x01563E3AB5D3)));
     assert_string_equal(rs.body, exp);
     free(rs.body);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The planning tools run captured (src/cli/tools.h), as idmintd runs them:
- * a captured plan, estimate or birthday gives the bytes the command prints
+ * The planning tools and decode run captured (src/cli/tools.h), as idmintd
+ * runs them: a captured plan, estimate, birthday or decode gives the bytes
+ * the command prints
  * on the command line (the estimator's reference case against the text
  * `idmint estimate ... --json` prints, and each tool against the same
  * command run uncaptured with its stdout sent to a file); errors land in
@@ -167,6 +168,14 @@ static void same_as_command_line(void **state)
          {"plan", "--json", "--layout", "discord", "--workers", "100", "--peak", "5000",
           "--node", "worker=3", "--at", "2030-01-01T00:00:00Z", NULL}},
         {cli_cmd_plan, {"plan", "--workers", "2000", "--at", "1700000000000", NULL}},
+        /* As /v1/decode runs it; upper case in, the canonical text out. */
+        {cli_cmd_decode,
+         {"decode", "--json", "--kind", "uuid", "--", "017F22E2-79B0-7CC3-98C4-DC0C0C07398F",
+          NULL}},
+        {cli_cmd_decode,
+         {"decode", "--json", "01arz3ndektsv4rrffq69g5fav", "507F1F77BCF86CD799439011",
+          "1541815603606036480", NULL}},
+        {cli_cmd_decode, {"decode", "0x1565c2f5d6400000", "--layout", "discord", NULL}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char *copy[16];
@@ -187,6 +196,12 @@ static void same_as_command_line(void **state)
     assert_int_equal(RUN(&r, BIRTHDAY_REF), 0);
     assert_string_equal(r.out, ref_birthday);
     cli_tool_result_free(&r);
+    /* RFC 9562's UUIDv7 example, as the command prints it. */
+    assert_int_equal(RUN(&r, "decode", "--json", "--", "017F22E2-79B0-7CC3-98C4-DC0C0C07398F"), 0);
+    assert_string_equal(r.out, "{\"id\":\"017f22e2-79b0-7cc3-98c4-dc0c0c07398f\",\"kind\":\"uuid\","
+                               "\"version\":7,\"variant\":\"rfc9562\",\"time\":"
+                               "\"2022-02-22T19:22:22.000Z\",\"unix_ms\":1645557742000}\n");
+    cli_tool_result_free(&r);
 }
 
 /* Errors go to r->err with status 2; nothing to the process's streams,
@@ -195,8 +210,9 @@ static void errors_captured(void **state)
 {
     (void)state;
     fd_trap t;
-    cli_tool_result r[6];
+    cli_tool_result r[7];
     trap_fds(&t);
+    RUN(&r[6], "decode", "--json", "--kind", "ulid", "--", "01ARZ3NDEKTSV4RRFFQ69G5FAU");
     RUN(&r[0], "estimate", "--json", "--rate=0", "--processes=1");
     RUN(&r[1], "plan", "--json", "--workers=0");
     RUN(&r[2], "birthday", "--bits=300", "--rate=1");
@@ -217,7 +233,8 @@ static void errors_captured(void **state)
     expect_usage(&r[4], "idmint: estimate: missing --rate");
     assert_int_equal(r[5].status, CLI_OK);
     assert_string_equal(r[5].out, ref_estimate);
-    for (size_t i = 0; i < 6; i++)
+    expect_usage(&r[6], "idmint: decode: bad ULID '01ARZ3NDEKTSV4RRFFQ69G5FAU': malformed text");
+    for (size_t i = 0; i < 7; i++)
         cli_tool_result_free(&r[i]);
 }
 
@@ -279,7 +296,7 @@ static void refused(void **state)
     snprintf(plot, sizeof plot, "%s/p.svg", refused_dir);
 
     fd_trap t;
-    cli_tool_result r[8];
+    cli_tool_result r[9];
     trap_fds(&t);
     RUN(&r[0], "birthday", "--bits=64", "--rate=1", "--plot", plot);
     RUN(&r[1], "birthday", "--json", "--bits=64", "--rate=1", "--plot=");
@@ -289,6 +306,7 @@ static void refused(void **state)
     RUN(&r[5], "estimate", "-h");
     RUN(&r[6], "birthday", "--bits=64", "--help");
     RUN(&r[7], "plan", "--json", "--node=worker=3", "--at=2030-01-01T00:00:00Z");
+    RUN(&r[8], "decode", "--help");
     size_t len;
     char *leaked = release_fds(&t, &len);
     CHECK(len == 0, "written to fd 1 or 2: [%s]", leaked);
@@ -307,7 +325,8 @@ static void refused(void **state)
     expect_usage(&r[6], "idmint: birthday: --help prints the usage: not available here\n");
     assert_int_equal(r[7].status, CLI_OK);
     assert_non_null(strstr(r[7].out, "\"worker\":3"));
-    for (size_t i = 0; i < 8; i++)
+    expect_usage(&r[8], "idmint: decode: --help prints the usage: not available here\n");
+    for (size_t i = 0; i < 9; i++)
         cli_tool_result_free(&r[i]);
     assert_false(cli_captured());
 }
@@ -331,6 +350,9 @@ static void tools_and_params(void **state)
     cli_tool_result_free(&r);
     assert_null(cli_tool_params("layout"));
     assert_null(cli_tool_params(NULL));
+    /* decode's id is its argument: no parameter from a query. */
+    assert_non_null(cli_tool_params("decode"));
+    assert_null(cli_tool_params("decode")[0].name);
 
     static const char *const want[][10] = {
         {"plan", "layout", "epoch", "workers", "peak", "node", "at", NULL},
@@ -365,7 +387,7 @@ static void tools_and_params(void **state)
 
 #define THREADS 4
 #define RUNS 200
-#define KINDS 5
+#define KINDS 6
 
 static char *const thread_cases[KINDS][14] = {
     {ESTIMATE_REF, NULL},
@@ -374,6 +396,7 @@ static char *const thread_cases[KINDS][14] = {
      "shard=7", "--at", "2031-05-06T07:08:09Z", NULL},
     {"plan", "--workers=0", NULL},
     {"birthday", "--bits=80", "--per-ms", "--rate=1e7", "--duration=30d", "--points=40", NULL},
+    {"decode", "--json", "--kind", "ulid", "--", "01arz3ndektsv4rrffq69g5fav", NULL},
 };
 
 typedef struct expected {
@@ -416,6 +439,7 @@ static void threads_at_once(void **state)
     assert_string_equal(want.r[0].out, ref_estimate);
     assert_int_equal(want.r[3].status, CLI_USAGE);
     assert_int_equal(want.r[4].status, CLI_OK);
+    assert_int_equal(want.r[5].status, CLI_OK);
 
     fd_trap t;
     trap_fds(&t);
