@@ -132,11 +132,8 @@ typedef struct idmd_app {
     idmd_metrics m;
     _Atomic int draining;      /* shutting down: health says so */
     /* For /v1/status: the generator's node values by field index (the
-     * leased field's is the lease's worker id, read when asked), and the
-     * coordinator's URL with its password masked ("": the configuration's
-     * lease key, or file://DATA-DIR/leases). */
+     * leased field's is the lease's worker id, read when asked). */
     uint64_t node[IDM_LAYOUT_MAX_FIELDS];
-    char lease_shown[IDMD_PATH_MAX + 32];
     idmd_monitor mon;          /* the clock watch and rates (monitor.h);
                                   mon.ready false: none (status shows 0s) */
 } idmd_app;

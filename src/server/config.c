@@ -1017,6 +1017,14 @@ size_t idmd_config_stores(const idmd_config *c, char (*urls)[IDMD_URL_MAX])
     return sc.n;
 }
 
+void idmd_config_lease_url(const idmd_config *c, char url[IDMD_URL_MAX])
+{
+    if (c->lease[0] != '\0')
+        snprintf(url, IDMD_URL_MAX, "%s", c->lease);
+    else
+        snprintf(url, IDMD_URL_MAX, "file://%s/leases", c->data_dir);
+}
+
 void idmd_mask_urls(const char *text, char *out, size_t cap)
 {
     size_t used = 0;
@@ -1263,9 +1271,7 @@ static int check_url(const idmd_config *c, const cfg_key *given, bool is_lease, 
 {
     char made[IDMD_URL_MAX];
     if (is_lease) {
-        if (c->lease[0] != '\0')
-            return check_one_url(c, given, true, c->lease, 0, 1, err, errlen);
-        snprintf(made, sizeof made, "file://%s/leases", c->data_dir);
+        idmd_config_lease_url(c, made);
         return check_one_url(c, given, true, made, 0, 1, err, errlen);
     }
     /* 16 URLs of 1 KiB: on the heap, not the stack. */

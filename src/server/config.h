@@ -178,6 +178,10 @@ const char *idmd_config_usage(void);
  * once idmd_config_check passed). */
 size_t idmd_config_stores(const idmd_config *c, char (*urls)[IDMD_URL_MAX]);
 
+/* The lease coordinator's URL: the lease key, or the one made from data-dir
+ * (file://DATA-DIR/leases) when it is empty. */
+void idmd_config_lease_url(const idmd_config *c, char url[IDMD_URL_MAX]);
+
 /* text (a value that may hold several URLs separated by white space) with
  * every URL's password masked (idm__url_mask, one URL at a time), into out
  * (always terminated, cut to cap). */

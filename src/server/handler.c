@@ -1331,7 +1331,7 @@ static void status_lease(const idmd_app *app, const lease_view *lv, idm_wall_ns 
                          idmd_response *rs)
 {
     const idm_lease_status *ls = &lv->ls;
-    char shown[IDMD_PATH_MAX + 64];
+    char url[IDMD_URL_MAX], shown[IDMD_URL_MAX];
     int64_t in_ns = ls->deadline - lv->now;
     const char *state, *why = NULL;
     char why_buf[160];
@@ -1339,14 +1339,11 @@ static void status_lease(const idmd_app *app, const lease_view *lv, idm_wall_ns 
         puts_(rs, "\"worker_id\":null,\"lease\":null");
         return;
     }
-    if (app->lease_shown[0] != '\0')
-        snprintf(shown, sizeof shown, "%s", app->lease_shown);
-    else if (app->cfg != NULL && app->cfg->lease[0] != '\0')
-        idm__url_mask(app->cfg->lease, shown, sizeof shown);
-    else if (app->cfg != NULL)
-        snprintf(shown, sizeof shown, "file://%s/leases", app->cfg->data_dir);
-    else
-        shown[0] = '\0';
+    shown[0] = '\0'; /* the coordinator, its password masked */
+    if (app->cfg != NULL) {
+        idmd_config_lease_url(app->cfg, url);
+        idm__url_mask(url, shown, sizeof shown);
+    }
     if (ls->lost) {
         state = "lost";
         why = "the coordinator says the claim is gone";

@@ -316,17 +316,13 @@ static int lease_and_generator(idmd_app *app, const idmd_config *cfg)
 {
     idm_leased_opts lo;
     idm_snowflake_opts o;
-    char url[IDMD_PATH_MAX + 32], shown[IDMD_PATH_MAX + 32], dir[IDMD_PATH_MAX + 16];
+    char url[IDMD_URL_MAX], shown[IDMD_URL_MAX], dir[IDMD_PATH_MAX + 16];
     const char *boot;
     if (generator_opts(app, cfg, &o) != 0)
         return -1;
-    if (cfg->lease[0] != '\0')
-        snprintf(url, sizeof url, "%s", cfg->lease);
-    else
-        snprintf(url, sizeof url, "file://%s/leases", cfg->data_dir);
+    idmd_config_lease_url(cfg, url);
     snprintf(dir, sizeof dir, "%s/claims", cfg->data_dir);
     idm__url_mask(url, shown, sizeof shown);
-    snprintf(app->lease_shown, sizeof app->lease_shown, "%s", shown); /* for /v1/status */
     idm_leased_opts_init(&lo);
     lo.lease.url = url;
     lo.lease.ttl_ms = cfg->lease_ttl_ms;
