@@ -279,10 +279,10 @@ static bool next_pair(const char **q, qpair *p)
     return true;
 }
 
-/* Parse the query into p: count (when allowed) and format. 0 or an answer
- * sent. */
-static int parse_query(idmd_app *app, const char *query, bool count_ok, bool opaque_ok,
-                       params *p, idmd_response *rs)
+/* Parse the query of a route minting ids into p: count and format. 0 or an
+ * answer sent. */
+static int parse_query(idmd_app *app, const char *query, bool opaque_ok, params *p,
+                       idmd_response *rs)
 {
     bool seen_count = false, seen_format = false, first = true;
     const char *q = query != NULL && *query != '\0' ? query : NULL;
@@ -299,10 +299,9 @@ static int parse_query(idmd_app *app, const char *query, bool count_ok, bool opa
         }
         first = false;
         param_name(key, kv.k, kv.klen);
-        is_count = kv.klen == 5 && memcmp(kv.k, "count", 5) == 0 && count_ok;
+        is_count = kv.klen == 5 && memcmp(kv.k, "count", 5) == 0;
         if (!is_count && !(kv.klen == 6 && memcmp(kv.k, "format", 6) == 0)) {
-            idmd_fail(rs, 400, key, "unknown parameter '%s'%s", key,
-                 count_ok ? " (known: count, format)" : " (known: format)");
+            idmd_fail(rs, 400, key, "unknown parameter '%s' (known: count, format)", key);
             return -1;
         }
         seen = is_count ? &seen_count : &seen_format;
@@ -969,7 +968,58 @@ static bool all_of(const char *s, size_t n, const char *set)
     return n > 0;
 }
 
-static void tool_message(const char *tool, const char *err, char *out, size_t cap);
+/* The tool's message for an answer: each line without its "idmint: TOOL: "
+ * prefix, lines joined by a space. */
+static void tool_message(const char *tool, const char *err, char *out, size_t cap)
+{
+    char prefix[64];
+    size_t used = 0, plen;
+    snprintf(prefix, sizeof prefix, "idmint: %s: ", tool);
+    plen = strlen(prefix);
+    out[0] = '\0';
+    while (err != NULL && *err != '\0' && used + 1 < cap) {
+        size_t n = strcspn(err, "\n");
+        const char *line = err;
+        size_t len = n;
+        if (len >= plen && memcmp(line, prefix, plen) == 0) {
+            line += plen;
+            len -= plen;
+        }
+        if (len > 0) {
+            int w = snprintf(out + used, cap - used, "%s%.*s", used > 0 ? " " : "", (int)len,
+                             line);
+            used = w < 0 ? used : used + (size_t)w < cap ? used + (size_t)w : cap - 1;
+        }
+        err += n;
+        if (*err == '\n')
+            err++;
+    }
+    if (out[0] == '\0')
+        snprintf(out, cap, "%s failed with no message", tool);
+}
+
+/*
+ * The CLI command tool run in this thread with argv, captured (tools.h):
+ * 200 with what it printed (a JSON document: the callers give --json); for
+ * what it refuses (exit status 2) 400 with its message, naming param (NULL:
+ * none); for a failure 500.
+ */
+static void tool_answer(const char *tool, int argc, char **argv, const char *param,
+                        idmd_response *rs)
+{
+    cli_tool_result r;
+    char msg[400];
+    if (cli_tool_run(tool, argc, argv, &r) == 0 && r.status == 0) {
+        rs->status = 200;
+        rs->content_type = "application/json";
+        put(rs, r.out, r.out_len);
+    } else {
+        tool_message(tool, r.err, msg, sizeof msg);
+        idmd_fail(rs, r.status == 2 ? 400 : 500, r.status == 2 ? param : NULL, "%s",
+                  msg); /* CLI_USAGE, CLI_FAIL */
+    }
+    cli_tool_result_free(&r);
+}
 
 static void h_decode(idmd_app *app, const params *p, idmd_response *rs)
 {
@@ -1008,15 +1058,7 @@ static void h_decode(idmd_app *app, const params *p, idmd_response *rs)
     const char *kind = objectid ? "objectid" : n == 36 ? "uuid" : "ulid";
     char *argv[] = {(char *)"decode", (char *)"--json", (char *)"--kind", (char *)kind,
                     (char *)"--", (char *)id, NULL};
-    char msg[400];
-    cli_tool_result r;
-    if (cli_tool_run("decode", 6, argv, &r) == 0 && r.status == 0) {
-        put(rs, r.out, r.out_len);
-    } else {
-        tool_message("decode", r.err, msg, sizeof msg);
-        idmd_fail(rs, r.status == 2 ? 400 : 500, r.status == 2 ? "id" : NULL, "%s", msg);
-    }
-    cli_tool_result_free(&r);
+    tool_answer("decode", 6, argv, "id", rs);
 }
 
 /* ---------------------------------------------------------------- health */
@@ -1731,36 +1773,6 @@ static void h_metrics(idmd_app *app, const params *p, idmd_response *rs)
 
 /* ------------------------------------------------------------------ tools */
 
-/* The tool's message for an answer: each line without its "idmint: TOOL: "
- * prefix, lines joined by a space. */
-static void tool_message(const char *tool, const char *err, char *out, size_t cap)
-{
-    char prefix[64];
-    size_t used = 0, plen;
-    snprintf(prefix, sizeof prefix, "idmint: %s: ", tool);
-    plen = strlen(prefix);
-    out[0] = '\0';
-    while (err != NULL && *err != '\0' && used + 1 < cap) {
-        size_t n = strcspn(err, "\n");
-        const char *line = err;
-        size_t len = n;
-        if (len >= plen && memcmp(line, prefix, plen) == 0) {
-            line += plen;
-            len -= plen;
-        }
-        if (len > 0) {
-            int w = snprintf(out + used, cap - used, "%s%.*s", used > 0 ? " " : "", (int)len,
-                             line);
-            used = w < 0 ? used : used + (size_t)w < cap ? used + (size_t)w : cap - 1;
-        }
-        err += n;
-        if (*err == '\n')
-            err++;
-    }
-    if (out[0] == '\0')
-        snprintf(out, cap, "%s failed with no message", tool);
-}
-
 /*
  * The query of /v1/TOOL as the tool's command line, into argv (from argv[2]
  * on; buf holds the "--NAME=VALUE" texts): each parameter one of the tool's
@@ -1836,10 +1848,9 @@ static void h_tool(idmd_app *app, const params *p, idmd_response *rs)
     const char *tool = p->path + strlen("/v1/");
     const cli_tool_param *t = cli_tool_params(tool);
     size_t qlen = p->query != NULL ? strlen(p->query) : 0, nparams = 0, npairs = 1;
-    char **argv = NULL, *buf = NULL, msg[400];
+    char **argv = NULL, *buf = NULL;
     bool *seen = NULL;
     int argc = 2;
-    cli_tool_result r;
     (void)app;
     if (t == NULL) {
         idmd_fail(rs, 500, NULL, "%s: no such tool in this build", tool);
@@ -1858,18 +1869,8 @@ static void h_tool(idmd_app *app, const params *p, idmd_response *rs)
     }
     argv[0] = (char *)tool;
     argv[1] = (char *)"--json";
-    if (tool_args(p->path, t, p->query, argv, &argc, buf, seen, rs) != 0)
-        goto out;
-    memset(&r, 0, sizeof r);
-    if (cli_tool_run(tool, argc, argv, &r) == 0 && r.status == 0) {
-        rs->status = 200;
-        rs->content_type = "application/json";
-        put(rs, r.out != NULL ? r.out : "", r.out != NULL ? r.out_len : 0);
-    } else {
-        tool_message(tool, r.err, msg, sizeof msg);
-        idmd_fail(rs, r.status == 2 ? 400 : 500, NULL, "%s", msg); /* CLI_USAGE, CLI_FAIL */
-    }
-    cli_tool_result_free(&r);
+    if (tool_args(p->path, t, p->query, argv, &argc, buf, seen, rs) == 0)
+        tool_answer(tool, argc, argv, NULL, rs);
 out:
     free(argv);
     free(buf);
@@ -2083,8 +2084,8 @@ static int route_params(idmd_app *app, const route *r, const char *path, const c
     case Q_IDS: /* the 64-bit kinds have an opaque form */
         break;
     }
-    return parse_query(app, query, true,
-                       r->kind == IDMD_K_SNOWFLAKE || r->kind == IDMD_K_SEGMENT, p, rs);
+    return parse_query(app, query, r->kind == IDMD_K_SNOWFLAKE || r->kind == IDMD_K_SEGMENT, p,
+                       rs);
 }
 
 /* Whether the presented token is ours, whole. The time taken depends on
